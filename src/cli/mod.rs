@@ -1,0 +1,1 @@
+//! clap commands; each calls core functions and prints a table or `--json`.
