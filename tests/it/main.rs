@@ -1,4 +1,5 @@
 //! One integration test binary; each file is a module.
 
+mod admin_http;
 mod auth;
 mod db;
