@@ -435,7 +435,10 @@ mod tests {
     #[test]
     fn session_refs() {
         let id = Uuid::new_v4();
-        assert_eq!(SessionRef::parse(&id.to_string()).unwrap(), SessionRef::Id(id));
+        assert_eq!(
+            SessionRef::parse(&id.to_string()).unwrap(),
+            SessionRef::Id(id)
+        );
         let t = secrets::generate_session_token();
         assert_eq!(SessionRef::parse(&t).unwrap(), SessionRef::Token(t.clone()));
         assert!(SessionRef::parse("sess_nothex").is_err());

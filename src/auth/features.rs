@@ -197,7 +197,11 @@ impl PermissionRules {
     }
 
     /// The features the rules require for `method path_template`.
-    pub fn required_for<'a>(&'a self, method: &str, path_template: &str) -> impl Iterator<Item = &'a str> {
+    pub fn required_for<'a>(
+        &'a self,
+        method: &str,
+        path_template: &str,
+    ) -> impl Iterator<Item = &'a str> {
         let method = method.to_ascii_uppercase();
         let path = path_template.to_string();
         self.rules
@@ -270,8 +274,12 @@ mod tests {
     #[test]
     fn bad_rules_are_reported() {
         assert!(PermissionRules::from_toml("[[rule]]\npath = \"repos\"\nfeatures = []").is_err());
-        assert!(PermissionRules::from_toml("[[rule]]\npath = \"/a\"\nfeatures = [\"a..b\"]").is_err());
+        assert!(
+            PermissionRules::from_toml("[[rule]]\npath = \"/a\"\nfeatures = [\"a..b\"]").is_err()
+        );
         assert!(PermissionRules::from_toml("[[rule]]\npath = \"/a\"\nfeature = []").is_err());
-        assert!(PermissionRules::from_toml("[[rule]]\npath = \"/a\"\nfeatures = [\"a.*\"]").is_err());
+        assert!(
+            PermissionRules::from_toml("[[rule]]\npath = \"/a\"\nfeatures = [\"a.*\"]").is_err()
+        );
     }
 }

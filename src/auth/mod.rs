@@ -51,7 +51,9 @@ pub enum AuthError {
     SessionExpired,
     #[error("permission denied: this caller lacks the feature `{missing}`")]
     Forbidden { missing: String },
-    #[error("permission denied: a read-only caller may only use GET, HEAD and OPTIONS, not {method}")]
+    #[error(
+        "permission denied: a read-only caller may only use GET, HEAD and OPTIONS, not {method}"
+    )]
     ReadOnly { method: String },
     #[error("rate limit exceeded; retry in {retry_after_ms} ms")]
     RateLimited { retry_after_ms: u64 },
@@ -422,7 +424,9 @@ async fn listen_for_invalidations(caches: Caches, mut listener: InvalidationList
         match listener.next().await {
             Ok(Heard::Change(what)) => caches.apply(&what).await,
             Ok(Heard::Gap) => {
-                tracing::warn!("credential-change listener reconnected; dropping cached credentials");
+                tracing::warn!(
+                    "credential-change listener reconnected; dropping cached credentials"
+                );
                 caches.flush();
             }
             Err(e) if e.is_pool_closed() => {
@@ -817,7 +821,11 @@ mod tests {
         let e = p.may_use_tool("api_execute").unwrap_err();
         assert_eq!(e.code(), "FORBIDDEN");
         assert!(e.to_string().contains("apigate.execute"));
-        assert!(principal(&["apigate.*"], false).may_use_tool("api_schema").is_ok());
+        assert!(
+            principal(&["apigate.*"], false)
+                .may_use_tool("api_schema")
+                .is_ok()
+        );
     }
 
     #[test]

@@ -82,7 +82,9 @@ pub(crate) fn generate_session_token() -> String {
 /// Whether the text has the shape `sess_<32 lowercase hex>`.
 pub(crate) fn is_session_token(token: &str) -> bool {
     token.strip_prefix(SESSION_PREFIX).is_some_and(|h| {
-        h.len() == 32 && h.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        h.len() == 32
+            && h.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
     })
 }
 
@@ -102,7 +104,10 @@ mod tests {
     #[test]
     fn generated_keys_parse_back() {
         let k = generate_key();
-        assert_eq!(parse_key(&k.full), Some((k.public_id.as_str(), k.secret.as_str())));
+        assert_eq!(
+            parse_key(&k.full),
+            Some((k.public_id.as_str(), k.secret.as_str()))
+        );
         assert!(k.full.starts_with("agk_"));
     }
 

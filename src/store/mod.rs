@@ -86,7 +86,8 @@ pub fn describe_target(url: &str) -> String {
 impl Store {
     /// Connects (and checks the connection) with a small pool. The error names the host.
     pub async fn connect(url: &str) -> Result<Store, StoreError> {
-        let opts = PgConnectOptions::from_str(url).map_err(|e| StoreError::BadUrl(e.to_string()))?;
+        let opts =
+            PgConnectOptions::from_str(url).map_err(|e| StoreError::BadUrl(e.to_string()))?;
         let pool = PgPoolOptions::new()
             .max_connections(10)
             .acquire_timeout(Duration::from_secs(5))
@@ -118,7 +119,10 @@ impl Store {
 
     // ---- server keys and sessions ----------------------------------------------------------
 
-    pub(crate) async fn insert_server_key(&self, k: &NewServerKey<'_>) -> Result<KeyRow, StoreError> {
+    pub(crate) async fn insert_server_key(
+        &self,
+        k: &NewServerKey<'_>,
+    ) -> Result<KeyRow, StoreError> {
         let row = sqlx::query_as::<_, KeyRow>(
             "INSERT INTO api_keys (id, kind, name, public_id, secret_hash, features, roles, \
              read_only, created_by) \
@@ -161,7 +165,10 @@ impl Store {
     }
 
     /// A server key by public id (revoked ones too), with the features of its roles.
-    pub(crate) async fn find_server_key(&self, public_id: &str) -> Result<Option<KeyRow>, StoreError> {
+    pub(crate) async fn find_server_key(
+        &self,
+        public_id: &str,
+    ) -> Result<Option<KeyRow>, StoreError> {
         let row = sqlx::query_as::<_, KeyRow>(
             "SELECT k.*, COALESCE((SELECT array_agg(DISTINCT f) FROM roles r, unnest(r.features) f \
              WHERE r.name = ANY(k.roles)), '{}') AS role_features \
@@ -199,7 +206,10 @@ impl Store {
     /// Marks a credential revoked and announces it, in one transaction (the notification is
     /// delivered at commit). Returns `None` when no such credential exists; revoking twice
     /// keeps the first time.
-    pub(crate) async fn revoke(&self, target: RevokeTarget<'_>) -> Result<Option<Revoked>, StoreError> {
+    pub(crate) async fn revoke(
+        &self,
+        target: RevokeTarget<'_>,
+    ) -> Result<Option<Revoked>, StoreError> {
         let mut tx = self.pool.begin().await?;
         let query = match target {
             RevokeTarget::ServerKey(_) => {
@@ -251,7 +261,11 @@ impl Store {
     // ---- roles ------------------------------------------------------------------------------
 
     /// Creates or replaces a role and announces the change.
-    pub(crate) async fn upsert_role(&self, name: &str, features: &[String]) -> Result<RoleRow, StoreError> {
+    pub(crate) async fn upsert_role(
+        &self,
+        name: &str,
+        features: &[String],
+    ) -> Result<RoleRow, StoreError> {
         let mut tx = self.pool.begin().await?;
         let row = sqlx::query_as::<_, RoleRow>(
             "INSERT INTO roles (name, features) VALUES ($1, $2) \
@@ -564,7 +578,11 @@ mod tests {
     #[test]
     fn invalidation_payloads_round_trip() {
         let id = Uuid::new_v4();
-        for i in [Invalidation::Key(id), Invalidation::Session(id), Invalidation::Roles] {
+        for i in [
+            Invalidation::Key(id),
+            Invalidation::Session(id),
+            Invalidation::Roles,
+        ] {
             assert_eq!(Invalidation::parse(&i.to_payload()), Some(i));
         }
         assert_eq!(Invalidation::parse("key:nope"), None);

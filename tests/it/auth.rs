@@ -40,7 +40,13 @@ fn code<T: std::fmt::Debug>(r: Result<T, AuthError>) -> &'static str {
 
 /// Runs SQL on the test database behind the core's back (to age a session).
 async fn exec(db: &TestDb, sql: &str) {
-    let mut c = db.url.parse::<sqlx::postgres::PgConnectOptions>().unwrap().connect().await.unwrap();
+    let mut c = db
+        .url
+        .parse::<sqlx::postgres::PgConnectOptions>()
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
     sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_string()))
         .execute(&mut c)
         .await
@@ -74,12 +80,19 @@ async fn server_keys_missing_wrong_revoked() {
     assert_eq!(code(auth.authenticate_key("hello").await), "UNAUTHORIZED");
 
     let created = auth.create_key(key("agent", &["apigate.*"])).await.unwrap();
-    assert!(created.key.starts_with(&format!("agk_{}_", created.public_id)));
+    assert!(
+        created
+            .key
+            .starts_with(&format!("agk_{}_", created.public_id))
+    );
     let k = auth.authenticate_key(&created.key).await.unwrap();
     assert_eq!(k.key_id, Some(created.id));
     assert!(k.features.allows("apigate.execute"));
     // Served from the cache the second time; same answer.
-    assert_eq!(auth.authenticate_key(&created.key).await.unwrap().key_id, Some(created.id));
+    assert_eq!(
+        auth.authenticate_key(&created.key).await.unwrap().key_id,
+        Some(created.id)
+    );
 
     // Right public id, wrong secret.
     let mut wrong = created.key.clone();
@@ -108,7 +121,10 @@ async fn server_keys_missing_wrong_revoked() {
         auth.revoke_key(&uuid::Uuid::new_v4().to_string()).await,
         Err(AdminError::NotFound(_))
     ));
-    assert!(matches!(auth.revoke_key("not an id").await, Err(AdminError::Invalid(_))));
+    assert!(matches!(
+        auth.revoke_key("not an id").await,
+        Err(AdminError::Invalid(_))
+    ));
 }
 
 #[tokio::test]
@@ -126,8 +142,14 @@ async fn bootstrap_key_is_accepted_and_compared_exactly() {
     let k = auth.authenticate_key("bootstrap-secret-123").await.unwrap();
     assert!(k.is_bootstrap());
     assert!(k.features.allows("apigate.admin"));
-    assert_eq!(code(auth.authenticate_key("bootstrap-secret-12").await), "UNAUTHORIZED");
-    assert_eq!(code(auth.authenticate_key("bootstrap-secret-1234").await), "UNAUTHORIZED");
+    assert_eq!(
+        code(auth.authenticate_key("bootstrap-secret-12").await),
+        "UNAUTHORIZED"
+    );
+    assert_eq!(
+        code(auth.authenticate_key("bootstrap-secret-1234").await),
+        "UNAUTHORIZED"
+    );
 }
 
 #[tokio::test]
@@ -136,10 +158,19 @@ async fn sessions_unknown_expired_revoked() {
     let auth = auth(&db).await;
     let agent = KeyPrincipal::dev();
 
-    assert_eq!(code(auth.authenticate_session(&agent, "").await), "UNAUTHORIZED");
-    assert_eq!(code(auth.authenticate_session(&agent, "sess_nope").await), "UNAUTHORIZED");
+    assert_eq!(
+        code(auth.authenticate_session(&agent, "").await),
+        "UNAUTHORIZED"
+    );
+    assert_eq!(
+        code(auth.authenticate_session(&agent, "sess_nope").await),
+        "UNAUTHORIZED"
+    );
     let unknown = format!("sess_{}", "0".repeat(32));
-    assert_eq!(code(auth.authenticate_session(&agent, &unknown).await), "UNAUTHORIZED");
+    assert_eq!(
+        code(auth.authenticate_session(&agent, &unknown).await),
+        "UNAUTHORIZED"
+    );
 
     let s = auth
         .create_session(NewSession {
@@ -161,28 +192,56 @@ async fn sessions_unknown_expired_revoked() {
     // Only the digest is stored.
     let stored: Vec<u8> = sqlx::query_scalar("SELECT token_digest FROM api_keys WHERE id = $1")
         .bind(s.id)
-        .fetch_one(&mut db.url.parse::<sqlx::postgres::PgConnectOptions>().unwrap().connect().await.unwrap())
+        .fetch_one(
+            &mut db
+                .url
+                .parse::<sqlx::postgres::PgConnectOptions>()
+                .unwrap()
+                .connect()
+                .await
+                .unwrap(),
+        )
         .await
         .unwrap();
     assert_eq!(stored.len(), 32);
 
     // Expired (aged in the database; the cached entry is checked against its expiry too).
-    exec(&db, &format!("UPDATE api_keys SET expires_at = now() - interval '1 second' WHERE id = '{}'", s.id)).await;
-    let fresh = Auth::new(db.store.clone(), AuthConfig::default()).await.unwrap();
-    assert_eq!(code(fresh.authenticate_session(&agent, &s.token).await), "SESSION_EXPIRED");
+    exec(
+        &db,
+        &format!(
+            "UPDATE api_keys SET expires_at = now() - interval '1 second' WHERE id = '{}'",
+            s.id
+        ),
+    )
+    .await;
+    let fresh = Auth::new(db.store.clone(), AuthConfig::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        code(fresh.authenticate_session(&agent, &s.token).await),
+        "SESSION_EXPIRED"
+    );
 
     // Revoked, by token.
     let s2 = auth.create_session(session("user-2", &[])).await.unwrap();
     auth.authenticate_session(&agent, &s2.token).await.unwrap();
-    auth.revoke_session(&SessionRef::parse(&s2.token).unwrap()).await.unwrap();
-    let e = auth.authenticate_session(&agent, &s2.token).await.unwrap_err();
+    auth.revoke_session(&SessionRef::parse(&s2.token).unwrap())
+        .await
+        .unwrap();
+    let e = auth
+        .authenticate_session(&agent, &s2.token)
+        .await
+        .unwrap_err();
     assert_eq!(e.code(), "UNAUTHORIZED");
     assert!(e.to_string().contains("revoked"));
 
     // Revoked, by id.
     let s3 = auth.create_session(session("user-3", &[])).await.unwrap();
     auth.revoke_session(&SessionRef::Id(s3.id)).await.unwrap();
-    assert_eq!(code(auth.authenticate_session(&agent, &s3.token).await), "UNAUTHORIZED");
+    assert_eq!(
+        code(auth.authenticate_session(&agent, &s3.token).await),
+        "UNAUTHORIZED"
+    );
 
     // Validation.
     assert!(matches!(
@@ -190,11 +249,18 @@ async fn sessions_unknown_expired_revoked() {
         Err(AdminError::Invalid(_))
     ));
     assert!(matches!(
-        auth.create_session(NewSession { ttl_minutes: Some(0), ..session("u", &[]) }).await,
+        auth.create_session(NewSession {
+            ttl_minutes: Some(0),
+            ..session("u", &[])
+        })
+        .await,
         Err(AdminError::Invalid(_))
     ));
     let short = auth
-        .create_session(NewSession { ttl_minutes: Some(5), ..session("u", &[]) })
+        .create_session(NewSession {
+            ttl_minutes: Some(5),
+            ..session("u", &[])
+        })
         .await
         .unwrap();
     assert!(short.expires_at - chrono::Utc::now() <= chrono::Duration::minutes(5));
@@ -229,7 +295,9 @@ async fn permissions_features_roles_wildcards_read_only() {
     ));
 
     // Wildcards through a role.
-    auth.set_role("accountant", &["apigate.*".into(), "billing.*".into()]).await.unwrap();
+    auth.set_role("accountant", &["apigate.*".into(), "billing.*".into()])
+        .await
+        .unwrap();
     let s = auth
         .create_session(NewSession {
             roles: vec!["accountant".into()],
@@ -240,16 +308,27 @@ async fn permissions_features_roles_wildcards_read_only() {
     let p = auth.authenticate_session(&agent, &s.token).await.unwrap();
     let need = |f: &str| vec![f.to_string()];
     assert!(p.may_use_tool("api_execute").is_ok());
-    assert!(p.may_execute("GET", "/invoices", &need("billing.invoices.read"), &rules).is_ok());
-    assert!(p.may_execute("GET", "/contacts", &need("crm.read"), &rules).is_ok());
-    assert!(p.may_execute("DELETE", "/invoices/{id}", &[], &rules).is_ok());
+    assert!(
+        p.may_execute("GET", "/invoices", &need("billing.invoices.read"), &rules)
+            .is_ok()
+    );
+    assert!(
+        p.may_execute("GET", "/contacts", &need("crm.read"), &rules)
+            .is_ok()
+    );
+    assert!(
+        p.may_execute("DELETE", "/invoices/{id}", &[], &rules)
+            .is_ok()
+    );
     match p.may_execute("GET", "/stock", &need("inventory.read"), &rules) {
         Err(AuthError::Forbidden { missing }) => assert_eq!(missing, "inventory.read"),
         other => panic!("{other:?}"),
     }
 
     // A role change reaches sessions already cached.
-    auth.set_role("accountant", &["apigate.*".into(), "billing.read".into()]).await.unwrap();
+    auth.set_role("accountant", &["apigate.*".into(), "billing.read".into()])
+        .await
+        .unwrap();
     let p = auth.authenticate_session(&agent, &s.token).await.unwrap();
     match p.may_execute("DELETE", "/invoices/{id}", &[], &rules) {
         Err(AuthError::Forbidden { missing }) => assert_eq!(missing, "billing.admin"),
@@ -261,7 +340,10 @@ async fn permissions_features_roles_wildcards_read_only() {
 
     // A read-only session may not POST, whatever its features.
     let ro = auth
-        .create_session(NewSession { read_only: true, ..session("u", &["*"]) })
+        .create_session(NewSession {
+            read_only: true,
+            ..session("u", &["*"])
+        })
         .await
         .unwrap();
     let p = auth.authenticate_session(&agent, &ro.token).await.unwrap();
@@ -274,7 +356,10 @@ async fn permissions_features_roles_wildcards_read_only() {
 
     // A read-only key makes every session over it read-only.
     let ro_key = auth
-        .create_key(NewKey { read_only: true, ..key("ro-agent", &[]) })
+        .create_key(NewKey {
+            read_only: true,
+            ..key("ro-agent", &[])
+        })
         .await
         .unwrap();
     let k = auth.authenticate_key(&ro_key.key).await.unwrap();
@@ -287,11 +372,17 @@ async fn permissions_features_roles_wildcards_read_only() {
 #[tokio::test]
 async fn rate_limit_trips_per_session_and_per_key() {
     let db = TestDb::new().await;
-    let slow = RateLimit { per_second: 0.001, burst: 2 };
+    let slow = RateLimit {
+        per_second: 0.001,
+        burst: 2,
+    };
     let auth = Auth::new(
         db.store.clone(),
         AuthConfig {
-            key_rate: RateLimit { per_second: 0.001, burst: 5 },
+            key_rate: RateLimit {
+                per_second: 0.001,
+                burst: 5,
+            },
             session_rate: slow,
             ..AuthConfig::default()
         },
@@ -319,8 +410,14 @@ async fn rate_limit_trips_per_session_and_per_key() {
 async fn audit_rows_are_written_without_arguments() {
     let db = TestDb::new().await;
     let auth = auth(&db).await;
-    let s = auth.create_session(session("user-9", &["*"])).await.unwrap();
-    let p = auth.authenticate_session(&KeyPrincipal::dev(), &s.token).await.unwrap();
+    let s = auth
+        .create_session(session("user-9", &["*"]))
+        .await
+        .unwrap();
+    let p = auth
+        .authenticate_session(&KeyPrincipal::dev(), &s.token)
+        .await
+        .unwrap();
 
     let mut e = p.audit_entry("api_execute", Decision::Allowed);
     e.operation = Some("createInvoice".into());
@@ -349,7 +446,8 @@ async fn audit_rows_are_written_without_arguments() {
 
     // A failing database never fails the call.
     db.store.close().await;
-    auth.record_audit(p.audit_entry("api_discover", Decision::Allowed)).await;
+    auth.record_audit(p.audit_entry("api_discover", Decision::Allowed))
+        .await;
 }
 
 #[tokio::test]
@@ -357,12 +455,18 @@ async fn two_instances_share_sessions_and_revocations() {
     let db = TestDb::new().await;
     let a = auth(&db).await;
     // The second instance has its own pool, as another replica would.
-    let b = Auth::new(Store::connect(&db.url).await.unwrap(), AuthConfig::default())
-        .await
-        .unwrap();
+    let b = Auth::new(
+        Store::connect(&db.url).await.unwrap(),
+        AuthConfig::default(),
+    )
+    .await
+    .unwrap();
 
     // A session created through A works on B.
-    let s = a.create_session(session("u", &["apigate.discover"])).await.unwrap();
+    let s = a
+        .create_session(session("u", &["apigate.discover"]))
+        .await
+        .unwrap();
     let agent = KeyPrincipal::dev();
     let p = b.authenticate_session(&agent, &s.token).await.unwrap();
     assert_eq!(p.session_id, Some(s.id));
@@ -385,7 +489,10 @@ async fn two_instances_share_sessions_and_revocations() {
         b.authenticate_session(&agent, &s.token).await.is_err()
     })
     .await;
-    assert!(refused, "B still accepted the session 1 s after A revoked it");
+    assert!(
+        refused,
+        "B still accepted the session 1 s after A revoked it"
+    );
 
     // A revocation made without any Auth (the CLI path) reaches both.
     let k2 = a.create_key(key("agent-2", &["*"])).await.unwrap();
@@ -400,7 +507,10 @@ async fn two_instances_share_sessions_and_revocations() {
             inst.authenticate_key(&k2.key).await.is_err()
         })
         .await;
-        assert!(refused, "an instance still accepted a key revoked from the CLI path");
+        assert!(
+            refused,
+            "an instance still accepted a key revoked from the CLI path"
+        );
     }
 }
 
@@ -430,7 +540,12 @@ async fn auth_cost() {
     let auth = auth(&db).await;
     let mut keys = Vec::new();
     for i in 0..10 {
-        keys.push(auth.create_key(key(&format!("k{i}"), &["*"])).await.unwrap().key);
+        keys.push(
+            auth.create_key(key(&format!("k{i}"), &["*"]))
+                .await
+                .unwrap()
+                .key,
+        );
     }
     let t = Instant::now();
     for k in &keys {

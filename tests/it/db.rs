@@ -54,7 +54,9 @@ impl TestDb {
         let mut url = url::Url::parse(&server_url).expect("DATABASE_URL parses as a URL");
         url.set_path(&format!("/{name}"));
         let url = url.to_string();
-        let store = Store::connect(&url).await.expect("connect to the test database");
+        let store = Store::connect(&url)
+            .await
+            .expect("connect to the test database");
         store.migrate().await.expect("migrations apply");
         TestDb {
             store,
@@ -76,7 +78,11 @@ impl Drop for TestDb {
                 .build()
                 .ok()?;
             rt.block_on(async {
-                let mut conn = PgConnectOptions::from_str(&server_url).ok()?.connect().await.ok()?;
+                let mut conn = PgConnectOptions::from_str(&server_url)
+                    .ok()?
+                    .connect()
+                    .await
+                    .ok()?;
                 sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
                     "DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"
                 )))

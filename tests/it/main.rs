@@ -2,4 +2,5 @@
 
 mod admin_http;
 mod auth;
+mod cli_admin;
 mod db;
