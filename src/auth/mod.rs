@@ -10,6 +10,7 @@ mod admin;
 mod features;
 mod rate;
 mod secrets;
+mod token_arg;
 
 use std::fmt;
 use std::sync::Arc;
@@ -28,6 +29,10 @@ pub use admin::{
 };
 pub use features::{Features, PermissionRules, RuleError, RuleSpec};
 pub use rate::RateLimit;
+pub use token_arg::{
+    SESSION_TOKEN_ARG, SESSION_TOKEN_HEADER, add_session_token_param, choose_session_token,
+    take_session_token,
+};
 
 use crate::store::{
     AuditEntry, Decision, Heard, Invalidation, InvalidationListener, KeyRow, Store, StoreError,
