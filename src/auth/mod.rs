@@ -112,6 +112,9 @@ pub struct AuthConfig {
     pub cache_capacity: u64,
     pub key_rate: RateLimit,
     pub session_rate: RateLimit,
+    /// argon2id verifications per public id (cache misses of keys not verified before on this
+    /// instance): bounds the CPU someone guessing secrets can burn.
+    pub verify_rate: RateLimit,
 }
 
 impl Default for AuthConfig {
@@ -128,6 +131,10 @@ impl Default for AuthConfig {
                 per_second: 10.0,
                 burst: 30,
             },
+            verify_rate: RateLimit {
+                per_second: 0.2,
+                burst: 10,
+            },
         }
     }
 }
@@ -143,6 +150,7 @@ impl fmt::Debug for AuthConfig {
             .field("cache_capacity", &self.cache_capacity)
             .field("key_rate", &self.key_rate)
             .field("session_rate", &self.session_rate)
+            .field("verify_rate", &self.verify_rate)
             .finish()
     }
 }
@@ -372,6 +380,20 @@ struct CachedSession {
 
 type Digest = [u8; 32];
 
+/// Why a key could not be verified (never cached).
+#[derive(Debug)]
+enum VerifyError {
+    Store(StoreError),
+    /// Too many verifications for this public id lately.
+    Throttled(Duration),
+}
+
+impl From<StoreError> for VerifyError {
+    fn from(e: StoreError) -> Self {
+        VerifyError::Store(e)
+    }
+}
+
 /// The caches and the counter the invalidation listener shares with [`Auth`].
 #[derive(Clone)]
 struct Caches {
@@ -455,6 +477,11 @@ struct Inner {
     limiter: Limiter,
     /// Bounds concurrent argon2 verifications (each uses 19 MiB and a core for ~50 ms).
     verify_slots: Semaphore,
+    /// Public id → (SHA-256 of the full key, stored hash) once argon2 accepted it: a key seen
+    /// before skips argon2 and the verification throttle when its cache entry expires, so
+    /// someone guessing secrets for its public id cannot lock it out. The row (revocation,
+    /// features) is still read every time.
+    verified: Cache<String, Arc<(Digest, String)>>,
     listener: JoinHandle<()>,
 }
 
@@ -489,8 +516,12 @@ impl Auth {
                 store,
                 bootstrap_key: cfg.bootstrap_key.filter(|k| !k.is_empty()),
                 caches,
-                limiter: Limiter::new(cfg.key_rate, cfg.session_rate),
+                limiter: Limiter::new(cfg.key_rate, cfg.session_rate, cfg.verify_rate),
                 verify_slots: Semaphore::new(slots),
+                verified: Cache::builder()
+                    .max_capacity(cfg.cache_capacity)
+                    .time_to_live(Duration::from_secs(24 * 3600))
+                    .build(),
                 listener: task,
             }),
         })
@@ -529,9 +560,17 @@ impl Auth {
             let entry = caches
                 .keys
                 .entry(digest)
-                .or_try_insert_with(self.verify_key(public_id, secret))
+                .or_try_insert_with(self.verify_key(public_id, secret, &digest))
                 .await
-                .map_err(|e| AuthError::from_store(&e))?;
+                .map_err(|e| match &*e {
+                    VerifyError::Store(e) => AuthError::from_store(e),
+                    VerifyError::Throttled(wait) => {
+                        tracing::warn!(public_id, "API key verification throttled");
+                        AuthError::RateLimited {
+                            retry_after_ms: millis(*wait),
+                        }
+                    }
+                })?;
             let fresh = entry.is_fresh();
             let value = entry.into_value();
             let raced = fresh && caches.generation.load(Ordering::SeqCst) != value.generation;
@@ -563,7 +602,12 @@ impl Auth {
         }
     }
 
-    async fn verify_key(&self, public_id: &str, secret: &str) -> Result<CachedKey, StoreError> {
+    async fn verify_key(
+        &self,
+        public_id: &str,
+        secret: &str,
+        digest: &Digest,
+    ) -> Result<CachedKey, VerifyError> {
         let generation = self.inner.caches.generation.load(Ordering::SeqCst);
         let Some(row) = self.inner.store.find_server_key(public_id).await? else {
             return Ok(CachedKey {
@@ -580,11 +624,35 @@ impl Auth {
                 generation,
             });
         }
-        let matches = match &row.secret_hash {
-            Some(hash) => self.verify_blocking(secret, hash).await,
-            None => false,
+        let Some(hash) = row.secret_hash.as_deref() else {
+            return Ok(CachedKey {
+                outcome: KeyOutcome::WrongSecret,
+                key_id,
+                generation,
+            });
+        };
+        let seen_before = self
+            .inner
+            .verified
+            .get(public_id)
+            .await
+            .is_some_and(|v| v.0 == *digest && v.1 == hash);
+        let matches = seen_before || {
+            self.inner
+                .limiter
+                .take(&[Subject::Verify(public_id.to_string())])
+                .map_err(VerifyError::Throttled)?;
+            let ok = self.verify_blocking(secret, hash).await;
+            if ok {
+                self.inner
+                    .verified
+                    .insert(public_id.to_string(), Arc::new((*digest, hash.to_string())))
+                    .await;
+            }
+            ok
         };
         if !matches {
+            tracing::warn!(public_id, "API key refused: wrong secret");
             return Ok(CachedKey {
                 outcome: KeyOutcome::WrongSecret,
                 key_id,
@@ -742,7 +810,7 @@ impl Auth {
             .limiter
             .take(&principal.rate_subjects())
             .map_err(|wait| AuthError::RateLimited {
-                retry_after_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX).max(1),
+                retry_after_ms: millis(wait),
             })
     }
 
@@ -788,6 +856,10 @@ impl Auth {
     pub async fn list_roles(&self) -> Result<Vec<Role>, AdminError> {
         self.admin().list_roles().await
     }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
 }
 
 fn effective_features(row: &KeyRow) -> Features {

@@ -51,6 +51,9 @@ impl Bucket {
 pub(crate) enum Subject {
     Key(String),
     Session(String),
+    /// argon2id verifications for one public id (cache misses only): a legitimate key needs
+    /// one per cache lifetime, so this only bites someone guessing secrets for a known id.
+    Verify(String),
 }
 
 const PRUNE_ABOVE: usize = 10_000;
@@ -59,14 +62,16 @@ const PRUNE_ABOVE: usize = 10_000;
 pub(crate) struct Limiter {
     key: RateLimit,
     session: RateLimit,
+    verify: RateLimit,
     buckets: Mutex<HashMap<Subject, Bucket>>,
 }
 
 impl Limiter {
-    pub(crate) fn new(key: RateLimit, session: RateLimit) -> Limiter {
+    pub(crate) fn new(key: RateLimit, session: RateLimit, verify: RateLimit) -> Limiter {
         Limiter {
             key,
             session,
+            verify,
             buckets: Mutex::new(HashMap::new()),
         }
     }
@@ -75,6 +80,7 @@ impl Limiter {
         match s {
             Subject::Key(_) => self.key,
             Subject::Session(_) => self.session,
+            Subject::Verify(_) => self.verify,
         }
     }
 
@@ -133,6 +139,7 @@ mod tests {
                 burst: 2,
             },
             RateLimit::OFF,
+            RateLimit::OFF,
         );
         let a = [Subject::Key("a".into())];
         assert!(l.take(&a).is_ok());
@@ -147,6 +154,20 @@ mod tests {
 
     #[test]
     fn refusal_consumes_nothing() {
+        let verify = [Subject::Verify("abcdefgh".into())];
+        let unlimited = Limiter::new(
+            RateLimit::OFF,
+            RateLimit::OFF,
+            RateLimit {
+                per_second: 0.001,
+                burst: 10,
+            },
+        );
+        for _ in 0..10 {
+            assert!(unlimited.take(&verify).is_ok());
+        }
+        assert!(unlimited.take(&verify).is_err());
+
         let l = Limiter::new(
             RateLimit {
                 per_second: 0.001,
@@ -156,6 +177,7 @@ mod tests {
                 per_second: 0.001,
                 burst: 1,
             },
+            RateLimit::OFF,
         );
         let both = [Subject::Key("k".into()), Subject::Session("s".into())];
         assert!(l.take(&both).is_ok());

@@ -407,6 +407,42 @@ async fn rate_limit_trips_per_session_and_per_key() {
 }
 
 #[tokio::test]
+async fn guessing_secrets_is_throttled_without_locking_out_the_key() {
+    let db = TestDb::new().await;
+    let auth = Auth::new(
+        db.store.clone(),
+        AuthConfig {
+            verify_rate: RateLimit {
+                per_second: 0.001,
+                burst: 10,
+            },
+            ..AuthConfig::default()
+        },
+    )
+    .await
+    .unwrap();
+    let k = auth.create_key(key("agent", &["*"])).await.unwrap();
+    auth.authenticate_key(&k.key).await.unwrap();
+
+    // Wrong secrets for a known public id each cost an argon2 run, so only a few are tried:
+    // ten verifications per public id at once (the real key used one).
+    let mut codes = Vec::new();
+    for i in 0..11 {
+        let guess = format!("agk_{}_{}", k.public_id, format!("guess{i:02}").repeat(5));
+        codes.push(code(auth.authenticate_key(&guess).await));
+    }
+    assert_eq!(codes[..9], ["UNAUTHORIZED"; 9]);
+    assert_eq!(codes[9..], ["RATE_LIMITED"; 2]);
+
+    // The real key still works, also after its cache entry is gone (a role change drops them).
+    auth.set_role("any", &[]).await.unwrap();
+    assert_eq!(
+        auth.authenticate_key(&k.key).await.unwrap().key_id,
+        Some(k.id)
+    );
+}
+
+#[tokio::test]
 async fn audit_rows_are_written_without_arguments() {
     let db = TestDb::new().await;
     let auth = auth(&db).await;
