@@ -30,6 +30,13 @@ pub fn router(auth: Auth) -> Router {
         .with_state(auth)
 }
 
+/// The response for an authentication failure anywhere in the HTTP layer (e.g. the tier-1
+/// middleware in front of `/mcp`): 401 / 403 / 429 (with `Retry-After`) / 503 and a JSON body
+/// `{error, code, …details}`.
+pub fn auth_error_response(e: AuthError) -> Response {
+    ApiError::from(e).into_response()
+}
+
 /// An error body `{error, code, …details}` with its status.
 struct ApiError {
     status: StatusCode,
