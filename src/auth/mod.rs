@@ -511,6 +511,15 @@ impl Auth {
         let listener = store.listen().await?;
         let task = tokio::spawn(listen_for_invalidations(caches.clone(), listener));
         let slots = std::thread::available_parallelism().map_or(2, |n| n.get().max(2));
+        if cfg
+            .bootstrap_key
+            .as_ref()
+            .is_some_and(|k| !k.is_empty() && k.len() < 24)
+        {
+            tracing::warn!(
+                "MCP_SERVER_API_KEY is shorter than 24 characters; use a long random value"
+            );
+        }
         Ok(Auth {
             inner: Arc::new(Inner {
                 store,
