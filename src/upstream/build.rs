@@ -8,14 +8,19 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 use url::Url;
 
+use super::UpstreamError;
 use super::config::{HOP_BY_HOP, UpstreamConfig, redact_url};
 use super::encode;
-use super::UpstreamError;
 use crate::spec::{Dialect, Operation, ParamIn, Spec};
 
 /// Headers an agent never sets, whatever the operation declares: they carry identity or
 /// belong to the connection.
-const AGENT_FORBIDDEN: [&str; 4] = ["authorization", "proxy-authorization", "cookie", "set-cookie"];
+const AGENT_FORBIDDEN: [&str; 4] = [
+    "authorization",
+    "proxy-authorization",
+    "cookie",
+    "set-cookie",
+];
 
 /// The `api_execute` arguments after validation: `{pathParams, query, headers, body}`.
 #[derive(Debug, Clone, Default)]
@@ -140,8 +145,8 @@ pub(crate) fn prepare(
         text.push('?');
         text.push_str(&query);
     }
-    let url = Url::parse(&text)
-        .map_err(|e| invalid(format!("the request URL is not valid: {e}")))?;
+    let url =
+        Url::parse(&text).map_err(|e| invalid(format!("the request URL is not valid: {e}")))?;
     // Last line of defence: the URL parser must not have normalized anything away (dot
     // segments), and the request must stay on the server's origin.
     let expected_origin = Url::parse(&origin).map(|u| u.origin()).ok();
@@ -308,7 +313,9 @@ fn check_dot_segments(name: &str, value: &Value) -> Result<(), UpstreamError> {
         v => vec![encode::scalar(v)],
     };
     for t in texts {
-        if t.split(['/', '\\']).any(|piece| matches!(piece, "." | "..")) {
+        if t.split(['/', '\\'])
+            .any(|piece| matches!(piece, "." | ".."))
+        {
             return Err(invalid(format!(
                 "pathParams.{name}: {t:?} contains a '.' or '..' segment; path parameters are \
                  single values and cannot move to another route"
@@ -332,11 +339,18 @@ fn query(op: &Operation, values: &Map<String, Value>) -> Result<String, Upstream
         )));
     }
     let mut pairs = Vec::new();
-    for p in op.parameters.iter().filter(|p| p.location == ParamIn::Query) {
+    for p in op
+        .parameters
+        .iter()
+        .filter(|p| p.location == ParamIn::Query)
+    {
         if let Some(v) = values.get(&p.name) {
             pairs.extend(encode::query_pairs(&p.style, p.explode, &p.name, v));
         } else if p.required {
-            return Err(invalid(format!("missing required query parameter query.{}", p.name)));
+            return Err(invalid(format!(
+                "missing required query parameter query.{}",
+                p.name
+            )));
         }
     }
     Ok(pairs.join("&"))
@@ -446,7 +460,10 @@ fn body(spec: &Spec, op: &Operation, value: Option<&Value>) -> Result<Option<Bod
     };
     let Some(value) = value else {
         return if rb.required {
-            Err(invalid(format!("body: {} requires a request body", op.key())))
+            Err(invalid(format!(
+                "body: {} requires a request body",
+                op.key()
+            )))
         } else {
             Ok(None)
         };

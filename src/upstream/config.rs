@@ -150,7 +150,9 @@ impl UpstreamConfig {
                 .iter()
                 .map(|(k, v)| match v.as_str() {
                     Some(v) => Self::parse_header(&format!("{k}: {v}")),
-                    None => Err(ConfigError::Env(format!("the value of {k} is not a string"))),
+                    None => Err(ConfigError::Env(format!(
+                        "the value of {k} is not a string"
+                    ))),
                 })
                 .collect();
         }
@@ -231,8 +233,9 @@ mod tests {
         .unwrap();
         assert_eq!(h.len(), 2);
         assert_eq!(h[1].1.to_str().unwrap(), "a=1; b=2");
-        let h = UpstreamConfig::headers_from_env(r#"{"X-Api-Key": "k1", "Stripe-Version": "2024"}"#)
-            .unwrap();
+        let h =
+            UpstreamConfig::headers_from_env(r#"{"X-Api-Key": "k1", "Stripe-Version": "2024"}"#)
+                .unwrap();
         assert_eq!(h.len(), 2);
         assert!(UpstreamConfig::headers_from_env(r#"{"X": 1}"#).is_err());
     }

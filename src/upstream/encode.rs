@@ -65,10 +65,8 @@ pub(crate) fn path_value(style: &str, explode: bool, name: &str, value: &Value) 
             }
         }
         Value::Object(map) => {
-            let pairs: Vec<(String, String)> = map
-                .iter()
-                .map(|(k, v)| (enc(k), enc(&scalar(v))))
-                .collect();
+            let pairs: Vec<(String, String)> =
+                map.iter().map(|(k, v)| (enc(k), enc(&scalar(v)))).collect();
             let kv = |sep: &str| {
                 pairs
                     .iter()
@@ -119,7 +117,9 @@ pub(crate) fn query_pairs(style: &str, explode: bool, name: &str, value: &Value)
             };
             if style == "deepObject" {
                 let mut out = Vec::new();
-                brackets(&key, value, enc, &mut |k, v| out.push(format!("{k}={}", enc(&v))));
+                brackets(&key, value, enc, &mut |k, v| {
+                    out.push(format!("{k}={}", enc(&v)))
+                });
                 out
             } else if explode {
                 parts.iter().map(|p| format!("{key}={p}")).collect()
@@ -130,7 +130,9 @@ pub(crate) fn query_pairs(style: &str, explode: bool, name: &str, value: &Value)
         Value::Object(map) => {
             if style == "deepObject" {
                 let mut out = Vec::new();
-                brackets(&key, value, enc, &mut |k, v| out.push(format!("{k}={}", enc(&v))));
+                brackets(&key, value, enc, &mut |k, v| {
+                    out.push(format!("{k}={}", enc(&v)))
+                });
                 return out;
             }
             if explode {
@@ -185,7 +187,9 @@ fn brackets(
 pub(crate) fn form_pairs(body: &Map<String, Value>) -> Vec<(String, String)> {
     let mut pairs = Vec::new();
     for (k, v) in body {
-        brackets(k, v, str::to_string, &mut |key, value| pairs.push((key, value)));
+        brackets(k, v, str::to_string, &mut |key, value| {
+            pairs.push((key, value))
+        });
     }
     pairs
 }
@@ -230,16 +234,28 @@ mod tests {
     fn path_styles() {
         let arr = json!(["a b", "c/d"]);
         let obj = json!({"role": "admin", "first": "Al"});
-        assert_eq!(path_value("simple", false, "id", &json!("../x?y#z")), "..%2Fx%3Fy%23z");
+        assert_eq!(
+            path_value("simple", false, "id", &json!("../x?y#z")),
+            "..%2Fx%3Fy%23z"
+        );
         assert_eq!(path_value("simple", false, "id", &arr), "a%20b,c%2Fd");
-        assert_eq!(path_value("simple", true, "id", &obj), "role=admin,first=Al");
-        assert_eq!(path_value("simple", false, "id", &obj), "role,admin,first,Al");
+        assert_eq!(
+            path_value("simple", true, "id", &obj),
+            "role=admin,first=Al"
+        );
+        assert_eq!(
+            path_value("simple", false, "id", &obj),
+            "role,admin,first,Al"
+        );
         assert_eq!(path_value("label", false, "id", &json!(5)), ".5");
         assert_eq!(path_value("label", true, "id", &arr), ".a%20b.c%2Fd");
         assert_eq!(path_value("matrix", false, "id", &json!(5)), ";id=5");
         assert_eq!(path_value("matrix", true, "id", &arr), ";id=a%20b;id=c%2Fd");
         assert_eq!(path_value("matrix", false, "id", &arr), ";id=a%20b,c%2Fd");
-        assert_eq!(path_value("matrix", true, "id", &obj), ";role=admin;first=Al");
+        assert_eq!(
+            path_value("matrix", true, "id", &obj),
+            ";role=admin;first=Al"
+        );
     }
 
     #[test]
@@ -247,15 +263,27 @@ mod tests {
         let arr = json!(["x", "y&z"]);
         assert_eq!(query_pairs("form", true, "s", &arr), ["s=x", "s=y%26z"]);
         assert_eq!(query_pairs("form", false, "s", &arr), ["s=x,y%26z"]);
-        assert_eq!(query_pairs("spaceDelimited", false, "s", &arr), ["s=x%20y%26z"]);
-        assert_eq!(query_pairs("pipeDelimited", false, "s", &arr), ["s=x|y%26z"]);
+        assert_eq!(
+            query_pairs("spaceDelimited", false, "s", &arr),
+            ["s=x%20y%26z"]
+        );
+        assert_eq!(
+            query_pairs("pipeDelimited", false, "s", &arr),
+            ["s=x|y%26z"]
+        );
         let obj = json!({"a": 1, "b": {"c": [true, null]}});
         assert_eq!(
             query_pairs("deepObject", true, "f", &obj),
             ["f[a]=1", "f[b][c][0]=true", "f[b][c][1]="]
         );
-        assert_eq!(query_pairs("form", true, "f", &json!({"a": 1, "b": 2})), ["a=1", "b=2"]);
-        assert_eq!(query_pairs("form", false, "f", &json!({"a": 1, "b": 2})), ["f=a,1,b,2"]);
+        assert_eq!(
+            query_pairs("form", true, "f", &json!({"a": 1, "b": 2})),
+            ["a=1", "b=2"]
+        );
+        assert_eq!(
+            query_pairs("form", false, "f", &json!({"a": 1, "b": 2})),
+            ["f=a,1,b,2"]
+        );
         assert!(query_pairs("form", true, "f", &Value::Null).is_empty());
     }
 
@@ -268,7 +296,9 @@ mod tests {
             "expand": ["customer"],
             "description": null,
         });
-        let Value::Object(map) = body else { unreachable!() };
+        let Value::Object(map) = body else {
+            unreachable!()
+        };
         assert_eq!(
             form_pairs(&map),
             [
@@ -281,6 +311,8 @@ mod tests {
                 ("description".into(), "".into()),
             ]
         );
-        assert!(form_body(&map).starts_with("email=a%2Bb%40example.com&metadata%5Border+id%5D=6735"));
+        assert!(
+            form_body(&map).starts_with("email=a%2Bb%40example.com&metadata%5Border+id%5D=6735")
+        );
     }
 }

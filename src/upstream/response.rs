@@ -48,9 +48,14 @@ fn is_safe_header(name: &str) -> bool {
             | "x-github-request-id"
             | "idempotency-key"
             | "x-total-count"
-    ) || ["x-ratelimit-", "ratelimit", "x-rate-limit-", "x-pagination-"]
-        .iter()
-        .any(|p| name.starts_with(p))
+    ) || [
+        "x-ratelimit-",
+        "ratelimit",
+        "x-rate-limit-",
+        "x-pagination-",
+    ]
+    .iter()
+    .any(|p| name.starts_with(p))
 }
 
 /// The allow-listed headers of a response from `url`; `Location` only when it stays on the
@@ -185,7 +190,11 @@ pub(crate) fn cut_json(bytes: &[u8], limit: usize) -> Option<Value> {
                     }
                     match bytes[j] {
                         b'\\' => {
-                            let skip = if bytes.get(j + 1) == Some(&b'u') { 6 } else { 2 };
+                            let skip = if bytes.get(j + 1) == Some(&b'u') {
+                                6
+                            } else {
+                                2
+                            };
                             j += skip;
                         }
                         b'"' => {
@@ -248,7 +257,8 @@ pub(crate) fn cut_json(bytes: &[u8], limit: usize) -> Option<Value> {
             _ => {
                 // A number or literal: complete only once a delimiter follows it.
                 let mut j = i;
-                while j < bytes.len() && !matches!(bytes[j], b',' | b']' | b'}' | b':')
+                while j < bytes.len()
+                    && !matches!(bytes[j], b',' | b']' | b'}' | b':')
                     && !bytes[j].is_ascii_whitespace()
                 {
                     j += 1;
@@ -296,7 +306,10 @@ mod tests {
     #[test]
     fn arrays_keep_whole_items() {
         let s = r#"[{"id":1,"name":"a"},{"id":2,"name":"b"},{"id":3,"name":"c"}]"#;
-        assert_eq!(cut(s, 50).unwrap(), json!([{"id":1,"name":"a"},{"id":2,"name":"b"},{"id":3}]));
+        assert_eq!(
+            cut(s, 50).unwrap(),
+            json!([{"id":1,"name":"a"},{"id":2,"name":"b"},{"id":3}])
+        );
         assert_eq!(cut(s, 24).unwrap(), json!([{"id":1,"name":"a"}]));
         assert_eq!(cut(s, 3).unwrap(), json!([]));
         assert_eq!(cut(s, 1), None);
@@ -326,8 +339,14 @@ mod tests {
     #[test]
     fn text_and_binary_bodies() {
         assert_eq!(body_value(b"", false, None), Value::Null);
-        assert_eq!(body_value(b"{\"a\":1}", false, Some("application/json")), json!({"a":1}));
-        assert_eq!(body_value(b"not json", false, Some("application/json")), json!("not json"));
+        assert_eq!(
+            body_value(b"{\"a\":1}", false, Some("application/json")),
+            json!({"a":1})
+        );
+        assert_eq!(
+            body_value(b"not json", false, Some("application/json")),
+            json!("not json")
+        );
         let s = "ab\u{e9}".as_bytes();
         assert_eq!(body_value(&s[..3], true, Some("text/plain")), json!("ab"));
         let v = body_value(&[0xff, 0x00, 0xfe], false, Some("image/png"));

@@ -194,18 +194,28 @@ async fn path_parameters_are_encoded_and_cannot_change_the_route() {
         ("%2e%2e", "/v2/user/%252e%252e"),
         ("ünï", "/v2/user/%C3%BCn%C3%AF"),
     ] {
-        let r = call(&up, &spec, "getUserByName", json!({"pathParams": {"username": value}}))
-            .await
-            .unwrap();
+        let r = call(
+            &up,
+            &spec,
+            "getUserByName",
+            json!({"pathParams": {"username": value}}),
+        )
+        .await
+        .unwrap();
         assert_eq!(r.status, 200);
         let got = srv.last();
         assert_eq!((got.method.as_str(), got.uri.as_str()), ("GET", arrived));
     }
     let before = srv.seen().len();
     for value in ["../admin", "..", ".", "a/../../admin", "..\\admin", ""] {
-        let e = call(&up, &spec, "getUserByName", json!({"pathParams": {"username": value}}))
-            .await
-            .unwrap_err();
+        let e = call(
+            &up,
+            &spec,
+            "getUserByName",
+            json!({"pathParams": {"username": value}}),
+        )
+        .await
+        .unwrap_err();
         assert!(
             matches!(e, UpstreamError::InvalidArguments(_)),
             "{value:?}: {e:?}"
@@ -215,19 +225,27 @@ async fn path_parameters_are_encoded_and_cannot_change_the_route() {
     // A concrete path matched to its template carries the decoded value: still refused.
     let (op, values) = spec.find("GET", "/user/..%2Fadmin").unwrap();
     let mut a = CallArgs::default();
-    a.path_params.extend(values.into_iter().map(|(k, v)| (k, Value::String(v))));
+    a.path_params
+        .extend(values.into_iter().map(|(k, v)| (k, Value::String(v))));
     assert!(matches!(
         up.prepare(&spec, op, &a),
         Err(UpstreamError::InvalidArguments(_))
     ));
     // Missing and undeclared path parameters.
-    for a in [json!({}), json!({"pathParams": {"username": "x", "admin": "1"}})] {
+    for a in [
+        json!({}),
+        json!({"pathParams": {"username": "x", "admin": "1"}}),
+    ] {
         assert!(matches!(
             call(&up, &spec, "getUserByName", a).await,
             Err(UpstreamError::InvalidArguments(_))
         ));
     }
-    assert_eq!(srv.seen().len(), before, "no refused request reached the upstream");
+    assert_eq!(
+        srv.seen().len(),
+        before,
+        "no refused request reached the upstream"
+    );
 }
 
 const STYLES: &str = r#"{
@@ -300,7 +318,10 @@ async fn query_parameters_follow_style_and_explode() {
     )
     .await
     .unwrap();
-    assert_eq!(srv.last().uri, "/v2/pet/findByStatus?status=available&status=sold");
+    assert_eq!(
+        srv.last().uri,
+        "/v2/pet/findByStatus?status=available&status=sold"
+    );
 }
 
 #[tokio::test]
@@ -318,7 +339,10 @@ async fn headers_from_the_agent_are_limited_to_declared_ones() {
     .await
     .unwrap();
     let got = srv.last();
-    assert_eq!((got.method.as_str(), got.uri.as_str()), ("DELETE", "/v2/pet/5"));
+    assert_eq!(
+        (got.method.as_str(), got.uri.as_str()),
+        ("DELETE", "/v2/pet/5")
+    );
     assert_eq!(got.header("api_key"), Some("k-123"));
     let before = srv.seen().len();
     for name in [
@@ -341,7 +365,10 @@ async fn headers_from_the_agent_are_limited_to_declared_ones() {
         )
         .await
         .unwrap_err();
-        assert!(matches!(e, UpstreamError::InvalidArguments(_)), "{name}: {e:?}");
+        assert!(
+            matches!(e, UpstreamError::InvalidArguments(_)),
+            "{name}: {e:?}"
+        );
         assert!(e.to_string().contains(name), "{name}: {e}");
     }
     // Header injection through the value.
@@ -410,7 +437,9 @@ async fn json_and_form_bodies() {
     let up = upstream(&srv.url());
     let spec = petstore();
     let pet = json!({"name": "doggie", "photoUrls": ["u"], "tags": [{"id": 1, "name": "t"}]});
-    call(&up, &spec, "addPet", json!({"body": pet})).await.unwrap();
+    call(&up, &spec, "addPet", json!({"body": pet}))
+        .await
+        .unwrap();
     let got = srv.last();
     assert_eq!((got.method.as_str(), got.uri.as_str()), ("POST", "/v2/pet"));
     assert_eq!(got.header("content-type"), Some("application/json"));
@@ -425,7 +454,10 @@ async fn json_and_form_bodies() {
     .await
     .unwrap();
     let got = srv.last();
-    assert_eq!(got.header("content-type"), Some("application/x-www-form-urlencoded"));
+    assert_eq!(
+        got.header("content-type"),
+        Some("application/x-www-form-urlencoded")
+    );
     assert_eq!(got.body_text(), "name=new+name&status=sold%26gone");
 
     // A body where the operation takes none.
@@ -455,7 +487,10 @@ async fn stripe_form_bodies_use_brackets() {
     up.send(&req).await.unwrap();
     let got = srv.last();
     assert_eq!(got.uri, "/v1/customers");
-    assert_eq!(got.header("content-type"), Some("application/x-www-form-urlencoded"));
+    assert_eq!(
+        got.header("content-type"),
+        Some("application/x-www-form-urlencoded")
+    );
     let pairs: Vec<(String, String)> = url::form_urlencoded::parse(&got.body)
         .into_owned()
         .collect();
@@ -474,7 +509,10 @@ async fn stripe_form_bodies_use_brackets() {
     .map(|(k, v)| (k.to_string(), v.to_string()))
     .collect();
     assert_eq!(pairs, expected);
-    assert!(got.body_text().starts_with("email=jenny%2B1%40example.com&metadata%5Border_id%5D=6735"));
+    assert!(
+        got.body_text()
+            .starts_with("email=jenny%2B1%40example.com&metadata%5Border_id%5D=6735")
+    );
 }
 
 #[tokio::test]
@@ -500,7 +538,10 @@ async fn slack_form_data_goes_form_encoded_with_configured_token() {
     // Swagger `basePath` under the upstream.
     assert_eq!(got.uri, "/api/chat.postMessage");
     assert_eq!(got.header("token"), Some("xoxb-SECRET"));
-    assert_eq!(got.body_text(), "channel=C1&text=hello+world&link_names=true");
+    assert_eq!(
+        got.body_text(),
+        "channel=C1&text=hello+world&link_names=true"
+    );
 }
 
 #[tokio::test]
@@ -508,9 +549,14 @@ async fn responses_come_back_with_safe_headers_only() {
     let srv = Server::start().await;
     let up = upstream(&srv.url());
     let spec = petstore();
-    let r = call(&up, &spec, "getUserByName", json!({"pathParams": {"username": "amy"}}))
-        .await
-        .unwrap();
+    let r = call(
+        &up,
+        &spec,
+        "getUserByName",
+        json!({"pathParams": {"username": "amy"}}),
+    )
+    .await
+    .unwrap();
     assert!(r.ok);
     assert!(!r.truncated);
     assert_eq!(r.body, json!({"ok": true, "uri": "/v2/user/amy"}));
@@ -528,9 +574,14 @@ async fn responses_come_back_with_safe_headers_only() {
 async fn a_500_is_passed_back() {
     let srv = Server::start().await;
     let up = upstream(&srv.url());
-    let r = call(&up, &petstore(), "getUserByName", json!({"pathParams": {"username": "boom"}}))
-        .await
-        .unwrap();
+    let r = call(
+        &up,
+        &petstore(),
+        "getUserByName",
+        json!({"pathParams": {"username": "boom"}}),
+    )
+    .await
+    .unwrap();
     assert_eq!(r.status, 500);
     assert!(!r.ok);
     assert_eq!(r.body, json!({"message": "boom"}));
@@ -540,10 +591,18 @@ async fn a_500_is_passed_back() {
 async fn a_slow_upstream_times_out() {
     let srv = Server::start().await;
     let up = upstream_with(&srv.url(), |c| c.timeout = Duration::from_millis(300));
-    let e = call(&up, &petstore(), "getUserByName", json!({"pathParams": {"username": "slow"}}))
-        .await
-        .unwrap_err();
-    assert!(matches!(e, UpstreamError::Timeout { connect: false, .. }), "{e:?}");
+    let e = call(
+        &up,
+        &petstore(),
+        "getUserByName",
+        json!({"pathParams": {"username": "slow"}}),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(e, UpstreamError::Timeout { connect: false, .. }),
+        "{e:?}"
+    );
     assert_eq!(e.code(), "UPSTREAM_TIMEOUT");
 }
 
@@ -554,7 +613,9 @@ async fn a_closed_port_is_a_connect_error() {
         l.local_addr().unwrap().port()
     };
     let up = upstream(&format!("http://127.0.0.1:{port}"));
-    let e = call(&up, &petstore(), "getInventory", json!({})).await.unwrap_err();
+    let e = call(&up, &petstore(), "getInventory", json!({}))
+        .await
+        .unwrap_err();
     assert!(matches!(e, UpstreamError::Connect(_)), "{e:?}");
     assert_eq!(e.code(), "UPSTREAM_ERROR");
 }
@@ -563,9 +624,14 @@ async fn a_closed_port_is_a_connect_error() {
 async fn a_10_mb_response_is_cut_to_valid_json_within_the_budget() {
     let srv = Server::start().await;
     let up = upstream(&srv.url());
-    let r = call(&up, &petstore(), "getUserByName", json!({"pathParams": {"username": "big"}}))
-        .await
-        .unwrap();
+    let r = call(
+        &up,
+        &petstore(),
+        "getUserByName",
+        json!({"pathParams": {"username": "big"}}),
+    )
+    .await
+    .unwrap();
     assert_eq!(r.status, 200);
     assert!(r.truncated);
     let items = r.body.as_array().expect("a JSON array");
@@ -574,11 +640,20 @@ async fn a_10_mb_response_is_cut_to_valid_json_within_the_budget() {
     assert!(r.body.to_string().len() <= 64 * 1024);
     // A smaller budget.
     let up = upstream_with(&srv.url(), |c| c.max_body_bytes = 100);
-    let r = call(&up, &petstore(), "getUserByName", json!({"pathParams": {"username": "big"}}))
-        .await
-        .unwrap();
+    let r = call(
+        &up,
+        &petstore(),
+        "getUserByName",
+        json!({"pathParams": {"username": "big"}}),
+    )
+    .await
+    .unwrap();
     assert!(r.truncated);
-    assert!(r.body.is_array() && r.body.to_string().len() <= 100, "{}", r.body);
+    assert!(
+        r.body.is_array() && r.body.to_string().len() <= 100,
+        "{}",
+        r.body
+    );
 }
 
 #[tokio::test]
@@ -590,25 +665,43 @@ async fn redirects_stay_on_the_origin() {
         c.headers = vec![UpstreamConfig::parse_header("Authorization: Bearer SECRET").unwrap()];
     });
     let spec = petstore();
-    let e = call(&up, &spec, "getUserByName", json!({"pathParams": {"username": "away"}}))
-        .await
-        .unwrap_err();
+    let e = call(
+        &up,
+        &spec,
+        "getUserByName",
+        json!({"pathParams": {"username": "away"}}),
+    )
+    .await
+    .unwrap_err();
     assert!(matches!(e, UpstreamError::Redirect { .. }), "{e:?}");
     assert!(e.to_string().contains(&other.url()), "{e}");
     assert!(other.seen().is_empty(), "the other origin received nothing");
 
-    let r = call(&up, &spec, "getUserByName", json!({"pathParams": {"username": "home"}}))
-        .await
-        .unwrap();
+    let r = call(
+        &up,
+        &spec,
+        "getUserByName",
+        json!({"pathParams": {"username": "home"}}),
+    )
+    .await
+    .unwrap();
     assert_eq!(r.status, 200);
     assert_eq!(r.body["uri"], "/v2/user/landed");
     let seen = srv.seen();
     assert_eq!(seen[seen.len() - 2].uri, "/v2/user/home");
-    assert_eq!(seen[seen.len() - 1].header("authorization"), Some("Bearer SECRET"));
+    assert_eq!(
+        seen[seen.len() - 1].header("authorization"),
+        Some("Bearer SECRET")
+    );
 
-    let e = call(&up, &spec, "getUserByName", json!({"pathParams": {"username": "loop"}}))
-        .await
-        .unwrap_err();
+    let e = call(
+        &up,
+        &spec,
+        "getUserByName",
+        json!({"pathParams": {"username": "loop"}}),
+    )
+    .await
+    .unwrap_err();
     assert!(matches!(e, UpstreamError::TooManyRedirects(5)), "{e:?}");
 }
 
@@ -648,10 +741,14 @@ async fn server_urls_resolve_from_spec_and_upstream() {
     assert!(matches!(e, UpstreamError::NoServer(_)));
     assert!(e.to_string().contains("--upstream"), "{e}");
     let with_upstream = upstream(&srv.url());
-    call(&with_upstream, &spec, "ping", json!({})).await.unwrap();
+    call(&with_upstream, &spec, "ping", json!({}))
+        .await
+        .unwrap();
     assert_eq!(srv.last().uri, "/api/v1/ping");
     *srv.app.spec.lock().unwrap() = relative;
-    let spec = Spec::load(&format!("{}/spec.json", srv.url())).await.unwrap();
+    let spec = Spec::load(&format!("{}/spec.json", srv.url()))
+        .await
+        .unwrap();
     call(&up, &spec, "ping", json!({})).await.unwrap();
     assert_eq!(srv.last().uri, "/api/v1/ping");
 }
