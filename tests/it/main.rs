@@ -1,4 +1,4 @@
-//! The one integration-test binary (ripgrep's `autotests = false` pattern): each module is a
-//! suite that drives apigate through its real parts.
+//! The one integration-test binary.
 
 mod spec;
+mod upstream;
