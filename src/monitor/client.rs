@@ -121,6 +121,21 @@ pub struct Blocked {
     pub reason: String,
 }
 
+impl BlockCause {
+    /// A stable word for error details and metrics: `monitor`, `unreachable`, `timeout`,
+    /// `http_status`, `invalid_json`, `missing_block`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Monitor => "monitor",
+            Self::Unreachable => "unreachable",
+            Self::Timeout => "timeout",
+            Self::Status(_) => "http_status",
+            Self::InvalidJson => "invalid_json",
+            Self::MissingBlock => "missing_block",
+        }
+    }
+}
+
 impl fmt::Display for Blocked {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.reason)
@@ -239,13 +254,7 @@ impl Monitor {
         let event = Value::Object(event);
         match tokio::time::timeout_at(deadline, self.decide(&event)).await {
             Ok(result) => result,
-            Err(_) => Err(self.blocked(
-                BlockCause::Timeout,
-                format!(
-                    "did not answer within {}",
-                    human_duration(self.inner.cfg.timeout)
-                ),
-            )),
+            Err(_) => Err(self.timed_out()),
         }
     }
 
@@ -440,13 +449,7 @@ impl Monitor {
     async fn decide(&self, event: &Value) -> Result<(), Blocked> {
         let mut resp = self.post(event).await.map_err(|e| {
             if e.is_timeout() {
-                self.blocked(
-                    BlockCause::Timeout,
-                    format!(
-                        "did not answer within {}",
-                        human_duration(self.inner.cfg.timeout)
-                    ),
-                )
+                self.timed_out()
             } else {
                 self.blocked(
                     BlockCause::Unreachable,
@@ -483,6 +486,17 @@ impl Monitor {
             }
         }
         interpret_decision(&body).map_err(|(cause, what)| self.blocked(cause, what))
+    }
+
+    fn timed_out(&self) -> Blocked {
+        self.blocked(
+            BlockCause::Timeout,
+            format!(
+                "did not answer within {} (a monitor that waits for a person's approval needs \
+                 a longer monitor timeout)",
+                human_duration(self.inner.cfg.timeout)
+            ),
+        )
     }
 
     fn blocked(&self, cause: BlockCause, what: String) -> Blocked {

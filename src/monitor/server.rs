@@ -193,6 +193,13 @@ pub async fn run(args: MonitorArgs) -> anyhow::Result<()> {
         human_duration(args.approval_timeout),
         url = monitor.url(),
     );
+    if !args.listen.ip().is_loopback() {
+        eprintln!(
+            "warning: {} is not a loopback address: anyone who can reach it can read the events \
+             and approve calls (the monitor has no login)",
+            args.listen
+        );
+    }
     shutdown_signal().await;
     eprintln!("apigate monitor: shutting down");
     monitor.shutdown().await

@@ -615,6 +615,39 @@ async fn reference_monitor_blocks_when_approval_times_out() {
 }
 
 #[tokio::test]
+async fn reference_monitor_drops_an_approval_the_agent_gave_up_on() {
+    let server = reference_monitor(RULES, Duration::from_secs(600)).await;
+    let base = server.url();
+    // The agent side waits 300 ms only: far less than a person needs.
+    let gate = client(&base, Duration::from_millis(300));
+    let (up, hits) = upstream().await;
+    let blocked = gated_call(&gate, &up, "s", "gone-1", "DELETE", "/pets/{petId}")
+        .await
+        .unwrap_err();
+    assert_eq!(blocked.cause, BlockCause::Timeout);
+    assert!(
+        blocked.to_string().contains("longer monitor timeout"),
+        "{blocked}"
+    );
+    assert_eq!(hits.load(Ordering::SeqCst), 0);
+    // The monitor notices the closed connection: no stale card waits for a person.
+    let decision = eventually("the abandoned decision", || async {
+        let decisions = get_json(&format!("{base}/api/decisions")).await;
+        decisions
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["callID"] == "gone-1")
+            .cloned()
+    })
+    .await;
+    assert_eq!(decision["by"], "abandoned");
+    assert_eq!(decision["block"], true);
+    assert_eq!(get_json(&format!("{base}/api/approvals")).await, json!([]));
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
 async fn reference_monitor_shutdown_blocks_held_calls() {
     let server = reference_monitor(RULES, Duration::from_secs(600)).await;
     let base = server.url();
