@@ -311,6 +311,32 @@ fn base64_decode(s: &str) -> Vec<u8> {
     out
 }
 
+/// A tool call through the real gate, waiting in the background for the monitor's answer.
+fn hold(
+    gate: &Monitor,
+    call_id: &'static str,
+    operation_id: &'static str,
+    method: &'static str,
+    path: &'static str,
+) -> tokio::task::JoinHandle<Result<(), apigate::monitor::Blocked>> {
+    let gate = gate.clone();
+    tokio::spawn(async move {
+        let args = json!({"method": method, "path": path, "pathParams": {"petId": 7}});
+        let call = ToolCall {
+            session_id: "browser-session",
+            call_id,
+            tool: "api_execute",
+            args: &args,
+            operation: Some(OperationRef {
+                operation_id,
+                method,
+                path,
+            }),
+        };
+        gate.pre_execute(&call).await
+    })
+}
+
 #[tokio::test]
 async fn dashboard_shows_a_pending_approval_live_and_approve_releases_the_call() {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -356,21 +382,13 @@ async fn dashboard_shows_a_pending_approval_live_and_approve_releases_the_call()
     cfg.project = "Petstore".into();
     let gate = Monitor::new(cfg).unwrap();
     gate.session_started("browser-session");
-    let held = tokio::spawn(async move {
-        let args = json!({"method": "DELETE", "path": "/pets/{petId}", "pathParams": {"petId": 7}});
-        let call = ToolCall {
-            session_id: "browser-session",
-            call_id: "call-delete-7",
-            tool: "api_execute",
-            args: &args,
-            operation: Some(OperationRef {
-                operation_id: "deletePet",
-                method: "DELETE",
-                path: "/pets/{petId}",
-            }),
-        };
-        gate.pre_execute(&call).await
-    });
+    let held = hold(
+        &gate,
+        "call-delete-7",
+        "deletePet",
+        "DELETE",
+        "/pets/{petId}",
+    );
 
     page.wait_for(
         "the pending approval",
@@ -405,10 +423,38 @@ async fn dashboard_shows_a_pending_approval_live_and_approve_releases_the_call()
         "{text}"
     );
     let approved_png = page.screenshot("monitor-approved.png").await;
+
+    // A second call is denied from the page, with a reason typed into the card.
+    let held = hold(&gate, "call-create-1", "createPet", "POST", "/pets");
+    page.wait_for(
+        "the second approval",
+        "[...document.querySelectorAll('.approval')].some(el => el.innerText.includes('api_execute POST /pets'))",
+    )
+    .await;
+    page.click(".approval input").await;
+    page.call("Input.insertText", json!({"text": "wrong pet"}))
+        .await;
+    page.click(".approval button.deny").await;
+    let blocked = tokio::time::timeout(Duration::from_secs(60), held)
+        .await
+        .expect("the denied call is still waiting")
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(
+        blocked.reason,
+        "blocked by the agent monitor: denied by a person: wrong pet"
+    );
+    page.wait_for(
+        "the denial",
+        "!!document.querySelector('.decision[data-block=\"true\"]')",
+    )
+    .await;
+    let denied_png = page.screenshot("monitor-denied.png").await;
     eprintln!(
-        "screenshots: {} and {}",
+        "screenshots: {}, {} and {}",
         pending_png.display(),
-        approved_png.display()
+        approved_png.display(),
+        denied_png.display()
     );
 
     drop(page);
