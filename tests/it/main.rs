@@ -1,4 +1,6 @@
 //! The one integration-test binary.
 
+mod monitor;
+mod monitor_browser;
 mod spec;
 mod upstream;
