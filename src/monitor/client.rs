@@ -152,6 +152,9 @@ pub struct Monitor {
 
 struct Inner {
     http: reqwest::Client,
+    /// Where events are posted.
+    post_url: String,
+    /// The same without query or fragment, for messages and logs.
     endpoint: String,
     cfg: MonitorConfig,
     sessions: Mutex<Sessions>,
@@ -193,8 +196,8 @@ impl fmt::Debug for Monitor {
 impl Monitor {
     /// Validates the URL and builds the HTTP client (no redirects, no proxy for loopback).
     pub fn new(cfg: MonitorConfig) -> Result<Self, MonitorError> {
-        let endpoint = normalize_url(&cfg.url)?;
-        let loopback = url::Url::parse(&endpoint)
+        let post_url = normalize_url(&cfg.url)?;
+        let loopback = url::Url::parse(&post_url)
             .ok()
             .and_then(|u| u.host().map(|h| is_loopback_host(&h)))
             .unwrap_or(false);
@@ -206,17 +209,23 @@ impl Monitor {
             builder = builder.no_proxy();
         }
         let http = builder.build().map_err(MonitorError::Client)?;
+        let shown = post_url
+            .split(['?', '#'])
+            .next()
+            .unwrap_or_default()
+            .to_owned();
         Ok(Self {
             inner: Arc::new(Inner {
                 http,
-                endpoint,
+                post_url,
+                endpoint: shown,
                 cfg,
                 sessions: Mutex::new(Sessions::default()),
             }),
         })
     }
 
-    /// The endpoint events are posted to.
+    /// The endpoint events are posted to (without its query string, safe to log).
     pub fn endpoint(&self) -> &str {
         &self.inner.endpoint
     }
@@ -439,7 +448,7 @@ impl Monitor {
     async fn post(&self, event: &Value) -> Result<reqwest::Response, reqwest::Error> {
         self.inner
             .http
-            .post(&self.inner.endpoint)
+            .post(&self.inner.post_url)
             .json(event)
             .send()
             .await
@@ -453,7 +462,7 @@ impl Monitor {
             } else {
                 self.blocked(
                     BlockCause::Unreachable,
-                    format!("is unreachable ({})", error_chain(&e)),
+                    format!("is unreachable ({})", error_chain(&e.without_url())),
                 )
             }
         })?;
@@ -480,7 +489,10 @@ impl Monitor {
                 Err(e) => {
                     return Err(self.blocked(
                         BlockCause::Unreachable,
-                        format!("broke off while answering ({})", error_chain(&e)),
+                        format!(
+                            "broke off while answering ({})",
+                            error_chain(&e.without_url())
+                        ),
                     ));
                 }
             }
