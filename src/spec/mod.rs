@@ -1,3 +1,267 @@
 //! Loading OpenAPI documents (file or URL; JSON or YAML; Swagger 2.0, OpenAPI 3.0 and 3.1),
 //! `$ref` resolution, the normalized `Operation` model and per-operation argument schemas.
-//! No web framework, no database.
+//! No web framework, no database: adapters call `Spec::load`, then `operations`, `find`,
+//! `validate` and `describe`.
+
+mod args;
+mod describe;
+mod operation;
+mod paths;
+mod refs;
+mod source;
+mod text;
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+pub use args::Violation;
+pub use operation::{METHODS_UPPER, Dialect, MediaType, Operation, ParamIn, Parameter, RequestBody, Response};
+pub use paths::match_template;
+pub use refs::InlineBudget;
+pub use source::{Location, MAX_DOCUMENT_BYTES};
+pub use text::plain as plain_text;
+
+/// Why a document could not be loaded. Every message names the file (and the JSON pointer
+/// where one applies).
+#[derive(Debug, thiserror::Error)]
+pub enum SpecError {
+    #[error("{file}: cannot read: {message}")]
+    Read { file: String, message: String },
+    #[error("{file}: {message}")]
+    Parse { file: String, message: String },
+    #[error("{file}: not an OpenAPI document: {message}")]
+    NotOpenApi { file: String, message: String },
+    #[error("{file}: at {pointer}: {message}")]
+    Ref {
+        file: String,
+        pointer: String,
+        message: String,
+    },
+}
+
+/// A loaded, normalized document.
+pub struct Spec {
+    /// Where it came from (path or URL), for messages.
+    pub source: String,
+    pub title: String,
+    /// `info.version`.
+    pub api_version: String,
+    pub dialect: Dialect,
+    /// The `openapi` / `swagger` field as written.
+    pub version: String,
+    /// Document-level server URLs (Swagger 2.0 `host`/`basePath`/`schemes` converted).
+    pub servers: Vec<String>,
+    pub operations: Vec<Operation>,
+    /// Tolerated problems, each naming where.
+    pub warnings: Vec<String>,
+    root: Value,
+    by_id: HashMap<String, usize>,
+    validators: Vec<OnceLock<args::ArgsValidator>>,
+}
+
+impl std::fmt::Debug for Spec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Spec")
+            .field("source", &self.source)
+            .field("title", &self.title)
+            .field("operations", &self.operations.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Spec {
+    /// Loads a document from a file path or an `http(s)://` URL, with every document its
+    /// `$ref`s reach.
+    pub async fn load(source: &str) -> Result<Spec, SpecError> {
+        let location = Location::parse(source)?;
+        let mut root = source::read(&location).await?;
+        refs::bundle_external(&mut root, &location).await?;
+        Spec::from_value(root, &location.display())
+    }
+
+    /// Loads a document from bytes already in memory (no external `$ref`s).
+    pub fn from_bytes(bytes: &[u8], name: &str) -> Result<Spec, SpecError> {
+        let location = Location::File(name.into());
+        let root = source::parse(bytes, &location)?;
+        Spec::from_value(root, name)
+    }
+
+    /// Normalizes a parsed document whose external refs are already bundled.
+    pub fn from_value(root: Value, file: &str) -> Result<Spec, SpecError> {
+        let not_openapi = |message: &str| SpecError::NotOpenApi {
+            file: file.to_string(),
+            message: message.to_string(),
+        };
+        if !root.is_object() {
+            return Err(not_openapi("the top level is not an object"));
+        }
+        let mut warnings = Vec::new();
+        let (dialect, version) = detect(&root, &mut warnings).map_err(|m| not_openapi(&m))?;
+        if dialect == Dialect::Swagger2 {
+            let arrays = count_type_arrays(&root);
+            if arrays > 0 {
+                warnings.push(format!(
+                    "{arrays} schemas use a `type` array, which Swagger 2.0 does not allow; read as JSON Schema"
+                ));
+            }
+        }
+        warnings.extend(refs::check(&root, file)?);
+        let info = root.get("info");
+        let field = |k: &str| {
+            info.and_then(|i| i.get(k))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .trim()
+                .to_string()
+        };
+        let (title, api_version) = (field("title"), field("version"));
+        if info.is_none() {
+            warnings.push("the document has no `info`".into());
+        }
+        let extracted = operation::extract(&root, dialect);
+        warnings.extend(extracted.warnings);
+        let by_id = extracted
+            .operations
+            .iter()
+            .enumerate()
+            .map(|(i, op)| (op.id.clone(), i))
+            .collect();
+        let validators = extracted
+            .operations
+            .iter()
+            .map(|_| OnceLock::new())
+            .collect();
+        Ok(Spec {
+            source: file.to_string(),
+            title,
+            api_version,
+            dialect,
+            version,
+            servers: extracted.servers,
+            operations: extracted.operations,
+            warnings,
+            root,
+            by_id,
+            validators,
+        })
+    }
+
+    /// The whole normalized document.
+    pub fn root(&self) -> &Value {
+        &self.root
+    }
+
+    /// The operation with this id.
+    pub fn get(&self, id: &str) -> Option<&Operation> {
+        self.by_id.get(id).map(|&i| &self.operations[i])
+    }
+
+    /// The position of an operation in `operations`.
+    pub fn index_of(&self, id: &str) -> Option<usize> {
+        self.by_id.get(id).copied()
+    }
+
+    /// The operation for `METHOD path`, where `path` is either a template as written in the
+    /// document or a concrete path (`/pets/42`). For a concrete path, the values it carries are
+    /// returned; the most literal template wins.
+    pub fn find(&self, method: &str, path: &str) -> Option<(&Operation, Vec<(String, String)>)> {
+        let method = method.to_ascii_uppercase();
+        let candidates = self.operations.iter().filter(|op| op.method == method);
+        if let Some(op) = candidates.clone().find(|op| op.path == path) {
+            return Some((op, Vec::new()));
+        }
+        candidates
+            .filter_map(|op| {
+                paths::match_template(&op.path, path).map(|(score, values)| (score, op, values))
+            })
+            .max_by_key(|(score, _, _)| *score)
+            .map(|(_, op, values)| (op, values))
+    }
+
+    /// The JSON Schema of `api_execute`'s `{pathParams, query, headers, body}` for `op`, with
+    /// the document's `$ref`s (see [`Spec::describe`] for an inlined view).
+    pub fn args_schema(&self, op: &Operation) -> Value {
+        args::schema(op)
+    }
+
+    /// Coerces string scalars where the schema wants numbers/booleans, then validates `args`
+    /// (`{pathParams, query, headers, body}`) and returns every violation.
+    pub fn validate(&self, op: &Operation, args: &mut Value) -> Vec<Violation> {
+        args::coerce(&self.root, op, args);
+        let Some(i) = self.index_of(&op.id) else {
+            return vec![Violation {
+                pointer: String::new(),
+                message: format!("operation {} is not part of {}", op.id, self.source),
+            }];
+        };
+        self.validators[i]
+            .get_or_init(|| args::ArgsValidator::build(&self.root, op))
+            .validate(args)
+    }
+
+    /// `api_schema`'s view of one operation: parameters, request body, responses, security and
+    /// server, `$ref`s inlined up to a budget, cycles marked `{"$recursive": name}`.
+    pub fn describe(&self, op: &Operation) -> Value {
+        describe::describe(self, op)
+    }
+
+    /// Inlines `$ref`s of any fragment of this document.
+    pub fn inline(&self, value: &Value, budget: InlineBudget) -> Value {
+        refs::inline(&self.root, value, budget)
+    }
+
+    /// Follows a chain of `$ref`s to the first concrete node.
+    pub fn follow<'a>(&'a self, value: &'a Value) -> &'a Value {
+        refs::follow(&self.root, value).0
+    }
+}
+
+fn detect(root: &Value, warnings: &mut Vec<String>) -> Result<(Dialect, String), String> {
+    let as_text = |v: &Value| match v {
+        Value::String(s) => Some(s.trim().to_string()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    };
+    if let Some(v) = root.get("openapi").and_then(as_text) {
+        if !root["openapi"].is_string() {
+            warnings.push(format!(
+                "`openapi` should be a string, found the number {v}"
+            ));
+        }
+        return if v.starts_with("3.0") {
+            Ok((Dialect::OpenApi30, v))
+        } else if v.starts_with("3.1") {
+            Ok((Dialect::OpenApi31, v))
+        } else if v.starts_with('3') {
+            warnings.push(format!("OpenAPI {v} is read as 3.1"));
+            Ok((Dialect::OpenApi31, v))
+        } else {
+            Err(format!(
+                "unsupported `openapi` version {v:?} (supported: 2.0, 3.0, 3.1)"
+            ))
+        };
+    }
+    if let Some(v) = root.get("swagger").and_then(as_text) {
+        return if v.starts_with('2') {
+            Ok((Dialect::Swagger2, v))
+        } else {
+            Err(format!(
+                "unsupported `swagger` version {v:?} (supported: 2.0)"
+            ))
+        };
+    }
+    Err("no `openapi` or `swagger` field at the top level".into())
+}
+
+fn count_type_arrays(v: &Value) -> usize {
+    match v {
+        Value::Object(map) => {
+            usize::from(matches!(map.get("type"), Some(Value::Array(_))))
+                + map.values().map(count_type_arrays).sum::<usize>()
+        }
+        Value::Array(items) => items.iter().map(count_type_arrays).sum(),
+        _ => 0,
+    }
+}

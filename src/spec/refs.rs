@@ -1,0 +1,433 @@
+//! `$ref` handling over one JSON document: JSON pointers, bundling of external documents into
+//! the main one (so everything downstream sees local refs only), checks for refs to nowhere and
+//! ref-only cycles, inlining for display (cycles cut as `{"$recursive": name}`), and
+//! self-contained schema bundles (`$defs`) for validation.
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::{Map, Value};
+
+use super::SpecError;
+use super::source::{self, Location};
+
+/// Where bundled external documents live inside the main one.
+pub const EXTERNAL_KEY: &str = "x-apigate-external";
+const MAX_EXTERNAL_DOCUMENTS: usize = 256;
+const MAX_REF_CHAIN: usize = 64;
+
+/// Escapes one JSON-pointer segment.
+pub fn escape(segment: &str) -> String {
+    segment.replace('~', "~0").replace('/', "~1")
+}
+
+fn unescape(segment: &str) -> String {
+    segment.replace("~1", "/").replace("~0", "~")
+}
+
+/// Resolves a pointer (`/a/b`, without `#`; percent-encoding allowed) in `root`.
+pub fn resolve_pointer<'a>(root: &'a Value, pointer: &str) -> Option<&'a Value> {
+    let decoded = percent_encoding::percent_decode_str(pointer).decode_utf8_lossy();
+    if decoded.is_empty() {
+        return Some(root);
+    }
+    let rest = decoded.strip_prefix('/')?;
+    let mut node = root;
+    for raw in rest.split('/') {
+        let seg = unescape(raw);
+        node = match node {
+            Value::Object(map) => map.get(&seg)?,
+            Value::Array(items) => items.get(seg.parse::<usize>().ok()?)?,
+            _ => return None,
+        };
+    }
+    Some(node)
+}
+
+/// The local pointer of a `#/…` ref, or `None` for external or malformed refs.
+pub fn local_pointer(reference: &str) -> Option<&str> {
+    reference.strip_prefix('#')
+}
+
+/// Follows a chain of `$ref`s starting at `value` and returns the first non-ref node, with the
+/// pointer it was found at (if any ref was followed).
+pub fn follow<'a>(root: &'a Value, value: &'a Value) -> (&'a Value, Option<String>) {
+    let mut node = value;
+    let mut at = None;
+    for _ in 0..MAX_REF_CHAIN {
+        let Some(reference) = node.get("$ref").and_then(Value::as_str) else {
+            break;
+        };
+        let Some(target) = local_pointer(reference).and_then(|p| resolve_pointer(root, p)) else {
+            break;
+        };
+        at = local_pointer(reference).map(str::to_string);
+        node = target;
+    }
+    (node, at)
+}
+
+/// The last segment of a pointer, for names in messages and `$recursive` markers.
+pub fn pointer_name(pointer: &str) -> String {
+    let decoded = percent_encoding::percent_decode_str(pointer).decode_utf8_lossy();
+    unescape(decoded.rsplit('/').next().unwrap_or_default())
+}
+
+/// Calls `f(pointer_of_the_object, ref_string, inside_example)` for every `$ref` in `value`.
+fn walk_refs(
+    value: &Value,
+    pointer: &mut String,
+    in_example: bool,
+    f: &mut impl FnMut(&str, &str, bool),
+) {
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::String(r)) = map.get("$ref") {
+                f(pointer, r, in_example);
+            }
+            for (k, v) in map {
+                let len = pointer.len();
+                pointer.push('/');
+                pointer.push_str(&escape(k));
+                walk_refs(
+                    v,
+                    pointer,
+                    in_example || k == "example" || k == "examples",
+                    f,
+                );
+                pointer.truncate(len);
+            }
+        }
+        Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                let len = pointer.len();
+                pointer.push('/');
+                pointer.push_str(&i.to_string());
+                walk_refs(v, pointer, in_example, f);
+                pointer.truncate(len);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn rewrite_refs(value: &mut Value, f: &mut impl FnMut(&str) -> Option<String>) {
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::String(r)) = map.get_mut("$ref")
+                && let Some(new) = f(r)
+            {
+                *r = new;
+            }
+            for v in map.values_mut() {
+                rewrite_refs(v, f);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| rewrite_refs(v, f)),
+        _ => {}
+    }
+}
+
+fn split_ref(reference: &str) -> (&str, &str) {
+    match reference.split_once('#') {
+        Some((doc, frag)) => (doc, frag),
+        None => (reference, ""),
+    }
+}
+
+/// Loads every document reachable through external `$ref`s and bundles them into `main`
+/// under `x-apigate-external`, rewriting all refs to local ones.
+pub async fn bundle_external(main: &mut Value, location: &Location) -> Result<(), SpecError> {
+    let mut docs: Vec<(Location, Value)> = vec![(location.clone(), std::mem::take(main))];
+    let mut index: HashMap<Location, usize> = HashMap::from([(location.clone(), 0)]);
+    let mut next = 0;
+    while next < docs.len() {
+        let mut wanted = Vec::new();
+        walk_refs(&docs[next].1, &mut String::new(), false, &mut |_, r, _| {
+            let (doc, _) = split_ref(r);
+            if !doc.is_empty() {
+                wanted.push(doc.to_string());
+            }
+        });
+        let base = docs[next].0.clone();
+        for doc in wanted {
+            let loc = base.join(&doc)?;
+            if index.contains_key(&loc) {
+                continue;
+            }
+            if docs.len() >= MAX_EXTERNAL_DOCUMENTS {
+                return Err(SpecError::Read {
+                    file: location.display(),
+                    message: format!("more than {MAX_EXTERNAL_DOCUMENTS} referenced documents"),
+                });
+            }
+            let value = source::read(&loc).await?;
+            index.insert(loc.clone(), docs.len());
+            docs.push((loc, value));
+        }
+        next += 1;
+    }
+    if docs.len() == 1 {
+        *main = docs.pop().map(|(_, v)| v).unwrap_or_default();
+        return Ok(());
+    }
+    let prefix = |i: usize| {
+        if i == 0 {
+            "#".to_string()
+        } else {
+            format!("#/{EXTERNAL_KEY}/{i}")
+        }
+    };
+    let locations: Vec<Location> = docs.iter().map(|(l, _)| l.clone()).collect();
+    for (i, (_, doc)) in docs.iter_mut().enumerate() {
+        rewrite_refs(doc, &mut |r| {
+            let (file, frag) = split_ref(r);
+            let target = if file.is_empty() {
+                i
+            } else {
+                *index.get(&locations[i].join(file).ok()?)?
+            };
+            Some(format!("{}{}", prefix(target), frag))
+        });
+    }
+    let mut external = Map::new();
+    let mut iter = docs.into_iter();
+    let (_, mut root) = iter.next().unwrap_or((location.clone(), Value::Null));
+    for (i, (_, doc)) in iter.enumerate() {
+        external.insert((i + 1).to_string(), doc);
+    }
+    if let Value::Object(map) = &mut root {
+        map.insert(EXTERNAL_KEY.into(), Value::Object(external));
+    }
+    *main = root;
+    Ok(())
+}
+
+/// Checks every `$ref` in `root`: refs to nowhere and ref-only cycles are errors (refs inside
+/// examples only warn). Returns the warnings.
+pub fn check(root: &Value, file: &str) -> Result<Vec<String>, SpecError> {
+    let mut first_error: Option<SpecError> = None;
+    let mut warnings = Vec::new();
+    let mut checked: HashSet<String> = HashSet::new();
+    walk_refs(root, &mut String::new(), false, &mut |at, r, in_example| {
+        if first_error.is_some() {
+            return;
+        }
+        let Some(pointer) = local_pointer(r) else {
+            warnings.push(format!("{at}: unsupported $ref {r:?} left unresolved"));
+            return;
+        };
+        if resolve_pointer(root, pointer).is_none() {
+            if in_example {
+                warnings.push(format!("{at}: $ref {r:?} in an example points to nowhere"));
+            } else {
+                first_error = Some(SpecError::Ref {
+                    file: file.to_string(),
+                    pointer: at.to_string(),
+                    message: format!("$ref {r:?} points to nowhere"),
+                });
+            }
+            return;
+        }
+        if !checked.insert(r.to_string()) {
+            return;
+        }
+        // A chain of refs that only point at refs, coming back to itself, has no value.
+        let mut seen = vec![pointer.to_string()];
+        let mut node = resolve_pointer(root, pointer);
+        while let Some(next) = node.and_then(|n| n.get("$ref")).and_then(Value::as_str) {
+            let Some(p) = local_pointer(next) else { break };
+            if seen.iter().any(|s| s == p) {
+                seen.push(p.to_string());
+                first_error = Some(SpecError::Ref {
+                    file: file.to_string(),
+                    pointer: at.to_string(),
+                    message: format!("$ref cycle with no schema in it: {}", seen.join(" -> ")),
+                });
+                return;
+            }
+            seen.push(p.to_string());
+            if seen.len() > MAX_REF_CHAIN {
+                break;
+            }
+            node = resolve_pointer(root, p);
+        }
+    });
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(warnings),
+    }
+}
+
+/// Limits for [`inline`].
+#[derive(Debug, Clone, Copy)]
+pub struct InlineBudget {
+    /// How many `$ref`s deep to expand before leaving `{"$truncated": name}`.
+    pub depth: usize,
+}
+
+/// Returns `value` with `$ref`s replaced by their targets, up to `budget.depth` levels of refs.
+/// A ref back into its own chain becomes `{"$recursive": name}`.
+pub fn inline(root: &Value, value: &Value, budget: InlineBudget) -> Value {
+    inline_at(root, value, budget.depth, &mut Vec::new())
+}
+
+fn inline_at(root: &Value, value: &Value, depth: usize, stack: &mut Vec<String>) -> Value {
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::String(r)) = map.get("$ref") {
+                let Some(pointer) = local_pointer(r) else {
+                    return value.clone();
+                };
+                let name = pointer_name(pointer);
+                if stack.iter().any(|s| s == pointer) {
+                    return serde_json::json!({ "$recursive": name });
+                }
+                let Some(target) = resolve_pointer(root, pointer) else {
+                    return value.clone();
+                };
+                if depth == 0 {
+                    return serde_json::json!({ "$truncated": name });
+                }
+                stack.push(pointer.to_string());
+                let mut out = inline_at(root, target, depth - 1, stack);
+                stack.pop();
+                if let Value::Object(out_map) = &mut out {
+                    for (k, v) in map {
+                        if k != "$ref" {
+                            out_map.insert(k.clone(), inline_at(root, v, depth, stack));
+                        }
+                    }
+                }
+                return out;
+            }
+            Value::Object(
+                map.iter()
+                    .map(|(k, v)| (k.clone(), inline_at(root, v, depth, stack)))
+                    .collect(),
+            )
+        }
+        Value::Array(items) => Value::Array(
+            items
+                .iter()
+                .map(|v| inline_at(root, v, depth, stack))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// Makes `schema` self-contained: every local `$ref` it reaches (transitively) is copied into
+/// `$defs` and the refs are rewritten to `#/$defs/<name>`.
+pub fn bundle_schema(root: &Value, schema: &Value) -> Value {
+    let mut names: HashMap<String, String> = HashMap::new();
+    let mut queue: Vec<(String, String)> = Vec::new();
+    let mut taken: HashSet<String> = HashSet::new();
+    let mut rename = |r: &str, queue: &mut Vec<(String, String)>| -> Option<String> {
+        let pointer = local_pointer(r)?;
+        let name = names.entry(pointer.to_string()).or_insert_with(|| {
+            let base: String = pointer_name(pointer)
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect();
+            let mut name = if base.is_empty() {
+                "def".to_string()
+            } else {
+                base
+            };
+            let stem = name.clone();
+            let mut n = 1;
+            while !taken.insert(name.clone()) {
+                n += 1;
+                name = format!("{stem}_{n}");
+            }
+            queue.push((pointer.to_string(), name.clone()));
+            name
+        });
+        Some(format!("#/$defs/{name}"))
+    };
+    let mut out = schema.clone();
+    rewrite_refs(&mut out, &mut |r| rename(r, &mut queue));
+    let mut defs = Map::new();
+    let mut done: HashSet<String> = HashSet::new();
+    while let Some((pointer, key)) = queue.pop() {
+        if !done.insert(pointer.clone()) {
+            continue;
+        }
+        let mut target = resolve_pointer(root, &pointer)
+            .cloned()
+            .unwrap_or(Value::Bool(true));
+        rewrite_refs(&mut target, &mut |r| rename(r, &mut queue));
+        defs.insert(key, target);
+    }
+    if !defs.is_empty()
+        && let Value::Object(map) = &mut out
+    {
+        map.insert("$defs".into(), Value::Object(defs));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn pointers_unescape_and_percent_decode() {
+        let doc = json!({"paths": {"/pets/{id}": {"get": {"x": 1}}}});
+        assert_eq!(
+            resolve_pointer(&doc, "/paths/~1pets~1%7Bid%7D/get/x"),
+            Some(&json!(1))
+        );
+        assert_eq!(resolve_pointer(&doc, "/paths/nope"), None);
+    }
+
+    #[test]
+    fn refs_to_nowhere_and_pure_cycles_are_errors() {
+        let doc =
+            json!({"components": {"schemas": {"A": {"$ref": "#/components/schemas/Missing"}}}});
+        let e = check(&doc, "f.json").unwrap_err().to_string();
+        assert!(
+            e.contains("f.json") && e.contains("/components/schemas/A") && e.contains("nowhere"),
+            "{e}"
+        );
+        let doc = json!({"components": {"schemas": {
+            "A": {"$ref": "#/components/schemas/B"}, "B": {"$ref": "#/components/schemas/A"}}}});
+        let e = check(&doc, "f.json").unwrap_err().to_string();
+        assert!(e.contains("cycle"), "{e}");
+    }
+
+    #[test]
+    fn recursive_schemas_are_cut_and_marked() {
+        let doc = json!({"components": {"schemas": {"Node": {"type": "object", "properties": {
+            "child": {"$ref": "#/components/schemas/Node"}}}}}});
+        assert!(check(&doc, "f").unwrap().is_empty());
+        let out = inline(
+            &doc,
+            &json!({"$ref": "#/components/schemas/Node"}),
+            InlineBudget { depth: 10 },
+        );
+        assert_eq!(out["properties"]["child"], json!({"$recursive": "Node"}));
+    }
+
+    #[test]
+    fn bundled_schemas_are_self_contained() {
+        let doc = json!({"components": {"schemas": {
+            "Node": {"type": "object", "properties": {"child": {"$ref": "#/components/schemas/Node"},
+                "tag": {"$ref": "#/components/schemas/Tag"}}},
+            "Tag": {"type": "string"}}}});
+        let out = bundle_schema(&doc, &json!({"$ref": "#/components/schemas/Node"}));
+        assert_eq!(out["$ref"], "#/$defs/Node");
+        assert_eq!(
+            out["$defs"]["Node"]["properties"]["tag"]["$ref"],
+            "#/$defs/Tag"
+        );
+        assert_eq!(out["$defs"]["Tag"], json!({"type": "string"}));
+    }
+}

@@ -1,0 +1,210 @@
+//! Reading raw documents: from a file path or an `http(s)://` URL (size cap, timeout), parsed
+//! as JSON or YAML into a `serde_json::Value`. Knows nothing about OpenAPI.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::SpecError;
+
+/// Largest document apigate reads (file or URL).
+pub const MAX_DOCUMENT_BYTES: u64 = 64 * 1024 * 1024;
+const FETCH_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Where a document came from; relative `$ref`s resolve against it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Location {
+    File(PathBuf),
+    Url(url::Url),
+}
+
+impl Location {
+    /// Parses a command-line source: `http(s)://…` is a URL, anything else a file path.
+    pub fn parse(source: &str) -> Result<Location, SpecError> {
+        if source.starts_with("http://") || source.starts_with("https://") {
+            let url = url::Url::parse(source).map_err(|e| SpecError::Read {
+                file: source.to_string(),
+                message: format!("not a valid URL: {e}"),
+            })?;
+            Ok(Location::Url(url))
+        } else {
+            Ok(Location::File(PathBuf::from(source)))
+        }
+    }
+
+    /// The location of `reference` (the part of a `$ref` before `#`) relative to this one.
+    pub fn join(&self, reference: &str) -> Result<Location, SpecError> {
+        match self {
+            Location::Url(base) => {
+                base.join(reference)
+                    .map(Location::Url)
+                    .map_err(|e| SpecError::Read {
+                        file: reference.to_string(),
+                        message: format!("cannot resolve against {base}: {e}"),
+                    })
+            }
+            Location::File(path) => {
+                if reference.starts_with("http://") || reference.starts_with("https://") {
+                    return Location::parse(reference);
+                }
+                let dir = path.parent().unwrap_or(Path::new("."));
+                Ok(Location::File(normalize_path(&dir.join(reference))))
+            }
+        }
+    }
+
+    /// The name used in messages.
+    pub fn display(&self) -> String {
+        match self {
+            Location::File(p) => p.display().to_string(),
+            Location::Url(u) => u.to_string(),
+        }
+    }
+
+    fn looks_like_yaml(&self) -> bool {
+        let name = match self {
+            Location::File(p) => p.to_string_lossy().to_lowercase(),
+            Location::Url(u) => u.path().to_lowercase(),
+        };
+        name.ends_with(".yaml") || name.ends_with(".yml")
+    }
+}
+
+/// Removes `.` and `..` segments without touching the file system.
+fn normalize_path(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                if !out.pop() {
+                    out.push("..");
+                }
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+/// Reads and parses the document at `location`.
+pub async fn read(location: &Location) -> Result<Value, SpecError> {
+    let bytes = match location {
+        Location::File(path) => read_file(path, location)?,
+        Location::Url(url) => fetch(url).await?,
+    };
+    parse(&bytes, location)
+}
+
+fn read_file(path: &Path, location: &Location) -> Result<Vec<u8>, SpecError> {
+    let err = |message: String| SpecError::Read {
+        file: location.display(),
+        message,
+    };
+    let meta = std::fs::metadata(path).map_err(|e| err(e.to_string()))?;
+    if meta.len() > MAX_DOCUMENT_BYTES {
+        return Err(err(format!(
+            "{} bytes is over the {MAX_DOCUMENT_BYTES}-byte limit",
+            meta.len()
+        )));
+    }
+    std::fs::read(path).map_err(|e| err(e.to_string()))
+}
+
+async fn fetch(url: &url::Url) -> Result<Vec<u8>, SpecError> {
+    let err = |message: String| SpecError::Read {
+        file: url.to_string(),
+        message,
+    };
+    let client = reqwest::Client::builder()
+        .timeout(FETCH_TIMEOUT)
+        .connect_timeout(Duration::from_secs(10))
+        .build()
+        .map_err(|e| err(e.to_string()))?;
+    let mut response = client
+        .get(url.clone())
+        .send()
+        .await
+        .map_err(|e| err(format!("request failed: {e}")))?;
+    if !response.status().is_success() {
+        return Err(err(format!("server answered HTTP {}", response.status())));
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|e| err(format!("reading the body: {e}")))?
+    {
+        body.extend_from_slice(&chunk);
+        if body.len() as u64 > MAX_DOCUMENT_BYTES {
+            return Err(err(format!(
+                "body is over the {MAX_DOCUMENT_BYTES}-byte limit"
+            )));
+        }
+    }
+    Ok(body)
+}
+
+/// Parses bytes as JSON (when they look like JSON) or YAML.
+pub fn parse(bytes: &[u8], location: &Location) -> Result<Value, SpecError> {
+    let file = location.display();
+    let text = std::str::from_utf8(bytes).map_err(|e| SpecError::Parse {
+        file: file.clone(),
+        message: format!("not UTF-8 text: {e}"),
+    })?;
+    let trimmed = text.trim_start_matches('\u{feff}').trim();
+    if trimmed.is_empty() {
+        return Err(SpecError::Parse {
+            file,
+            message: "the document is empty".into(),
+        });
+    }
+    let as_json = trimmed.starts_with('{') || trimmed.starts_with('[');
+    if as_json && !location.looks_like_yaml() {
+        serde_json::from_str(trimmed).map_err(|e| SpecError::Parse {
+            file,
+            message: format!(
+                "invalid JSON at line {}, column {}: {e}",
+                e.line(),
+                e.column()
+            ),
+        })
+    } else {
+        yaml_serde::from_str::<Value>(trimmed).map_err(|e| SpecError::Parse {
+            file,
+            message: format!("invalid YAML: {e}"),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn joins_relative_files() {
+        let base = Location::File(PathBuf::from("specs/api/main.yaml"));
+        let joined = base.join("../common/schemas.yaml").unwrap();
+        assert_eq!(
+            joined,
+            Location::File(PathBuf::from("specs/common/schemas.yaml"))
+        );
+    }
+
+    #[test]
+    fn empty_and_broken_documents_are_errors() {
+        let loc = Location::File(PathBuf::from("x.json"));
+        let e = parse(b"  \n", &loc).unwrap_err().to_string();
+        assert!(e.contains("x.json") && e.contains("empty"), "{e}");
+        let e = parse(b"{\"openapi\": \"3.0.0\", \"paths\": {", &loc)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("invalid JSON at line 1"), "{e}");
+        let loc = Location::File(PathBuf::from("x.yaml"));
+        let e = parse(b"openapi: 3.0.0\npaths: [a\n  b: :", &loc)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("invalid YAML"), "{e}");
+    }
+}
