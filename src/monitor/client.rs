@@ -66,6 +66,55 @@ impl MonitorConfig {
     }
 }
 
+/// The gate's command-line flags, for `apigate dev` and `apigate serve` (`#[command(flatten)]`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct MonitorFlags {
+    /// Ask this agent monitor before every tool call (fail-closed), e.g.
+    /// http://127.0.0.1:37123 (`apigate monitor` or the VS Code agent-monitor extension).
+    #[arg(long = "monitor", value_name = "URL", env = "APIGATE_MONITOR_URL")]
+    pub monitor: Option<String>,
+    /// How long a tool call waits for the monitor's decision before it is blocked. Raise it
+    /// when the monitor asks a person (e.g. 5m).
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "10s",
+        value_parser = parse_duration,
+        env = "APIGATE_MONITOR_TIMEOUT"
+    )]
+    pub monitor_timeout: Duration,
+    /// `project` in monitor events (default: the spec's title).
+    #[arg(long, value_name = "NAME")]
+    pub monitor_project: Option<String>,
+    /// `worktree` in monitor events (default: the working directory).
+    #[arg(long, value_name = "PATH")]
+    pub monitor_worktree: Option<String>,
+}
+
+impl MonitorFlags {
+    /// The gate, or `None` when `--monitor` was not given. `spec_title` becomes the
+    /// `project` unless `--monitor-project` says otherwise.
+    pub fn build(&self, spec_title: Option<&str>) -> Result<Option<Monitor>, MonitorError> {
+        let Some(url) = &self.monitor else {
+            return Ok(None);
+        };
+        let mut cfg = MonitorConfig::new(url.clone());
+        cfg.timeout = self.monitor_timeout;
+        if let Some(project) = self
+            .monitor_project
+            .as_deref()
+            .or(spec_title)
+            .filter(|p| !p.trim().is_empty())
+        {
+            cfg.project = project.to_owned();
+        }
+        if let Some(worktree) = &self.monitor_worktree {
+            cfg.worktree = worktree.clone();
+        }
+        Monitor::new(cfg).map(Some)
+    }
+}
+
 /// Why a [`Monitor`] could not be built.
 #[derive(Debug, thiserror::Error)]
 pub enum MonitorError {
@@ -907,6 +956,36 @@ mod tests {
             interpret_decision(b"[]").unwrap_err().0,
             BlockCause::MissingBlock
         );
+    }
+
+    #[test]
+    fn flags_build_the_gate_only_when_asked() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            flags: MonitorFlags,
+        }
+        let off = Cli::try_parse_from(["x"]).unwrap().flags;
+        assert!(off.build(Some("Petstore")).unwrap().is_none());
+        let on = Cli::try_parse_from([
+            "x",
+            "--monitor",
+            "http://127.0.0.1:37123",
+            "--monitor-timeout",
+            "5m",
+        ])
+        .unwrap()
+        .flags;
+        let gate = on.build(Some("Petstore")).unwrap().unwrap();
+        assert_eq!(gate.endpoint(), "http://127.0.0.1:37123/agent-monitor");
+        assert_eq!(gate.inner.cfg.timeout, Duration::from_secs(300));
+        assert_eq!(gate.inner.cfg.project, "Petstore");
+        assert!(Cli::try_parse_from(["x", "--monitor-timeout", "soon"]).is_err());
+        let bad = Cli::try_parse_from(["x", "--monitor", "ftp://x"])
+            .unwrap()
+            .flags;
+        assert!(bad.build(None).is_err());
     }
 
     #[test]
