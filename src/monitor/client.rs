@@ -66,6 +66,55 @@ impl MonitorConfig {
     }
 }
 
+/// The gate's command-line flags, for `apigate dev` and `apigate serve` (`#[command(flatten)]`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct MonitorFlags {
+    /// Ask this agent monitor before every tool call (fail-closed), e.g.
+    /// http://127.0.0.1:37123 (`apigate monitor` or the VS Code agent-monitor extension).
+    #[arg(long = "monitor", value_name = "URL", env = "APIGATE_MONITOR_URL")]
+    pub monitor: Option<String>,
+    /// How long a tool call waits for the monitor's decision before it is blocked. Raise it
+    /// when the monitor asks a person (e.g. 5m).
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "10s",
+        value_parser = parse_duration,
+        env = "APIGATE_MONITOR_TIMEOUT"
+    )]
+    pub monitor_timeout: Duration,
+    /// `project` in monitor events (default: the spec's title).
+    #[arg(long, value_name = "NAME")]
+    pub monitor_project: Option<String>,
+    /// `worktree` in monitor events (default: the working directory).
+    #[arg(long, value_name = "PATH")]
+    pub monitor_worktree: Option<String>,
+}
+
+impl MonitorFlags {
+    /// The gate, or `None` when `--monitor` was not given. `spec_title` becomes the
+    /// `project` unless `--monitor-project` says otherwise.
+    pub fn build(&self, spec_title: Option<&str>) -> Result<Option<Monitor>, MonitorError> {
+        let Some(url) = &self.monitor else {
+            return Ok(None);
+        };
+        let mut cfg = MonitorConfig::new(url.clone());
+        cfg.timeout = self.monitor_timeout;
+        if let Some(project) = self
+            .monitor_project
+            .as_deref()
+            .or(spec_title)
+            .filter(|p| !p.trim().is_empty())
+        {
+            cfg.project = project.to_owned();
+        }
+        if let Some(worktree) = &self.monitor_worktree {
+            cfg.worktree = worktree.clone();
+        }
+        Monitor::new(cfg).map(Some)
+    }
+}
+
 /// Why a [`Monitor`] could not be built.
 #[derive(Debug, thiserror::Error)]
 pub enum MonitorError {
@@ -152,6 +201,9 @@ pub struct Monitor {
 
 struct Inner {
     http: reqwest::Client,
+    /// Where events are posted.
+    post_url: String,
+    /// The same without query or fragment, for messages and logs.
     endpoint: String,
     cfg: MonitorConfig,
     sessions: Mutex<Sessions>,
@@ -193,8 +245,8 @@ impl fmt::Debug for Monitor {
 impl Monitor {
     /// Validates the URL and builds the HTTP client (no redirects, no proxy for loopback).
     pub fn new(cfg: MonitorConfig) -> Result<Self, MonitorError> {
-        let endpoint = normalize_url(&cfg.url)?;
-        let loopback = url::Url::parse(&endpoint)
+        let post_url = normalize_url(&cfg.url)?;
+        let loopback = url::Url::parse(&post_url)
             .ok()
             .and_then(|u| u.host().map(|h| is_loopback_host(&h)))
             .unwrap_or(false);
@@ -206,17 +258,23 @@ impl Monitor {
             builder = builder.no_proxy();
         }
         let http = builder.build().map_err(MonitorError::Client)?;
+        let shown = post_url
+            .split(['?', '#'])
+            .next()
+            .unwrap_or_default()
+            .to_owned();
         Ok(Self {
             inner: Arc::new(Inner {
                 http,
-                endpoint,
+                post_url,
+                endpoint: shown,
                 cfg,
                 sessions: Mutex::new(Sessions::default()),
             }),
         })
     }
 
-    /// The endpoint events are posted to.
+    /// The endpoint events are posted to (without its query string, safe to log).
     pub fn endpoint(&self) -> &str {
         &self.inner.endpoint
     }
@@ -439,7 +497,7 @@ impl Monitor {
     async fn post(&self, event: &Value) -> Result<reqwest::Response, reqwest::Error> {
         self.inner
             .http
-            .post(&self.inner.endpoint)
+            .post(&self.inner.post_url)
             .json(event)
             .send()
             .await
@@ -453,7 +511,7 @@ impl Monitor {
             } else {
                 self.blocked(
                     BlockCause::Unreachable,
-                    format!("is unreachable ({})", error_chain(&e)),
+                    format!("is unreachable ({})", error_chain(&e.without_url())),
                 )
             }
         })?;
@@ -480,7 +538,10 @@ impl Monitor {
                 Err(e) => {
                     return Err(self.blocked(
                         BlockCause::Unreachable,
-                        format!("broke off while answering ({})", error_chain(&e)),
+                        format!(
+                            "broke off while answering ({})",
+                            error_chain(&e.without_url())
+                        ),
                     ));
                 }
             }
@@ -895,6 +956,36 @@ mod tests {
             interpret_decision(b"[]").unwrap_err().0,
             BlockCause::MissingBlock
         );
+    }
+
+    #[test]
+    fn flags_build_the_gate_only_when_asked() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            flags: MonitorFlags,
+        }
+        let off = Cli::try_parse_from(["x"]).unwrap().flags;
+        assert!(off.build(Some("Petstore")).unwrap().is_none());
+        let on = Cli::try_parse_from([
+            "x",
+            "--monitor",
+            "http://127.0.0.1:37123",
+            "--monitor-timeout",
+            "5m",
+        ])
+        .unwrap()
+        .flags;
+        let gate = on.build(Some("Petstore")).unwrap().unwrap();
+        assert_eq!(gate.endpoint(), "http://127.0.0.1:37123/agent-monitor");
+        assert_eq!(gate.inner.cfg.timeout, Duration::from_secs(300));
+        assert_eq!(gate.inner.cfg.project, "Petstore");
+        assert!(Cli::try_parse_from(["x", "--monitor-timeout", "soon"]).is_err());
+        let bad = Cli::try_parse_from(["x", "--monitor", "ftp://x"])
+            .unwrap()
+            .flags;
+        assert!(bad.build(None).is_err());
     }
 
     #[test]

@@ -33,7 +33,8 @@ use super::client::{human_duration, parse_duration};
 use super::rules::{Action, CallFacts, RuleSet};
 
 const PAGE: &str = include_str!("page.html");
-const MAX_BODY_BYTES: usize = 1024 * 1024;
+/// Protocol events are small (arguments are cut to 100 characters); this bounds the ring.
+const MAX_BODY_BYTES: usize = 64 * 1024;
 const MAX_SESSIONS: usize = 1000;
 const MAX_DECISIONS: usize = 500;
 
