@@ -310,3 +310,47 @@ async fn apigate_loads_its_own_admin_spec() {
     let violations = spec.validate(set_role, &mut ok);
     assert!(violations.is_empty(), "{violations:?}");
 }
+
+/// The admin operations are found by what an agent would ask, and a principal's permissions
+/// filter what discovery shows.
+#[tokio::test]
+async fn apigate_indexes_its_own_admin_spec() {
+    use apigate::auth::{Features, PermissionRules, Principal};
+    use apigate::index::{Index, Query};
+
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/openapi/apigate-admin.yaml");
+    let spec = apigate::spec::Spec::load(path).await.unwrap();
+    let index = Index::build(&[&spec]).unwrap();
+    assert_eq!(index.len(), 8);
+    let top = |text: &str| {
+        let hits = index.search(&Query::text(text, 3));
+        spec.operations[hits[0].op].id.clone()
+    };
+    assert_eq!(top("create an API key for an agent"), "createKey");
+    assert_eq!(top("list server keys"), "listKeys");
+    assert_eq!(top("start a session for a user"), "createSession");
+    assert_eq!(top("change the features of a role"), "setRole");
+
+    // A read-only admin principal sees only the read operations.
+    let rules = PermissionRules::default();
+    let reader = Principal {
+        features: Features::new(["apigate.*"]),
+        read_only: true,
+        ..Principal::dev()
+    };
+    let allowed = |_: usize, op: usize| {
+        let op = &spec.operations[op];
+        reader.may_see(&op.method, &op.path, &op.required_features, &rules)
+    };
+    let q = Query {
+        allowed: Some(&allowed),
+        ..Query::text("keys sessions roles", 10)
+    };
+    let mut seen: Vec<_> = index
+        .search(&q)
+        .iter()
+        .map(|h| spec.operations[h.op].id.as_str())
+        .collect();
+    seen.sort();
+    assert_eq!(seen, ["listKeys", "listRoles"]);
+}
