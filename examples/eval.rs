@@ -25,11 +25,41 @@ async fn main() -> anyhow::Result<()> {
         let base = Tuning::default();
         let variants: Vec<(&str, Tuning)> = vec![
             ("default", base),
-            ("no synonyms", Tuning { synonyms: false, ..base }),
-            ("no method intent", Tuning { intent_boost: 0.0, ..base }),
-            ("no deprecated penalty", Tuning { deprecated_factor: 1.0, ..base }),
-            ("no stemming", Tuning { stemming: false, ..base }),
-            ("flat field weights", Tuning { fields: [1.0; 6], ..base }),
+            (
+                "no synonyms",
+                Tuning {
+                    synonyms: false,
+                    ..base
+                },
+            ),
+            (
+                "no method intent",
+                Tuning {
+                    intent_boost: 0.0,
+                    ..base
+                },
+            ),
+            (
+                "no deprecated penalty",
+                Tuning {
+                    deprecated_factor: 1.0,
+                    ..base
+                },
+            ),
+            (
+                "no stemming",
+                Tuning {
+                    stemming: false,
+                    ..base
+                },
+            ),
+            (
+                "flat field weights",
+                Tuning {
+                    fields: [1.0; 6],
+                    ..base
+                },
+            ),
         ];
         for (name, t) in variants {
             let r = eval::run_with(&specs, &queries, pooled, t).await?;

@@ -1,1 +1,10 @@
-fn main() {}
+//! The `apigate` binary: parse the command line, run it, exit with its code.
+
+use clap::Parser;
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    let cli = apigate::cli::Cli::parse();
+    apigate::cli::init_logging(&cli.log_format);
+    apigate::cli::run(cli).await
+}

@@ -1,4 +1,292 @@
-//! Thin axum adapter: `/mcp`, legacy `/sse` + `/message`, `/health`, `/metrics`, `/admin/v1/*`,
-//! and the middleware in front of them.
+//! Thin axum adapter: `/mcp` (Streamable HTTP, stateful or stateless), legacy `/sse` +
+//! `/message`, `/health`, `/metrics`, and the middleware in front of them (Host/Origin check,
+//! body limit, `x-api-key`). Holds no SQL and no tantivy calls; tools run in `tools::Engine`.
 
 pub mod admin;
+pub mod guard;
+mod sse;
+
+use std::net::SocketAddr;
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
+use axum::http::StatusCode;
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, get, post};
+use axum::{Json, Router};
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+pub use guard::{Allowed, KeyCheck};
+
+use crate::mcp::McpServer;
+use crate::tools::Engine;
+
+/// Default cap on request bodies.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+
+/// How the HTTP server behaves; built by the CLI.
+pub struct HttpOptions {
+    pub keys: KeyCheck,
+    pub stateless: bool,
+    pub allowed: Allowed,
+    pub max_body_bytes: usize,
+    /// `development` or `production`, as `/health` reports it.
+    pub mode: &'static str,
+    /// `/admin/v1/*` (production).
+    pub admin: Option<Router>,
+    /// The database `/health` pings (503 while it is down).
+    pub store: Option<crate::store::Store>,
+}
+
+/// Shared by every handler.
+pub struct AppState {
+    pub engine: Arc<Engine>,
+    pub keys: KeyCheck,
+    pub allowed: Allowed,
+    pub max_body_bytes: usize,
+    pub mode: &'static str,
+    store: Option<crate::store::Store>,
+    sse: sse::SseSessions,
+}
+
+/// The process-wide Prometheus recorder (installed once, on first use).
+pub fn metrics_handle() -> Option<&'static PrometheusHandle> {
+    static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
+    HANDLE
+        .get_or_init(|| {
+            let buckets = [
+                0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+                10.0,
+            ];
+            let recorder = PrometheusBuilder::new()
+                .set_buckets(&buckets)
+                .ok()?
+                .build_recorder();
+            let handle = recorder.handle();
+            metrics::set_global_recorder(recorder).ok()?;
+            Some(handle)
+        })
+        .as_ref()
+}
+
+/// Builds the router. `shutdown` ends every open MCP session when cancelled.
+pub fn router(engine: Arc<Engine>, opts: HttpOptions, shutdown: CancellationToken) -> Router {
+    metrics_handle();
+    let state = Arc::new(AppState {
+        engine: engine.clone(),
+        keys: opts.keys,
+        allowed: opts.allowed,
+        max_body_bytes: opts.max_body_bytes,
+        mode: opts.mode,
+        store: opts.store,
+        sse: sse::SseSessions::default(),
+    });
+    // Host/Origin are checked by our middleware for every route, so rmcp's own check is off.
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(Vec::<String>::new())
+        .with_max_request_body_bytes(opts.max_body_bytes)
+        .with_cancellation_token(shutdown.child_token());
+    let mcp_service: Router<Arc<AppState>> = if opts.stateless {
+        let engine = engine.clone();
+        let svc = StreamableHttpService::new(
+            move || Ok(McpServer::new(engine.clone(), None, false)),
+            Arc::new(NeverSessionManager::default()),
+            config
+                .with_legacy_session_mode(false)
+                .with_json_response(true),
+        );
+        Router::new().nest_service("/mcp", svc)
+    } else {
+        let engine = engine.clone();
+        let svc = StreamableHttpService::new(
+            move || Ok(McpServer::new(engine.clone(), None, true)),
+            Arc::new(LocalSessionManager::default()),
+            config,
+        );
+        Router::new().nest_service("/mcp", svc)
+    };
+    let protected = mcp_service
+        .route("/sse", get(sse::open))
+        .route("/message", post(sse::message))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            guard::api_key,
+        ));
+    let mut app: Router = Router::new()
+        .merge(protected)
+        .route("/health", get(health))
+        .route("/metrics", get(render_metrics))
+        .route("/.well-known/{*rest}", any(not_found))
+        .fallback(not_found)
+        .with_state(state.clone());
+    if let Some(admin) = opts.admin {
+        app = app.merge(admin);
+    }
+    let sensitive: std::sync::Arc<[axum::http::HeaderName]> = vec![
+        axum::http::HeaderName::from_static("x-api-key"),
+        axum::http::HeaderName::from_static(crate::auth::SESSION_TOKEN_HEADER),
+        axum::http::header::AUTHORIZATION,
+    ]
+    .into();
+    app.layer(middleware::from_fn(count_requests))
+        .layer(DefaultBodyLimit::max(opts.max_body_bytes))
+        .layer(middleware::from_fn_with_state(state.clone(), body_limit))
+        .layer(middleware::from_fn_with_state(
+            state,
+            guard::host_and_origin,
+        ))
+        .layer(
+            tower_http::sensitive_headers::SetSensitiveRequestHeadersLayer::from_shared(sensitive),
+        )
+}
+
+/// 413 for a declared body over the limit. Streamed bodies are capped where they are read:
+/// rmcp's own limit on `/mcp` (set to the same value) and `to_bytes` on `/message`.
+async fn body_limit(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
+    let declared = request
+        .headers()
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > state.max_body_bytes) {
+        return guard::json_error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "PAYLOAD_TOO_LARGE",
+            &format!(
+                "request body is over the {}-byte limit",
+                state.max_body_bytes
+            ),
+        );
+    }
+    next.run(request).await
+}
+
+async fn count_requests(request: Request, next: Next) -> Response {
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().to_string())
+        .unwrap_or_else(|| {
+            let p = request.uri().path();
+            if p.starts_with("/mcp") {
+                "/mcp".into()
+            } else {
+                "other".into()
+            }
+        });
+    let method = request.method().to_string();
+    let started = Instant::now();
+    let response = next.run(request).await;
+    let status = response.status().as_u16().to_string();
+    metrics::counter!("apigate_http_requests_total", "method" => method, "route" => route.clone(), "status" => status)
+        .increment(1);
+    metrics::histogram!("apigate_http_request_duration_seconds", "route" => route)
+        .record(started.elapsed().as_secs_f64());
+    response
+}
+
+async fn not_found() -> Response {
+    guard::json_error(StatusCode::NOT_FOUND, "NOT_FOUND", "not found")
+}
+
+async fn health(State(state): State<Arc<AppState>>) -> Response {
+    let spec = &state.engine.spec;
+    let database = match &state.store {
+        None => None,
+        Some(store) => Some(
+            match tokio::time::timeout(std::time::Duration::from_secs(3), store.ping()).await {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(e)) => Err(e.to_string()),
+                Err(_) => Err("no answer within 3 s".to_string()),
+            },
+        ),
+    };
+    if let Some(Err(e)) = &database {
+        tracing::warn!(error = %e, "health: the database is unreachable");
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({
+                "status": "unavailable", "mode": state.mode, "database": "unreachable",
+                "error": "the database does not answer; tool calls fail until it is back",
+            })),
+        )
+            .into_response();
+    }
+    Json(json!({
+        "status": "ok",
+        "database": if database.is_some() { "ok" } else { "none" },
+        "mode": state.mode,
+        "tools": crate::tools::defs::NAMES.len(),
+        "operations": spec.operations.len(),
+        "specs": [{"title": spec.title, "version": spec.api_version, "source": spec.source,
+            "operations": spec.operations.len()}],
+        "ranker": "lexical",
+    }))
+    .into_response()
+}
+
+async fn render_metrics() -> Response {
+    match metrics_handle() {
+        Some(h) => (
+            [(
+                axum::http::header::CONTENT_TYPE,
+                "text/plain; version=0.0.4",
+            )],
+            h.render(),
+        )
+            .into_response(),
+        None => guard::json_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "METRICS_UNAVAILABLE",
+            "another metrics recorder is installed in this process",
+        ),
+    }
+}
+
+/// Serves `router` on `listener` until `shutdown` is cancelled, then drains.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    router: Router,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    axum::serve(
+        listener,
+        router.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(async move { shutdown.cancelled().await })
+    .await
+}
+
+/// Cancels `token` on Ctrl-C or SIGTERM.
+pub fn cancel_on_signal(token: CancellationToken) {
+    tokio::spawn(async move {
+        let ctrl_c = tokio::signal::ctrl_c();
+        #[cfg(unix)]
+        {
+            let mut term =
+                match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                    Ok(s) => s,
+                    Err(_) => {
+                        let _ = ctrl_c.await;
+                        token.cancel();
+                        return;
+                    }
+                };
+            tokio::select! {
+                _ = ctrl_c => {}
+                _ = term.recv() => {}
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = ctrl_c.await;
+        tracing::info!("shutting down");
+        token.cancel();
+    });
+}

@@ -413,11 +413,22 @@ mod tests {
     fn synonyms_expand_words_and_phrases() {
         let a = analyze("ban a repo");
         assert_eq!(a.concepts.len(), 2);
-        assert!(a.concepts[0].alternatives.contains(&vec!["suspend".to_string()]));
-        assert!(a.concepts[1].alternatives.contains(&vec!["repositori".to_string()]));
+        assert!(
+            a.concepts[0]
+                .alternatives
+                .contains(&vec!["suspend".to_string()])
+        );
+        assert!(
+            a.concepts[1]
+                .alternatives
+                .contains(&vec!["repositori".to_string()])
+        );
         let a = analyze("open a PR");
         let pr = &a.concepts[1];
-        assert!(pr.alternatives.contains(&vec!["pull".to_string(), "request".to_string()]));
+        assert!(
+            pr.alternatives
+                .contains(&vec!["pull".to_string(), "request".to_string()])
+        );
         let a = analyze("who am I");
         assert_eq!(a.concepts.len(), 1);
         assert!(a.concepts[0].terms.is_empty());

@@ -1,1 +1,160 @@
-//! Thin rmcp adapter: the tool list, call dispatch, mapping core results to MCP results.
+//! Thin rmcp adapter: the tool list, call dispatch to [`Engine::call`], and mapping results to
+//! MCP (`structuredContent` + a JSON text block; `isError: true` for tool failures). Protocol
+//! errors are left to rmcp, which uses them only for malformed JSON-RPC.
+
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use sha2::{Digest, Sha256};
+
+use crate::tools::{Caller, Engine};
+
+/// What the HTTP layer learned about the caller, attached to each request's extensions.
+#[derive(Debug, Clone, Default)]
+pub struct HttpCaller {
+    /// A stable, non-secret id for the presented credential (used as the session id in
+    /// stateless mode).
+    pub key_fingerprint: String,
+    /// The verified server key (production).
+    pub key: Option<crate::auth::KeyPrincipal>,
+}
+
+/// Fingerprint of a secret, safe to log and to use as an id.
+pub fn fingerprint(secret: &str) -> String {
+    let digest = Sha256::digest(secret.as_bytes());
+    format!("key-{}", &hex::encode(digest)[..16])
+}
+
+/// One MCP session's handler. Stateful transports create one per session (its drop ends the
+/// session for the monitor); stateless HTTP creates one per request.
+#[derive(Clone)]
+pub struct McpServer {
+    engine: Arc<Engine>,
+    session: Arc<Session>,
+}
+
+struct Session {
+    engine: Arc<Engine>,
+    /// Set once the session is known (MCP `initialized`, or at creation for stdio / SSE).
+    id: Mutex<Option<String>>,
+    /// Whether this handler lives as long as the session (not stateless HTTP).
+    tracked: bool,
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if !self.tracked {
+            return;
+        }
+        if let Some(id) = self.id.lock().ok().and_then(|mut g| g.take()) {
+            self.engine.session_ended(&id);
+        }
+    }
+}
+
+impl McpServer {
+    /// A handler for one session. `session_id` is known up front for stdio and legacy SSE;
+    /// Streamable HTTP learns it from the `Mcp-Session-Id` header.
+    pub fn new(engine: Arc<Engine>, session_id: Option<String>, tracked: bool) -> McpServer {
+        McpServer {
+            session: Arc::new(Session {
+                engine: engine.clone(),
+                id: Mutex::new(session_id),
+                tracked,
+            }),
+            engine,
+        }
+    }
+
+    fn caller(&self, extensions: &rmcp::model::Extensions) -> Caller {
+        let parts = extensions.get::<http::request::Parts>();
+        let header_session = parts
+            .and_then(|p| p.headers.get("mcp-session-id"))
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let known = self.session.id.lock().ok().and_then(|g| g.clone());
+        let http = parts.and_then(|p| p.extensions.get::<HttpCaller>());
+        Caller {
+            mcp_session: header_session.or(known),
+            key: http.and_then(|c| c.key.clone()),
+            key_fingerprint: http.map(|c| c.key_fingerprint.clone()),
+            session_token: parts
+                .and_then(|p| p.headers.get(crate::auth::SESSION_TOKEN_HEADER))
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string),
+        }
+    }
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        let title = &self.engine.spec.title;
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("apigate", env!("CARGO_PKG_VERSION")))
+            .with_instructions(format!(
+                "apigate gives you {}: find an operation with api_discover, read its parameters \
+                 with api_schema, then call it with api_execute.",
+                if title.is_empty() {
+                    "an HTTP API"
+                } else {
+                    title.as_str()
+                }
+            ))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let tools: Vec<Tool> = self
+            .engine
+            .tool_definitions()
+            .into_iter()
+            .filter_map(|t| match serde_json::from_value(t) {
+                Ok(tool) => Some(tool),
+                Err(e) => {
+                    tracing::error!(error = %e, "tool definition does not fit rmcp's Tool");
+                    None
+                }
+            })
+            .collect();
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let caller = self.caller(&context.extensions);
+        let args = request.arguments.unwrap_or_default();
+        let result = match self.engine.call(&caller, &request.name, args).await {
+            Ok(value) => CallToolResult::structured(value),
+            Err(error) => {
+                tracing::info!(tool = %request.name, code = error.code.as_str(), "tool call failed");
+                CallToolResult::structured_error(error.to_json())
+            }
+        };
+        Ok(result.into())
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let caller = self.caller(&context.extensions);
+        let Some(session) = caller.mcp_session else {
+            // Stateless: the monitor hears of the session on its first call.
+            return;
+        };
+        if self.session.tracked
+            && let Ok(mut id) = self.session.id.lock()
+        {
+            id.get_or_insert_with(|| session.clone());
+        }
+        self.engine.session_started(&session);
+    }
+}

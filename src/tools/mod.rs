@@ -1,2 +1,285 @@
-//! The three tools as plain async functions over core types, and the call pipeline
-//! (auth → permissions → rate limit → validation → monitor → tool → audit).
+//! The three tools as plain async functions over core types, and the call pipeline of
+//! DESIGN.md §1: (production) session token → tool and operation permissions → rate limit →
+//! resolve and validate arguments → agent-monitor gate → run → post-execute event, audit,
+//! metrics. Adapters (MCP over HTTP, SSE, stdio) call [`Engine::call`] and only change how
+//! results look.
+
+pub mod defs;
+pub mod error;
+mod ops;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::{Map, Value};
+
+use crate::auth::{
+    Auth, AuthError, KeyPrincipal, PermissionRules, Principal, add_session_token_param,
+    choose_session_token, take_session_token,
+};
+use crate::index::Index;
+use crate::monitor::{Monitor, OperationRef, ToolCall};
+use crate::spec::Spec;
+use crate::store::Decision;
+use crate::upstream::Upstream;
+pub use error::{Code, ToolError};
+
+/// Whose permissions a call runs with.
+pub enum Access {
+    /// Every call acts as this principal (dev mode: all features, or the dev key's own
+    /// permissions when it was checked against the database at start-up).
+    Fixed(Principal),
+    /// Every call names its user session (`_sessionToken` or `x-session-token`), checked
+    /// against the database (production).
+    Sessions,
+}
+
+/// Everything a tool call needs, built once at start-up and shared by every session.
+pub struct Engine {
+    pub spec: Arc<Spec>,
+    pub index: Index,
+    pub upstream: Upstream,
+    pub monitor: Option<Monitor>,
+    pub access: Access,
+    /// Config rules (method + path glob → features), on top of `x-required-features`.
+    pub rules: PermissionRules,
+    /// The database side: sessions, rate limits and the audit log (absent in dev without a
+    /// database).
+    pub auth: Option<Auth>,
+}
+
+/// Who is calling, as the transport knows it. Holds no secret but the session token the
+/// connection carried, which never leaves the pipeline.
+#[derive(Debug, Clone, Default)]
+pub struct Caller {
+    /// The MCP session id (stateful HTTP, SSE, stdio).
+    pub mcp_session: Option<String>,
+    /// The tier-1 key that authenticated the connection (production).
+    pub key: Option<KeyPrincipal>,
+    /// A non-secret id of the connection's API key.
+    pub key_fingerprint: Option<String>,
+    /// The `x-session-token` header of the connection, if any.
+    pub session_token: Option<String>,
+}
+
+/// What a tool call produced before it is shaped by an adapter.
+pub type ToolResult = Result<Value, ToolError>;
+
+/// What the audit row records about a call, filled in as the pipeline learns it.
+#[derive(Default)]
+struct Trace {
+    operation: Option<(String, String, String)>,
+    upstream_status: Option<u16>,
+}
+
+impl Engine {
+    /// A dev engine (every feature allowed) with no monitor; see the public fields to change.
+    pub fn new(
+        spec: Arc<Spec>,
+        index: Index,
+        upstream: Upstream,
+        monitor: Option<Monitor>,
+    ) -> Engine {
+        Engine {
+            spec,
+            index,
+            upstream,
+            monitor,
+            access: Access::Fixed(Principal::dev()),
+            rules: PermissionRules::default(),
+            auth: None,
+        }
+    }
+
+    /// The tool definitions for `tools/list`; in production each takes `_sessionToken`.
+    pub fn tool_definitions(&self) -> Vec<Value> {
+        let mut tools = defs::all(&self.spec.title);
+        if matches!(self.access, Access::Sessions) {
+            for t in &mut tools {
+                if let Some(Value::Object(schema)) = t.get_mut("inputSchema") {
+                    add_session_token_param(schema);
+                }
+            }
+        }
+        tools
+    }
+
+    /// Tells the monitor that a session started (MCP `initialized`). Sessions it never heard
+    /// of (stateless mode) are started by the monitor client on their first call.
+    pub fn session_started(&self, session_id: &str) {
+        if let Some(m) = &self.monitor {
+            m.session_started(session_id);
+        }
+    }
+
+    /// Tells the monitor that a session ended.
+    pub fn session_ended(&self, session_id: &str) {
+        if let Some(m) = &self.monitor {
+            m.session_idle(session_id);
+        }
+    }
+
+    /// Runs one tool call through the whole pipeline.
+    pub async fn call(
+        &self,
+        caller: &Caller,
+        tool: &str,
+        mut args: Map<String, Value>,
+    ) -> ToolResult {
+        let started = Instant::now();
+        // Never let a session token travel further than this point.
+        let token = take_session_token(&mut args);
+        let mut trace = Trace::default();
+        let principal = self.principal(caller, token).await;
+        let result = match &principal {
+            Ok(p) => self.run_pipeline(caller, p, tool, args, &mut trace).await,
+            Err(e) => Err(e.clone()),
+        };
+        let outcome = match &result {
+            Ok(_) => "ok",
+            Err(e) => e.code.as_str(),
+        };
+        let tool_label = if defs::NAMES.contains(&tool) {
+            tool.to_string()
+        } else {
+            "unknown".into()
+        };
+        metrics::counter!("apigate_tool_calls_total", "tool" => tool_label.clone(), "outcome" => outcome).increment(1);
+        metrics::histogram!("apigate_tool_call_duration_seconds", "tool" => tool_label)
+            .record(started.elapsed().as_secs_f64());
+        if let Some(auth) = &self.auth {
+            let who = match principal {
+                Ok(p) => p,
+                Err(_) => caller
+                    .key
+                    .as_ref()
+                    .map(KeyPrincipal::principal)
+                    .unwrap_or_else(Principal::dev),
+            };
+            let decision = match &result {
+                Ok(_) => Decision::Allowed,
+                Err(e) if e.code.is_denial() => Decision::Denied,
+                Err(_) => Decision::Failed,
+            };
+            let mut entry = who.audit_entry(tool, decision);
+            if let Some((id, method, path)) = trace.operation {
+                entry.operation = Some(id);
+                entry.method = Some(method);
+                entry.path = Some(path);
+            }
+            entry.upstream_status = trace.upstream_status;
+            entry.duration_ms = started.elapsed().as_millis() as u64;
+            entry.error_code = result.as_ref().err().map(|e| e.code.as_str().to_string());
+            auth.record_audit(entry).await;
+        }
+        result
+    }
+
+    /// Tier 2: the principal this call runs as.
+    async fn principal(
+        &self,
+        caller: &Caller,
+        token: Option<String>,
+    ) -> Result<Principal, ToolError> {
+        match &self.access {
+            Access::Fixed(p) => Ok(p.clone()),
+            Access::Sessions => {
+                let (Some(auth), Some(key)) = (&self.auth, &caller.key) else {
+                    return Err(ToolError::new(
+                        Code::Unauthorized,
+                        "the connection has no verified API key",
+                    ));
+                };
+                let token = choose_session_token(token, caller.session_token.as_deref());
+                auth.authenticate_session(key, token.as_deref().unwrap_or(""))
+                    .await
+                    .map_err(auth_error)
+            }
+        }
+    }
+
+    /// The session id the monitor sees: the MCP session, else the user session's id, else
+    /// the key's fingerprint. Never a token.
+    fn monitor_session(caller: &Caller, principal: &Principal) -> String {
+        caller
+            .mcp_session
+            .clone()
+            .or_else(|| principal.session_id.map(|s| format!("session-{s}")))
+            .or_else(|| caller.key_fingerprint.clone())
+            .unwrap_or_else(|| "anonymous".into())
+    }
+
+    async fn run_pipeline(
+        &self,
+        caller: &Caller,
+        principal: &Principal,
+        tool: &str,
+        args: Map<String, Value>,
+        trace: &mut Trace,
+    ) -> ToolResult {
+        if !defs::NAMES.contains(&tool) {
+            return Err(ToolError::new(
+                Code::UnknownTool,
+                format!(
+                    "there is no tool {tool:?}; the tools are api_discover, api_schema and api_execute"
+                ),
+            ));
+        }
+        // 2. Permissions for the tool.
+        principal.may_use_tool(tool).map_err(auth_error)?;
+        // 3. Rate limit.
+        if let Some(auth) = &self.auth {
+            auth.check_rate(principal).map_err(auth_error)?;
+        }
+        // 4. Resolve and validate the arguments (and the operation's permissions).
+        let prepared = match tool {
+            defs::DISCOVER => ops::Prepared::Discover(ops::parse_discover(&args)?),
+            defs::SCHEMA => ops::Prepared::Schema(ops::resolve(self, principal, &args)?.0),
+            _ => ops::prepare_execute(self, principal, &args)?,
+        };
+        let op = prepared.operation(&self.spec);
+        if let Some(o) = op {
+            trace.operation = Some((o.id.clone(), o.method.clone(), o.path.clone()));
+        }
+        // 5. The agent-monitor gate (fail-closed).
+        let call_id = uuid::Uuid::new_v4().to_string();
+        let session_id = Engine::monitor_session(caller, principal);
+        let args_value = Value::Object(args);
+        let call = ToolCall {
+            session_id: &session_id,
+            call_id: &call_id,
+            tool,
+            args: &args_value,
+            operation: op.map(|o| OperationRef {
+                operation_id: &o.id,
+                method: &o.method,
+                path: &o.path,
+            }),
+        };
+        if let Some(monitor) = &self.monitor
+            && let Err(blocked) = monitor.pre_execute(&call).await
+        {
+            monitor.session_error(&session_id, "BLOCKED_BY_MONITOR");
+            return Err(ToolError::new(Code::BlockedByMonitor, blocked.to_string())
+                .with("monitor", Value::String(blocked.cause.as_str().into())));
+        }
+        // 6. Run.
+        let result = ops::run(self, principal, prepared, &mut trace.upstream_status).await;
+        // 7. Tell the monitor.
+        if let Some(monitor) = &self.monitor {
+            match &result {
+                Ok(v) => monitor.post_execute(&call, v.to_string().len()),
+                Err(e) => monitor.session_error(&session_id, e.code.as_str()),
+            }
+        }
+        result
+    }
+}
+
+/// An auth failure as a tool error with the same code and details.
+fn auth_error(e: AuthError) -> ToolError {
+    let code = Code::parse(e.code());
+    let mut err = ToolError::new(code, e.to_string());
+    err.details.extend(e.details());
+    err
+}

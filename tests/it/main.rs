@@ -1,10 +1,13 @@
-//! The one integration-test binary.
+//! The one integration-test binary (ripgrep's `autotests = false` pattern): each module is a
+//! suite that drives apigate through its real parts.
 
 mod admin_http;
 mod auth;
 mod cli_admin;
 mod db;
+mod mcp;
 mod monitor;
 mod monitor_browser;
 mod spec;
+mod support;
 mod upstream;

@@ -1,0 +1,132 @@
+//! `apigate serve`: production mode. Server keys and user sessions in Postgres, migrations at
+//! start-up, `/admin/v1/*`, an audit row per tool call.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use tokio_util::sync::CancellationToken;
+
+use super::dev::{EngineArgs, HttpArgs};
+use crate::auth::{Auth, AuthConfig, PermissionRules, RateLimit};
+use crate::http::{self, HttpOptions, KeyCheck};
+use crate::store::Store;
+use crate::tools::Access;
+
+/// Options shared by every command that uses the database from a server.
+#[derive(Debug, clap::Args)]
+pub struct AccessArgs {
+    /// Permission rules: a TOML file of `[[rule]]` tables (`method`, `path` glob, `features`)
+    /// that operations need on top of their `x-required-features`.
+    #[arg(long, value_name = "FILE")]
+    pub permissions: Option<PathBuf>,
+    /// Tool calls per second allowed per server key (token bucket; 0 = no limit).
+    #[arg(long, default_value_t = 50.0)]
+    pub key_rate: f64,
+    /// Burst allowed per server key.
+    #[arg(long, default_value_t = 100)]
+    pub key_burst: u32,
+    /// Tool calls per second allowed per user session (0 = no limit).
+    #[arg(long, default_value_t = 10.0)]
+    pub session_rate: f64,
+    /// Burst allowed per user session.
+    #[arg(long, default_value_t = 30)]
+    pub session_burst: u32,
+}
+
+impl AccessArgs {
+    pub fn rules(&self) -> anyhow::Result<PermissionRules> {
+        match &self.permissions {
+            None => Ok(PermissionRules::default()),
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("reading permission rules {}", path.display()))?;
+                PermissionRules::from_toml(&text).with_context(|| format!("in {}", path.display()))
+            }
+        }
+    }
+
+    /// Connects, migrates and starts the auth core (with its revocation listener).
+    pub async fn auth(&self, database_url: &str) -> anyhow::Result<Auth> {
+        let store = Store::connect(database_url).await?;
+        store
+            .migrate()
+            .await
+            .context("applying database migrations")?;
+        let bootstrap_key = std::env::var("MCP_SERVER_API_KEY")
+            .ok()
+            .filter(|k| !k.trim().is_empty());
+        let cfg = AuthConfig {
+            bootstrap_key,
+            key_rate: RateLimit {
+                per_second: self.key_rate,
+                burst: self.key_burst,
+            },
+            session_rate: RateLimit {
+                per_second: self.session_rate,
+                burst: self.session_burst,
+            },
+            ..AuthConfig::default()
+        };
+        Ok(Auth::new(store, cfg).await?)
+    }
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub engine: EngineArgs,
+    #[command(flatten)]
+    pub http: HttpArgs,
+    #[command(flatten)]
+    pub access: AccessArgs,
+    /// Postgres connection URL.
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
+    pub database_url: String,
+}
+
+pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    let auth = args.access.auth(&args.database_url).await?;
+    let mut engine = args.engine.build().await?;
+    engine.access = Access::Sessions;
+    engine.rules = args.access.rules()?;
+    engine.auth = Some(auth.clone());
+    let engine = Arc::new(engine);
+    let listener = tokio::net::TcpListener::bind(args.http.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.http.listen))?;
+    let addr = listener.local_addr()?;
+    eprintln!(
+        "apigate serve: {} ({} operations) at http://{addr}/mcp{}; admin API at /admin/v1",
+        if engine.spec.title.is_empty() {
+            "API"
+        } else {
+            &engine.spec.title
+        },
+        engine.spec.operations.len(),
+        if args.http.stateless {
+            " (stateless)"
+        } else {
+            ""
+        }
+    );
+    let shutdown = CancellationToken::new();
+    http::cancel_on_signal(shutdown.clone());
+    let router = http::router(
+        engine,
+        HttpOptions {
+            keys: KeyCheck::Database(auth.clone()),
+            stateless: args.http.stateless,
+            allowed: args.http.allowed(),
+            max_body_bytes: args.http.max_body_bytes,
+            mode: "production",
+            admin: Some(http::admin::router(auth.clone())),
+            store: Some(auth.store().clone()),
+        },
+        shutdown.clone(),
+    );
+    http::serve(listener, router, shutdown).await?;
+    auth.store().close().await;
+    Ok(ExitCode::SUCCESS)
+}

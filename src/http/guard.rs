@@ -1,0 +1,195 @@
+//! Middleware in front of every route: `Host` and `Origin` validation against DNS rebinding
+//! (403), and the tier-1 `x-api-key` check (401 with a JSON body) before any MCP handling.
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+use subtle::ConstantTimeEq;
+
+use super::AppState;
+use crate::auth::Auth;
+use crate::http::admin::auth_error_response;
+use crate::mcp::{HttpCaller, fingerprint};
+
+/// Host names accepted by default: loopback only, any port.
+pub const DEFAULT_HOSTS: [&str; 4] = ["localhost", "127.0.0.1", "::1", "[::1]"];
+
+/// Which `Host` and `Origin` values may reach the server.
+#[derive(Debug, Clone)]
+pub struct Allowed {
+    /// `name` (any port) or `name:port`.
+    pub hosts: Vec<String>,
+    /// `scheme://name` (any port), `scheme://name:port` or `scheme://name:*`; `null` for the
+    /// browser's opaque origin. Empty: only origins whose host is an allowed host.
+    pub origins: Vec<String>,
+}
+
+impl Default for Allowed {
+    fn default() -> Self {
+        Allowed {
+            hosts: DEFAULT_HOSTS.iter().map(|s| s.to_string()).collect(),
+            origins: Vec::new(),
+        }
+    }
+}
+
+/// Splits `host[:port]` (IPv6 in brackets) into lower-case host and optional port.
+fn split_authority(authority: &str) -> (String, Option<u16>) {
+    let a = authority.trim().to_ascii_lowercase();
+    if let Some(rest) = a.strip_prefix('[')
+        && let Some((h, tail)) = rest.split_once(']')
+    {
+        let port = tail.strip_prefix(':').and_then(|p| p.parse().ok());
+        return (h.to_string(), port);
+    }
+    match a.rsplit_once(':') {
+        Some((h, p)) if !h.contains(':') => (h.to_string(), p.parse().ok()),
+        _ => (a.clone(), None),
+    }
+}
+
+impl Allowed {
+    fn host_ok(&self, authority: &str) -> bool {
+        let (host, port) = split_authority(authority);
+        self.hosts.iter().any(|allowed| {
+            let (h, p) = split_authority(allowed);
+            h == host && (p.is_none() || p == port)
+        })
+    }
+
+    fn origin_ok(&self, origin: &str) -> bool {
+        let origin = origin.trim().to_ascii_lowercase();
+        if origin == "null" {
+            return self.origins.iter().any(|o| o == "null");
+        }
+        let Some((scheme, authority)) = origin.split_once("://") else {
+            return false;
+        };
+        if self.origins.is_empty() {
+            return matches!(scheme, "http" | "https") && self.host_ok(authority);
+        }
+        let (host, port) = split_authority(authority);
+        self.origins.iter().any(|allowed| {
+            let allowed = allowed.to_ascii_lowercase();
+            let Some((s, a)) = allowed.split_once("://") else {
+                return false;
+            };
+            let any_port = a.ends_with(":*");
+            let (h, p) = split_authority(a.trim_end_matches(":*"));
+            s == scheme && h == host && (any_port || p.is_none() || p == port)
+        })
+    }
+}
+
+pub fn json_error(status: StatusCode, code: &str, message: &str) -> Response {
+    (status, axum::Json(json!({"error": message, "code": code}))).into_response()
+}
+
+/// 403 for a `Host` or `Origin` the server does not serve (DNS rebinding protection).
+pub async fn host_and_origin(
+    State(state): State<Arc<AppState>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let headers = request.headers();
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .map(str::to_string)
+        .or_else(|| request.uri().authority().map(|a| a.to_string()));
+    match host {
+        Some(h) if state.allowed.host_ok(&h) => {}
+        Some(h) => {
+            tracing::warn!(host = %h, "rejected request for a host this server does not serve");
+            return json_error(
+                StatusCode::FORBIDDEN,
+                "FORBIDDEN_HOST",
+                "this Host is not served here; add it with --allowed-host if apigate runs behind a proxy",
+            );
+        }
+        None => {
+            return json_error(
+                StatusCode::FORBIDDEN,
+                "FORBIDDEN_HOST",
+                "the request has no Host header",
+            );
+        }
+    }
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let ok = origin
+            .to_str()
+            .map(|o| state.allowed.origin_ok(o))
+            .unwrap_or(false);
+        if !ok {
+            tracing::warn!("rejected request from a foreign Origin");
+            return json_error(
+                StatusCode::FORBIDDEN,
+                "FORBIDDEN_ORIGIN",
+                "requests from this Origin are not allowed; add it with --allowed-origin",
+            );
+        }
+    }
+    next.run(request).await
+}
+
+/// How tier-1 keys are checked.
+pub enum KeyCheck {
+    /// dev mode: one key, compared in constant time.
+    Single(String),
+    /// production: server keys in the database (and the bootstrap key).
+    Database(Auth),
+}
+
+fn presented_key(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get("x-api-key")
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
+}
+
+/// Constant-time equality of two secrets (length leaks, content does not).
+pub fn secrets_equal(a: &str, b: &str) -> bool {
+    a.as_bytes().ct_eq(b.as_bytes()).into()
+}
+
+/// 401 unless the request carries a valid `x-api-key` (dev: the one key; production: an
+/// active server key in the database, whose principal is attached for the tools).
+pub async fn api_key(
+    State(state): State<Arc<AppState>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let Some(key) = presented_key(request.headers()).map(str::to_string) else {
+        return json_error(
+            StatusCode::UNAUTHORIZED,
+            "UNAUTHORIZED",
+            "missing x-api-key header: send the server's API key in `x-api-key`",
+        );
+    };
+    let verified = match &state.keys {
+        KeyCheck::Single(expected) => {
+            if !secrets_equal(expected, &key) {
+                return json_error(
+                    StatusCode::UNAUTHORIZED,
+                    "UNAUTHORIZED",
+                    "invalid API key in x-api-key",
+                );
+            }
+            None
+        }
+        KeyCheck::Database(auth) => match auth.authenticate_key(&key).await {
+            Ok(k) => Some(k),
+            Err(e) => return auth_error_response(e),
+        },
+    };
+    request.extensions_mut().insert(HttpCaller {
+        key_fingerprint: fingerprint(&key),
+        key: verified,
+    });
+    next.run(request).await
+}

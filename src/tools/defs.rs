@@ -1,0 +1,112 @@
+//! The three tools as an agent sees them: names, descriptions written for a model, input JSON
+//! Schemas and annotations. Plain JSON, so every adapter (MCP, tests) shows the same thing.
+
+use serde_json::{Value, json};
+
+pub const DISCOVER: &str = "api_discover";
+pub const SCHEMA: &str = "api_schema";
+pub const EXECUTE: &str = "api_execute";
+pub const NAMES: [&str; 3] = [DISCOVER, SCHEMA, EXECUTE];
+
+/// Default and maximum `limit` of `api_discover`.
+pub const DEFAULT_LIMIT: usize = 10;
+pub const MAX_LIMIT: usize = 50;
+
+const METHODS: [&str; 8] = [
+    "GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "TRACE",
+];
+
+/// One tool's definition in MCP's `tools/list` shape.
+pub fn definition(name: &str, api_title: &str) -> Option<Value> {
+    let api = if api_title.is_empty() {
+        "the API"
+    } else {
+        api_title
+    };
+    let tool = match name {
+        DISCOVER => json!({
+            "name": DISCOVER,
+            "title": "Find API operations",
+            "description": format!(
+                "Search the operations of {api} by what you want to do, in plain words \
+                 (e.g. \"close an issue\", \"refund a payment\"). Returns a ranked list of \
+                 operations (operationId, method, path, summary). Step 1 of 3: pick an \
+                 operationId here, call api_schema to learn its parameters, then api_execute \
+                 to call it. Filter with `method` (GET, POST, …) or `tag` when you know them. \
+                 Only operations you are allowed to call are listed."),
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "What you want to do, in plain words."},
+                    "method": {"type": "string", "enum": METHODS, "description": "Only operations with this HTTP method."},
+                    "tag": {"type": "string", "description": "Only operations with this tag."},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT,
+                        "description": "How many results (default 10, at most 50)."}
+                },
+                "required": ["query"]
+            },
+            "annotations": {"title": "Find API operations", "readOnlyHint": true, "openWorldHint": false}
+        }),
+        SCHEMA => json!({
+            "name": SCHEMA,
+            "title": "Describe an API operation",
+            "description": format!(
+                "Show everything needed to call one operation of {api}: its parameters (name, \
+                 in, required, schema), request body schema and content type, responses and \
+                 server. Identify it by `operationId` (from api_discover) or by `method` + \
+                 `path`. Step 2 of 3: then call api_execute with `pathParams`, `query`, \
+                 `headers` and `body` shaped as this schema says. A schema shown as \
+                 {{\"$recursive\": \"Name\"}} repeats the enclosing Name."),
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "operationId": {"type": "string", "description": "The operation's id, as returned by api_discover."},
+                    "method": {"type": "string", "enum": METHODS, "description": "With `path`, instead of operationId."},
+                    "path": {"type": "string", "description": "The path template (/pets/{petId}) or a concrete path (/pets/42)."}
+                }
+            },
+            "annotations": {"title": "Describe an API operation", "readOnlyHint": true, "openWorldHint": false}
+        }),
+        EXECUTE => json!({
+            "name": EXECUTE,
+            "title": "Call an API operation",
+            "description": format!(
+                "Call one operation of {api} for real and return {{status, ok, headers, body, \
+                 truncated, durationMs}}. Identify it by `operationId` or by `method` + `path` \
+                 (a concrete path like /pets/42 fills pathParams for you). Arguments are \
+                 checked against the operation's schema first (see api_schema) and every \
+                 problem is reported at once with its JSON pointer. Put path parameters in \
+                 `pathParams`, query parameters in `query`, declared header parameters in \
+                 `headers`, and the request body in `body` (JSON; form-encoded APIs are \
+                 encoded for you). Credentials are added by the server: never pass \
+                 Authorization or cookies. Use `dryRun: true` to see the exact request \
+                 without sending it. Step 3 of 3; mutating calls (POST, PUT, PATCH, DELETE) \
+                 change real data."),
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "operationId": {"type": "string", "description": "The operation's id, as returned by api_discover."},
+                    "method": {"type": "string", "enum": METHODS, "description": "With `path`, instead of operationId."},
+                    "path": {"type": "string", "description": "The path template or a concrete path (/pets/42)."},
+                    "pathParams": {"type": "object", "description": "Values for the {placeholders} of the path.", "additionalProperties": true},
+                    "query": {"type": "object", "description": "Query parameters by name.", "additionalProperties": true},
+                    "headers": {"type": "object", "description": "Header parameters the operation declares.", "additionalProperties": true},
+                    "body": {"description": "The request body, as JSON."},
+                    "dryRun": {"type": "boolean", "default": false, "description": "Return the request that would be sent, without sending it."}
+                }
+            },
+            "annotations": {"title": "Call an API operation", "readOnlyHint": false,
+                "destructiveHint": true, "idempotentHint": false, "openWorldHint": true}
+        }),
+        _ => return None,
+    };
+    Some(tool)
+}
+
+/// All three definitions.
+pub fn all(api_title: &str) -> Vec<Value> {
+    NAMES
+        .iter()
+        .filter_map(|n| definition(n, api_title))
+        .collect()
+}

@@ -1,0 +1,543 @@
+//! The MCP server end to end: the real HTTP server, rmcp's client over Streamable HTTP
+//! (stateful and stateless), legacy SSE and stdio, against a recording upstream.
+
+use futures::StreamExt;
+use rmcp::ServiceExt;
+use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use serde_json::{Value, json};
+
+use crate::support::{KEY, Server, Upstream, call, engine_args, spec_path};
+
+async fn petstore_server(upstream: &Upstream, stateless: bool) -> Server {
+    Server::start(
+        engine_args(&spec_path("petstore-3.0.json"), Some(upstream.url())),
+        stateless,
+    )
+    .await
+}
+
+async fn discover_schema_execute(
+    client: &rmcp::service::RunningService<rmcp::service::RoleClient, ()>,
+    upstream: &Upstream,
+) {
+    let tools = client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(names, vec!["api_discover", "api_schema", "api_execute"]);
+    let discover = &tools[0];
+    assert_eq!(
+        discover.annotations.as_ref().unwrap().read_only_hint,
+        Some(true)
+    );
+    assert_eq!(
+        tools[2].annotations.as_ref().unwrap().destructive_hint,
+        Some(true)
+    );
+    assert_eq!(
+        tools[2].annotations.as_ref().unwrap().open_world_hint,
+        Some(true)
+    );
+
+    let (err, found) = call(
+        client,
+        "api_discover",
+        json!({"query": "find a pet by its id"}),
+    )
+    .await;
+    assert!(!err, "{found}");
+    let ids: Vec<&str> = found["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["operationId"].as_str().unwrap())
+        .collect();
+    assert!(ids[..3].contains(&"getPetById"), "{ids:?}");
+
+    let (err, schema) = call(client, "api_schema", json!({"operationId": "getPetById"})).await;
+    assert!(!err, "{schema}");
+    assert_eq!(schema["parameters"][0]["name"], "petId");
+    assert_eq!(schema["parameters"][0]["in"], "path");
+
+    let before = upstream.requests().len();
+    let (err, result) = call(
+        client,
+        "api_execute",
+        json!({"operationId": "getPetById", "pathParams": {"petId": 42}}),
+    )
+    .await;
+    assert!(!err, "{result}");
+    assert_eq!(result["status"], 200);
+    assert_eq!(result["ok"], true);
+    assert_eq!(result["body"]["name"], "Rex");
+    let got = upstream.requests();
+    assert_eq!(got.len(), before + 1);
+    let req = got.last().unwrap();
+    assert_eq!(req.method, "GET");
+    assert_eq!(req.uri, "/v2/pet/42");
+    assert_eq!(
+        req.headers.get("authorization").unwrap(),
+        "Bearer upstream-secret-token"
+    );
+    // The upstream credential never reaches the agent.
+    assert!(!result.to_string().contains("upstream-secret-token"));
+}
+
+#[tokio::test]
+async fn streamable_http_stateful_chain() {
+    let upstream = Upstream::start().await;
+    let server = petstore_server(&upstream, false).await;
+    let client = server.client().await;
+    discover_schema_execute(&client, &upstream).await;
+    // A concrete path works instead of operationId + pathParams; JSON bodies arrive as sent.
+    let (err, r) = call(
+        &client,
+        "api_execute",
+        json!({"method": "post", "path": "/pet",
+        "body": {"name": "Fido", "photoUrls": ["http://x/y.png"], "status": "available"}}),
+    )
+    .await;
+    assert!(!err, "{r}");
+    assert_eq!(r["body"]["id"], 99);
+    let req = upstream.requests().pop().unwrap();
+    assert_eq!(req.uri, "/v2/pet");
+    let sent: Value = serde_json::from_slice(&req.body).unwrap();
+    assert_eq!(sent["name"], "Fido");
+    assert_eq!(req.headers.get("content-type").unwrap(), "application/json");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn streamable_http_stateless_chain() {
+    let upstream = Upstream::start().await;
+    let server = petstore_server(&upstream, true).await;
+    let client = server.client().await;
+    discover_schema_execute(&client, &upstream).await;
+    client.cancel().await.unwrap();
+}
+
+/// An rmcp client over the legacy HTTP+SSE transport: GET /sse, POST /message.
+async fn sse_client(
+    server: &Server,
+) -> rmcp::service::RunningService<rmcp::service::RoleClient, ()> {
+    let http = reqwest::Client::new();
+    let response = http
+        .get(server.url("/sse"))
+        .header("x-api-key", KEY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let mut bytes = response.bytes_stream();
+    let (tx, rx) = futures::channel::mpsc::unbounded::<(String, String)>();
+    tokio::spawn(async move {
+        let mut buf = String::new();
+        while let Some(Ok(chunk)) = bytes.next().await {
+            buf.push_str(&String::from_utf8_lossy(&chunk));
+            while let Some(end) = buf.find("\n\n") {
+                let block: String = buf.drain(..end + 2).collect();
+                let mut event = "message".to_string();
+                let mut data = String::new();
+                for line in block.lines() {
+                    if let Some(e) = line.strip_prefix("event:") {
+                        event = e.trim().to_string();
+                    } else if let Some(d) = line.strip_prefix("data:") {
+                        data.push_str(d.trim_start());
+                    }
+                }
+                if !data.is_empty() && tx.unbounded_send((event, data)).is_err() {
+                    return;
+                }
+            }
+        }
+    });
+    let mut rx = rx;
+    let (event, endpoint) = rx.next().await.unwrap();
+    assert_eq!(event, "endpoint");
+    assert!(endpoint.starts_with("/message?sessionId="), "{endpoint}");
+    let post_url = server.url(&endpoint);
+    let stream = rx.filter_map(|(event, data)| async move {
+        (event == "message")
+            .then(|| serde_json::from_str::<ServerJsonRpcMessage>(&data).ok())
+            .flatten()
+    });
+    let sink = futures::sink::unfold(
+        (http, post_url),
+        |(http, url), msg: ClientJsonRpcMessage| async move {
+            let r = http
+                .post(&url)
+                .header("x-api-key", KEY)
+                .json(&msg)
+                .send()
+                .await
+                .map_err(std::io::Error::other)?;
+            if r.status() != 202 {
+                return Err(std::io::Error::other(format!(
+                    "POST /message answered {}",
+                    r.status()
+                )));
+            }
+            Ok::<_, std::io::Error>((http, url))
+        },
+    );
+    ().serve((Box::pin(sink), Box::pin(stream)))
+        .await
+        .expect("SSE client initializes")
+}
+
+#[tokio::test]
+async fn legacy_sse_chain() {
+    let upstream = Upstream::start().await;
+    let server = petstore_server(&upstream, false).await;
+    let client = sse_client(&server).await;
+    discover_schema_execute(&client, &upstream).await;
+    client.cancel().await.unwrap();
+    // Unknown sessions and malformed messages get clear answers.
+    let http = reqwest::Client::new();
+    let r = http
+        .post(server.url("/message?sessionId=nope"))
+        .header("x-api-key", KEY)
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    let r = http.get(server.url("/sse")).send().await.unwrap();
+    assert_eq!(r.status(), 401);
+}
+
+#[tokio::test]
+async fn stdio_chain() {
+    let upstream = Upstream::start().await;
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_apigate"));
+    cmd.args([
+        "stdio",
+        "--spec",
+        &spec_path("petstore-3.0.json"),
+        "--upstream",
+        &upstream.url(),
+        "--upstream-header",
+        "Authorization: Bearer upstream-secret-token",
+    ]);
+    cmd.env("RUST_LOG", "warn");
+    let transport = rmcp::transport::TokioChildProcess::new(cmd).unwrap();
+    let client = ().serve(transport).await.expect("stdio client initializes");
+    discover_schema_execute(&client, &upstream).await;
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn http_guards_answer_before_mcp() {
+    let upstream = Upstream::start().await;
+    let server = petstore_server(&upstream, false).await;
+    let http = reqwest::Client::new();
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let post = |key: Option<&str>| {
+        let mut b = http
+            .post(server.url("/mcp"))
+            .header("accept", "application/json, text/event-stream")
+            .json(&init);
+        if let Some(k) = key {
+            b = b.header("x-api-key", k);
+        }
+        b
+    };
+    for (key, what) in [(None, "missing"), (Some("wrong-key"), "invalid")] {
+        let r = post(key).send().await.unwrap();
+        assert_eq!(r.status(), 401);
+        let body: Value = r.json().await.unwrap();
+        assert_eq!(body["code"], "UNAUTHORIZED");
+        assert!(body["error"].as_str().unwrap().contains(what), "{body}");
+    }
+    // DNS rebinding: a foreign Origin or Host is refused, even with the right key.
+    let r = post(Some(KEY))
+        .header("origin", "http://evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    let r = post(Some(KEY))
+        .header("host", "evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    // A local origin (a browser page on localhost) and no origin (CLI clients) pass.
+    let r = post(Some(KEY))
+        .header("origin", format!("http://localhost:{}", server.addr.port()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    // Bodies over the limit: 413, declared or streamed.
+    let big = json!({"jsonrpc": "2.0", "id": 2, "method": "ping", "params": {"pad": "x".repeat(300 * 1024)}});
+    let r = http
+        .post(server.url("/mcp"))
+        .header("x-api-key", KEY)
+        .header("accept", "application/json, text/event-stream")
+        .json(&big)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 413);
+    let chunks =
+        futures::stream::iter((0..40).map(|_| Ok::<_, std::io::Error>(vec![b' '; 16 * 1024])));
+    let r = http
+        .post(server.url("/mcp"))
+        .header("x-api-key", KEY)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(reqwest::Body::wrap_stream(chunks))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 413);
+    // Malformed JSON-RPC gets a JSON-RPC parse error, not a crash.
+    let r = http
+        .post(server.url("/mcp"))
+        .header("x-api-key", KEY)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body("{\"jsonrpc\": \"2.0\", \"id\": 1, ")
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_client_error(), "{}", r.status());
+    // OAuth discovery probes: a quick 404.
+    let r = http
+        .get(server.url("/.well-known/oauth-protected-resource"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    // Health and metrics.
+    let health: Value = http
+        .get(server.url("/health"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(health["status"], "ok");
+    assert_eq!(health["mode"], "development");
+    assert_eq!(health["tools"], 3);
+    assert_eq!(health["operations"], 20);
+    let metrics = http
+        .get(server.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(metrics.contains("apigate_http_requests_total"), "{metrics}");
+    // Still alive after all that.
+    let client = server.client().await;
+    assert_eq!(client.list_all_tools().await.unwrap().len(), 3);
+}
+
+#[tokio::test]
+async fn unknown_jsonrpc_methods_get_method_not_found() {
+    let upstream = Upstream::start().await;
+    let server = petstore_server(&upstream, true).await;
+    let http = reqwest::Client::new();
+    let r = http
+        .post(server.url("/mcp"))
+        .header("x-api-key", KEY)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-06-18")
+        .json(&json!({"jsonrpc": "2.0", "id": 7, "method": "no/such/method", "params": {}}))
+        .send()
+        .await
+        .unwrap();
+    let text = r.text().await.unwrap();
+    assert!(text.contains("-32601"), "{text}");
+}
+
+#[tokio::test]
+async fn tool_errors_carry_stable_codes() {
+    let upstream = Upstream::start().await;
+    let server = petstore_server(&upstream, false).await;
+    let client = server.client().await;
+
+    let (err, r) = call(&client, "no_such_tool", json!({})).await;
+    assert!(err);
+    assert_eq!(r["code"], "UNKNOWN_TOOL");
+
+    let (err, r) = call(&client, "api_schema", json!({"operationId": "getPetByIdd"})).await;
+    assert!(err);
+    assert_eq!(r["code"], "UNKNOWN_OPERATION");
+    let closest: Vec<&str> = r["closest"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["operationId"].as_str().unwrap())
+        .collect();
+    assert!(closest.contains(&"getPetById"), "{r}");
+
+    let (err, r) = call(&client, "api_execute", json!({"operationId": "getPetById"})).await;
+    assert!(err);
+    assert_eq!(r["code"], "INVALID_ARGUMENTS");
+    assert!(
+        r["violations"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("pathParams"),
+        "{r}"
+    );
+
+    let (err, r) = call(
+        &client,
+        "api_execute",
+        json!({"operationId": "addPet", "body": {"name": 5, "photoUrls": "x", "status": "lost"}}),
+    )
+    .await;
+    assert!(err);
+    assert_eq!(r["code"], "INVALID_ARGUMENTS");
+    let pointers: Vec<&str> = r["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["pointer"].as_str().unwrap())
+        .collect();
+    for p in ["/body/name", "/body/photoUrls", "/body/status"] {
+        assert!(pointers.contains(&p), "{p} in {pointers:?}");
+    }
+
+    let (err, r) = call(
+        &client,
+        "api_execute",
+        json!({"operationId": "getPetById", "pathParams": {"petId": 1},
+        "headers": {"Authorization": "Bearer stolen"}}),
+    )
+    .await;
+    assert!(err);
+    assert_eq!(r["code"], "INVALID_ARGUMENTS");
+    assert!(
+        r["error"].as_str().unwrap().contains("Authorization"),
+        "{r}"
+    );
+
+    let (err, r) = call(&client, "api_discover", json!({"query": 5})).await;
+    assert!(err);
+    assert_eq!(r["code"], "INVALID_ARGUMENTS");
+
+    // Nothing above reached the upstream.
+    assert!(upstream.requests().is_empty());
+
+    // The upstream's failures come back coded.
+    let (err, r) = call(
+        &client,
+        "api_execute",
+        json!({"operationId": "getPetById", "pathParams": {"petId": 500}}),
+    )
+    .await;
+    assert!(err);
+    assert_eq!(r["code"], "UPSTREAM_ERROR");
+    assert_eq!(r["status"], 500);
+    let (err, r) = call(
+        &client,
+        "api_execute",
+        json!({"operationId": "getUserByName", "pathParams": {"username": "slow"}}),
+    )
+    .await;
+    assert!(err);
+    assert_eq!(r["code"], "UPSTREAM_TIMEOUT");
+    let (err, r) = call(
+        &client,
+        "api_execute",
+        json!({"operationId": "getUserByName", "pathParams": {"username": "big"}}),
+    )
+    .await;
+    assert!(!err, "{r}");
+    assert_eq!(r["truncated"], true);
+    assert!(r.to_string().len() < 80 * 1024);
+    // A 4xx is the API's answer, not a tool failure.
+    let (err, r) = call(
+        &client,
+        "api_execute",
+        json!({"method": "GET", "path": "/pet/abc"}),
+    )
+    .await;
+    assert!(err, "non-integer petId fails validation: {r}");
+    let (err, r) = call(
+        &client,
+        "api_execute",
+        json!({"method": "GET", "path": "/user/nobody/../../admin"}),
+    )
+    .await;
+    assert!(err, "{r}");
+}
+
+#[tokio::test]
+async fn path_parameters_cannot_change_the_route() {
+    let upstream = Upstream::start().await;
+    let server = petstore_server(&upstream, false).await;
+    let client = server.client().await;
+    let (err, r) = call(
+        &client,
+        "api_execute",
+        json!({"operationId": "getUserByName", "pathParams": {"username": "../admin"}}),
+    )
+    .await;
+    assert!(err);
+    assert_eq!(r["code"], "INVALID_ARGUMENTS");
+    assert!(upstream.requests().is_empty());
+    for (value, expected) in [
+        ("a/b", "/v2/user/a%2Fb"),
+        ("x?y=1", "/v2/user/x%3Fy%3D1"),
+        ("#frag", "/v2/user/%23frag"),
+        ("..%2F", "/v2/user/..%252F"),
+    ] {
+        let (err, r) = call(
+            &client,
+            "api_execute",
+            json!({"operationId": "getUserByName", "pathParams": {"username": value}}),
+        )
+        .await;
+        assert!(!err, "{r}");
+        let got = upstream.requests().pop().unwrap();
+        assert_eq!(got.uri, expected, "for {value:?}");
+    }
+    // A dry run shows the request without sending it, and without the credential.
+    let before = upstream.requests().len();
+    let (err, r) = call(
+        &client,
+        "api_execute",
+        json!({"operationId": "getUserByName", "pathParams": {"username": "ann"}, "dryRun": true}),
+    )
+    .await;
+    assert!(!err, "{r}");
+    assert_eq!(upstream.requests().len(), before);
+    assert!(r.to_string().contains("/v2/user/ann"), "{r}");
+    assert!(!r.to_string().contains("upstream-secret-token"), "{r}");
+}
+
+#[tokio::test]
+async fn redirects_to_another_host_are_refused() {
+    let upstream = Upstream::start().await;
+    let other = Upstream::start().await;
+    let server = petstore_server(&upstream, false).await;
+    let client = server.client().await;
+    // Another port on the same machine is another origin.
+    upstream.redirect_to(&format!("{}/v2/user/stolen", other.url()));
+    let (err, r) = call(
+        &client,
+        "api_execute",
+        json!({"operationId": "getUserByName", "pathParams": {"username": "redirect"}}),
+    )
+    .await;
+    assert!(err, "{r}");
+    assert_eq!(r["code"], "UPSTREAM_ERROR");
+    assert!(other.requests().is_empty());
+    // A redirect within the same origin is followed.
+    upstream.redirect_to(&format!("{}/v2/user/ann", upstream.url()));
+    let (err, r) = call(
+        &client,
+        "api_execute",
+        json!({"operationId": "getUserByName", "pathParams": {"username": "redirect"}}),
+    )
+    .await;
+    assert!(!err, "{r}");
+    assert_eq!(r["body"]["username"], "ann");
+}
