@@ -4,6 +4,7 @@
 mod admin_http;
 mod auth;
 mod cli_admin;
+mod conform;
 mod db;
 mod mcp;
 mod monitor;
