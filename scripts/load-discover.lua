@@ -26,18 +26,14 @@ if session and session ~= "" then
   headers["Mcp-Session-Id"] = session
 end
 
-local bodies = {}
-for i, q in ipairs(queries) do
-  bodies[i] = string.format(
-    '{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"api_discover","arguments":{"query":"%s","limit":10}}}',
-    i, q)
-end
-
 local threads = {}
 function setup(thread)
   table.insert(threads, thread)
+  thread:set("thread_no", #threads)
 end
 
+-- JSON-RPC ids must be unique among a session's in-flight requests: every connection of a
+-- stateful run shares one Mcp-Session-Id, so ids are numbered per wrk thread, never reused.
 local n = 0
 non200 = 0
 tool_errors = 0
@@ -45,7 +41,11 @@ no_result = 0
 
 function request()
   n = n + 1
-  return wrk.format("POST", nil, headers, bodies[(n % #bodies) + 1])
+  local id = (thread_no or 0) * 1000000000 + n
+  local body = string.format(
+    '{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"api_discover","arguments":{"query":"%s","limit":10}}}',
+    id, queries[(n % #queries) + 1])
+  return wrk.format("POST", nil, headers, body)
 end
 
 function response(status, _, body)

@@ -251,11 +251,21 @@ async fn render_metrics() -> Response {
 }
 
 /// Serves `router` on `listener` until `shutdown` is cancelled, then drains.
+///
+/// Accepted sockets get `TCP_NODELAY`: SSE responses (stateful `/mcp`, `/sse`) go out as
+/// several small writes, and with Nagle's algorithm against the client's delayed ACK each
+/// response waited ~40 ms for nothing.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     router: Router,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
+    use axum::serve::ListenerExt;
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "could not set TCP_NODELAY on a connection");
+        }
+    });
     axum::serve(
         listener,
         router.into_make_service_with_connect_info::<SocketAddr>(),
