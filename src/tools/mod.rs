@@ -225,6 +225,14 @@ impl Engine {
                 ),
             ));
         }
+        // The audit row names the operation the arguments name, even when a check below
+        // refuses the call.
+        if tool != defs::DISCOVER
+            && let Some(o) = ops::named_operation(self, &args)
+                .and_then(|i| self.spec.operations.get(i))
+        {
+            trace.operation = Some((o.id.clone(), o.method.clone(), o.path.clone()));
+        }
         // 2. Permissions for the tool.
         principal.may_use_tool(tool).map_err(auth_error)?;
         // 3. Rate limit.

@@ -151,6 +151,22 @@ pub fn parse_discover(args: &Map<String, Value>) -> Result<Discover, ToolError> 
     })
 }
 
+/// The operation the arguments name, if they name one of this spec's (no errors, no permission
+/// check): what the audit row records when the call fails before it is fully prepared.
+pub fn named_operation(engine: &Engine, args: &Map<String, Value>) -> Option<usize> {
+    let spec = &engine.spec;
+    if let Some(Value::String(id)) = args.get("operationId") {
+        return spec.index_of(id.trim());
+    }
+    let (Some(Value::String(method)), Some(Value::String(path))) =
+        (args.get("method"), args.get("path"))
+    else {
+        return None;
+    };
+    let (op, _) = spec.find(method.trim(), path.trim())?;
+    spec.index_of(&op.id)
+}
+
 /// Finds the operation named by `operationId`, or by `method` + `path` (template or concrete);
 /// returns its index and the path values a concrete path carried.
 pub fn resolve(
