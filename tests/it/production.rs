@@ -787,6 +787,9 @@ async fn serve_exits_when_the_database_is_unreachable() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains(&format!("127.0.0.1:{port}")), "{stderr}");
     assert!(stderr.contains("Postgres"), "{stderr}");
+    // The reason, once (not the pool's "timed out", not repeated by the cause chain).
+    assert!(stderr.contains("refused"), "{stderr}");
+    assert_eq!(stderr.matches("refused").count(), 1, "{stderr}");
     assert!(!stderr.contains("hunter2"), "the password is printed: {stderr}");
 }
 
