@@ -228,8 +228,8 @@ impl Engine {
         // The audit row names the operation the arguments name, even when a check below
         // refuses the call.
         if tool != defs::DISCOVER
-            && let Some(o) = ops::named_operation(self, &args)
-                .and_then(|i| self.spec.operations.get(i))
+            && let Some(o) =
+                ops::named_operation(self, &args).and_then(|i| self.spec.operations.get(i))
         {
             trace.operation = Some((o.id.clone(), o.method.clone(), o.path.clone()));
         }

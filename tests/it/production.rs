@@ -130,7 +130,11 @@ impl Prod {
         self.auth
             .create_key(NewKey {
                 name: "agent".into(),
-                features: vec!["apigate.discover".into(), "apigate.schema".into(), "apigate.execute".into()],
+                features: vec![
+                    "apigate.discover".into(),
+                    "apigate.schema".into(),
+                    "apigate.execute".into(),
+                ],
                 ..NewKey::default()
             })
             .await
@@ -241,7 +245,10 @@ async fn tier1_refuses_missing_revoked_and_wrong_keys_with_json_401() {
     let (status, body) = initialize(&server, Some(&revoked)).await;
     assert_eq!(status, 401);
     assert_eq!(body["code"], "UNAUTHORIZED", "{body}");
-    assert!(body["error"].as_str().unwrap().contains("revoked"), "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("revoked"),
+        "{body}"
+    );
 
     // The admin API answers the same way.
     let r = reqwest::Client::new()
@@ -287,7 +294,10 @@ async fn tier2_session_tokens_are_required_and_checked() {
     let (err, r) = call(&client, "api_discover", discover.clone()).await;
     assert!(err);
     assert_eq!(r["code"], "UNAUTHORIZED", "{r}");
-    assert!(r["error"].as_str().unwrap().contains("_sessionToken"), "{r}");
+    assert!(
+        r["error"].as_str().unwrap().contains("_sessionToken"),
+        "{r}"
+    );
 
     for bad in ["not-a-token", "sess_0123456789abcdef0123456789abcdef"] {
         let (err, r) = call(&client, "api_discover", with_token(discover.clone(), bad)).await;
@@ -324,14 +334,24 @@ async fn tier2_session_tokens_are_required_and_checked() {
 
     // Revoked after it worked once (and was cached).
     let token = server.session(&["apigate.*"], false).await;
-    let (err, r) = call(&client, "api_discover", with_token(discover.clone(), &token)).await;
+    let (err, r) = call(
+        &client,
+        "api_discover",
+        with_token(discover.clone(), &token),
+    )
+    .await;
     assert!(!err, "{r}");
     server
         .auth
         .revoke_session(&apigate::auth::SessionRef::parse(&token).unwrap())
         .await
         .unwrap();
-    let (err, r) = call(&client, "api_discover", with_token(discover.clone(), &token)).await;
+    let (err, r) = call(
+        &client,
+        "api_discover",
+        with_token(discover.clone(), &token),
+    )
+    .await;
     assert!(err);
     assert_eq!(r["code"], "UNAUTHORIZED", "{r}");
     assert!(r["error"].as_str().unwrap().contains("revoked"), "{r}");
@@ -386,7 +406,10 @@ async fn features_read_only_and_hidden_operations() {
     assert!(err);
     assert_eq!(r["code"], "FORBIDDEN", "{r}");
     assert_eq!(r["missing"], "apigate.execute", "{r}");
-    assert!(r["error"].as_str().unwrap().contains("apigate.execute"), "{r}");
+    assert!(
+        r["error"].as_str().unwrap().contains("apigate.execute"),
+        "{r}"
+    );
 
     // All tools but neither pets.admin nor store.write.
     let user = server.session(&["apigate.*"], false).await;
@@ -431,7 +454,12 @@ async fn features_read_only_and_hidden_operations() {
     let ids = operation_ids(&r);
     assert!(!ids.contains(&"deletePet".to_string()), "{ids:?}");
     assert!(ids.contains(&"getPetById".to_string()), "{ids:?}");
-    let (err, r) = call(&client, "api_discover", find("place an order for a pet", &user)).await;
+    let (err, r) = call(
+        &client,
+        "api_discover",
+        find("place an order for a pet", &user),
+    )
+    .await;
     assert!(!err, "{r}");
     let ids = operation_ids(&r);
     assert!(!ids.contains(&"placeOrder".to_string()), "{ids:?}");
@@ -442,7 +470,12 @@ async fn features_read_only_and_hidden_operations() {
         .await;
     let (_, r) = call(&client, "api_discover", find("delete a pet", &admin)).await;
     assert!(operation_ids(&r).contains(&"deletePet".to_string()), "{r}");
-    let (_, r) = call(&client, "api_discover", find("place an order for a pet", &admin)).await;
+    let (_, r) = call(
+        &client,
+        "api_discover",
+        find("place an order for a pet", &admin),
+    )
+    .await;
     assert!(operation_ids(&r).contains(&"placeOrder".to_string()), "{r}");
     let (err, r) = call(
         &client,
@@ -482,7 +515,12 @@ async fn features_read_only_and_hidden_operations() {
     assert_eq!(r["code"], "FORBIDDEN", "{r}");
     assert_eq!(r["readOnly"], true, "{r}");
     assert_eq!(upstream.requests().len(), before);
-    let (_, r) = call(&client, "api_discover", find("add a new pet to the store", &reader)).await;
+    let (_, r) = call(
+        &client,
+        "api_discover",
+        find("add a new pet to the store", &reader),
+    )
+    .await;
     let ids = operation_ids(&r);
     assert!(!ids.contains(&"addPet".to_string()), "{ids:?}");
     assert!(!ids.is_empty());
@@ -497,7 +535,12 @@ async fn session_token_header_keeps_the_token_out_of_arguments() {
     let key = server.agent_key().await;
     let token = server.session(&["apigate.*"], false).await;
     let client = server.client(&key, Some(&token)).await;
-    let (err, r) = call(&client, "api_discover", json!({"query": "find a pet by id"})).await;
+    let (err, r) = call(
+        &client,
+        "api_discover",
+        json!({"query": "find a pet by id"}),
+    )
+    .await;
     assert!(!err, "{r}");
     let (err, r) = call(
         &client,
@@ -649,11 +692,17 @@ async fn audit_rows_for_allowed_denied_and_failed_calls() {
     assert_eq!(a["upstream_status"], 200);
     assert_eq!(a["user_id"], "u-42");
     assert_eq!(a["tenant_id"], "acme");
-    assert!(a["session_id"].is_string() && a["key_id"].is_string(), "{a}");
+    assert!(
+        a["session_id"].is_string() && a["key_id"].is_string(),
+        "{a}"
+    );
     assert_eq!(d1["decision"], "denied");
     assert_eq!(d1["error_code"], "UNAUTHORIZED");
     assert_eq!(d1["tool"], "api_discover");
-    assert!(d1["session_id"].is_null() && d1["key_id"].is_string(), "{d1}");
+    assert!(
+        d1["session_id"].is_null() && d1["key_id"].is_string(),
+        "{d1}"
+    );
     assert_eq!(d2["decision"], "denied");
     assert_eq!(d2["error_code"], "FORBIDDEN");
     assert_eq!(d2["operation"], "addPet", "{d2}");
@@ -790,7 +839,10 @@ async fn serve_exits_when_the_database_is_unreachable() {
     // The reason, once (not the pool's "timed out", not repeated by the cause chain).
     assert!(stderr.contains("refused"), "{stderr}");
     assert_eq!(stderr.matches("refused").count(), 1, "{stderr}");
-    assert!(!stderr.contains("hunter2"), "the password is printed: {stderr}");
+    assert!(
+        !stderr.contains("hunter2"),
+        "the password is printed: {stderr}"
+    );
 }
 
 /// A TCP proxy to Postgres that can be cut (every connection closed, new ones closed at once)
@@ -882,11 +934,7 @@ async fn health_follows_the_database_and_recovers() {
     let db = TestDb::new().await;
     let upstream = Upstream::start().await;
     let mut url = url::Url::parse(&db.url).unwrap();
-    let target = format!(
-        "{}:{}",
-        url.host_str().unwrap(),
-        url.port().unwrap_or(5432)
-    );
+    let target = format!("{}:{}", url.host_str().unwrap(), url.port().unwrap_or(5432));
     let proxy = CutProxy::start(target).await;
     url.set_host(Some("127.0.0.1")).unwrap();
     url.set_port(Some(proxy.addr.port())).unwrap();
@@ -919,4 +967,3 @@ async fn health_follows_the_database_and_recovers() {
     assert!(!err, "{r}");
     client.cancel().await.unwrap();
 }
-
