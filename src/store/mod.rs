@@ -361,9 +361,11 @@ impl Store {
 
     /// Subscribes to credential changes made by any instance sharing this database.
     pub(crate) async fn listen(&self) -> Result<InvalidationListener, StoreError> {
-        let mut listener = PgListener::connect_with(&self.pool).await?;
-        listener.listen(INVALIDATION_CHANNEL).await?;
-        Ok(InvalidationListener { listener })
+        let listener = InvalidationListener::subscribe(&self.pool).await?;
+        Ok(InvalidationListener {
+            pool: self.pool.clone(),
+            listener: Some(listener),
+        })
     }
 }
 
@@ -420,13 +422,34 @@ pub(crate) enum Heard {
 }
 
 pub(crate) struct InvalidationListener {
-    listener: PgListener,
+    pool: PgPool,
+    /// `None` after an error: the next call subscribes again and reports a [`Heard::Gap`].
+    listener: Option<PgListener>,
 }
 
 impl InvalidationListener {
+    async fn subscribe(pool: &PgPool) -> Result<PgListener, StoreError> {
+        let mut listener = PgListener::connect_with(pool).await?;
+        listener.listen(INVALIDATION_CHANNEL).await?;
+        Ok(listener)
+    }
+
     pub(crate) async fn next(&mut self) -> Result<Heard, StoreError> {
         loop {
-            match self.listener.try_recv().await? {
+            let Some(listener) = self.listener.as_mut() else {
+                // sqlx reconnects a failed listener silently on its next call, so changes
+                // announced while it was down would go unnoticed: subscribe afresh and say so.
+                self.listener = Some(InvalidationListener::subscribe(&self.pool).await?);
+                return Ok(Heard::Gap);
+            };
+            let received = match listener.try_recv().await {
+                Ok(r) => r,
+                Err(e) => {
+                    self.listener = None;
+                    return Err(e.into());
+                }
+            };
+            match received {
                 None => return Ok(Heard::Gap),
                 Some(n) => match Invalidation::parse(n.payload()) {
                     Some(i) => return Ok(Heard::Change(i)),

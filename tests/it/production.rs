@@ -778,6 +778,75 @@ async fn two_instances_share_sessions_and_revocations() {
     assert_eq!(r["body"]["id"], 11);
     client.cancel().await.unwrap();
 
+    // A role changed through A reaches B's cached session within a second.
+    let r = http
+        .put(a.url("/admin/v1/roles/clerk"))
+        .header("x-api-key", &admin_key)
+        .json(&json!({"features": ["apigate.discover"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let r = http
+        .post(a.url("/admin/v1/sessions"))
+        .header("x-api-key", &admin_key)
+        .json(&json!({"userId": "u-8", "roles": ["clerk"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let clerk: Value = r.json().await.unwrap();
+    let clerk_token = clerk["token"].as_str().unwrap().to_string();
+    let client = b.client(&agent_key, Some(&clerk_token)).await;
+    let execute = json!({"operationId": "getPetById", "pathParams": {"petId": 12}});
+    let (err, r) = call(&client, "api_execute", execute.clone()).await;
+    assert!(err);
+    assert_eq!(r["missing"], "apigate.execute", "{r}");
+    let r = http
+        .put(a.url("/admin/v1/roles/clerk"))
+        .header("x-api-key", &admin_key)
+        .json(&json!({"features": ["apigate.*"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let deadline = Instant::now() + Duration::from_secs(1);
+    loop {
+        let (err, r) = call(&client, "api_execute", execute.clone()).await;
+        if !err {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "B still applies the old role after 1 s: {r}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    // A session revoked through A is refused by B within a second.
+    let r = http
+        .post(a.url("/admin/v1/sessions/revoke"))
+        .header("x-api-key", &admin_key)
+        .json(&json!({"token": clerk_token}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let deadline = Instant::now() + Duration::from_secs(1);
+    loop {
+        let (err, r) = call(&client, "api_discover", json!({"query": "pets"})).await;
+        if err {
+            assert_eq!(r["code"], "UNAUTHORIZED", "{r}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "B still accepts a session revoked through A after 1 s"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    client.cancel().await.unwrap();
+
     // The key, verified and cached by B, is revoked through A: B refuses it within a second.
     assert_eq!(initialize(&b, Some(&agent_key)).await.0, 200);
     let r = http
@@ -965,5 +1034,35 @@ async fn health_follows_the_database_and_recovers() {
     )
     .await;
     assert!(!err, "{r}");
+    client.cancel().await.unwrap();
+
+    // The credential-change listener is back too: a revocation made elsewhere (straight on the
+    // database, not through the proxy) reaches this instance.
+    let elsewhere = Auth::new(db.store.clone(), AuthConfig::default())
+        .await
+        .unwrap();
+    elsewhere
+        .revoke_session(&apigate::auth::SessionRef::parse(&token).unwrap())
+        .await
+        .unwrap();
+    let client = server.client(&key, None).await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let (err, r) = call(
+            &client,
+            "api_discover",
+            json!({"query": "pets", "_sessionToken": token}),
+        )
+        .await;
+        if err {
+            assert_eq!(r["code"], "UNAUTHORIZED", "{r}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "a revoked session still works after the database came back"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     client.cancel().await.unwrap();
 }
