@@ -85,7 +85,7 @@ pub async fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
                 println!(
                     "ok     {:<8} {:>5} operations  {:>3} warnings  {}",
                     r["version"].as_str().unwrap_or_default(),
-                    r["operations"],
+                    r["operations"].as_u64().unwrap_or_default(),
                     warnings,
                     r["file"].as_str().unwrap_or_default()
                 );
