@@ -13,6 +13,8 @@ mod analyze;
 pub mod eval;
 mod vocab;
 
+use std::collections::HashSet;
+
 use tantivy::query::{BooleanQuery, BoostQuery, DisjunctionMaxQuery, Occur, TermQuery};
 use tantivy::schema::{
     FAST, Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions,
@@ -91,6 +93,16 @@ pub struct Tuning {
     pub intent_boost: f32,
     /// Score multiplier for deprecated operations.
     pub deprecated_factor: f32,
+    /// Multiplier `1 + shape_boost * fit` for the path shape the query implies: creating and
+    /// listing (plural nouns, "all", "which") act on collections (`/pets`), updating and
+    /// deleting on items (`/pets/{id}`).
+    pub shape_boost: f32,
+    /// Score divisor `1 + depth_penalty * segments`: sub-resources rank a little below the
+    /// resource itself.
+    pub depth_penalty: f32,
+    /// Coordination: scores are multiplied by `(matched concepts / concepts) ^ coord`, so an
+    /// operation that covers more of the query beats one that matches a single word often.
+    pub coord: f32,
     /// Field boosts: summary, operationId, path, tags, description, parameters.
     pub fields: [f32; 6],
     pub stemming: bool,
@@ -100,9 +112,12 @@ impl Default for Tuning {
     fn default() -> Tuning {
         Tuning {
             synonyms: true,
-            synonym_weight: 0.6,
+            synonym_weight: 0.8,
             intent_boost: 0.3,
             deprecated_factor: 0.9,
+            shape_boost: 0.1,
+            depth_penalty: 0.05,
+            coord: 0.5,
             fields: [2.5, 2.0, 1.5, 1.0, 0.7, 0.4],
             stemming: true,
         }
@@ -116,6 +131,13 @@ struct DocMeta {
     method: String,
     tags: Vec<String>,
     deprecated: bool,
+    /// The path ends with a `{parameter}` (one item rather than a collection).
+    item: bool,
+    /// The path has `{parameters}` at all (RPC-style paths have none).
+    templated: bool,
+    segments: usize,
+    /// Every term of every field.
+    terms: HashSet<String>,
 }
 
 /// An in-memory index over the operations of one or more specs. `Send + Sync`: build once,
@@ -161,6 +183,7 @@ impl Index {
             for (o, op) in spec.operations.iter().enumerate() {
                 let texts = document_texts(spec, op);
                 let mut doc = TantivyDocument::default();
+                let mut all_terms = HashSet::new();
                 for (field, text) in fields.iter().zip(texts) {
                     let terms = if tuning.stemming {
                         stems.terms(&text)
@@ -171,6 +194,7 @@ impl Index {
                             .collect()
                     };
                     doc.add_text(*field, terms.join(" "));
+                    all_terms.extend(terms);
                 }
                 doc.add_u64(ord, docs.len() as u64);
                 writer.add_document(doc)?;
@@ -180,6 +204,10 @@ impl Index {
                     method: op.method.clone(),
                     tags: op.tags.iter().map(|t| t.to_lowercase()).collect(),
                     deprecated: op.deprecated,
+                    item: op.path.trim_end_matches('/').ends_with('}'),
+                    templated: op.path.contains('{'),
+                    segments: op.path.split('/').filter(|s| !s.is_empty()).count(),
+                    terms: all_terms,
                 });
             }
         }
@@ -315,7 +343,31 @@ impl Index {
         if d.deprecated {
             factor *= t.deprecated_factor;
         }
-        factor
+        if d.templated {
+            let wants_collection = match analyzed.intents.first() {
+                Some(Intent::Create) => Some(true),
+                Some(Intent::Update | Intent::Delete) => Some(false),
+                _ if analyzed.plural => Some(true),
+                _ => None,
+            };
+            if wants_collection == Some(!d.item) {
+                factor *= 1.0 + t.shape_boost;
+            }
+        }
+        if t.coord > 0.0 {
+            let matched = analyzed
+                .concepts
+                .iter()
+                .filter(|c| {
+                    std::iter::once(&c.terms)
+                        .chain(&c.alternatives)
+                        .any(|alt| !alt.is_empty() && alt.iter().all(|term| d.terms.contains(term)))
+                })
+                .count();
+            let total = analyzed.concepts.len().max(1);
+            factor *= (matched as f32 / total as f32).powf(t.coord);
+        }
+        factor / (1.0 + t.depth_penalty * d.segments as f32)
     }
 
     fn passes(&self, d: &DocMeta, q: &Query<'_>) -> bool {

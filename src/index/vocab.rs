@@ -205,6 +205,121 @@ terminal, terminals, shell, console, tty: terminal, shell
 session, sessions: session
 checkpoint, checkpoints, snapshot, snapshots, backup, restore point: checkpoint, snapshot, backup
 search, query, lookup: search, query
+
+# --- code hosting ----------------------------------------------------------------------------
+watcher, watchers, watching: watcher, subscription, watch
+follower, followers, fans, who follows: follower, follow
+milestone, deadline, sprint, due date: milestone
+invitation, invite, invites, invitations: invitation, invite
+license, licence, licensing: license
+readme, read me: readme
+traffic, visitors, visits, page views, views, clones: traffic, view, clone
+contributor, contributors, who contributed, committers: contributor, author
+language, languages, written in, programming language: language
+topic, topics, keywords: topic
+tarball, zip, zipball, archive file, source archive: tarball, zipball, archive, download
+diff, compare, comparison, difference, differences, changes between: compare, diff
+runner, runners, build agent, build machine, self hosted: runner
+artifact, artifacts, build output: artifact
+ssh key, public key, deploy key, signing key, gpg: key, ssh, gpg, public
+markdown, render, rendering: markdown, render
+protection, protect, protected, required reviews: protection, protect, rule
+review, reviews, code review, reviewer, reviewers: review, reviewer
+package, packages, container image, docker image, npm package, library: package
+codespace, codespaces, cloud ide, online ide, dev environment: codespace
+vulnerability, vulnerabilities, security alert, security alerts, cve, advisory: alert, vulnerability, advisory, dependabot, security
+visibility, private, public: visibility, private, public
+lock, locked, freeze conversation: lock
+pages, website, static site, site hosting: page, site
+emoji, emojis: emoji
+# --- payments --------------------------------------------------------------------------------
+top up, topup, add funds, fund: topup, fund
+connected account, sub merchant, seller, vendor, merchant, platform account: account, connect
+customer portal, billing portal, self serve: billing portal, portal, session
+quote, estimate, proposal: quote
+credit note, credit memo: credit note
+trial, free trial: trial
+usage, metered, metering: usage, usage record
+take payment, collect payment, charge card, charge a card: payment intent, charge, payment
+save card, store card, card for later, card on file: setup intent, payment method
+fraud, suspicious, risk, fraudulent: fraud, early fraud warning, radar, review
+identity verification, verify identity, kyc, id check: identity, verification session
+virtual card, issue card, card issuing, cardholder: issuing, card, cardholder
+write off, uncollectible, bad debt: uncollectible
+void, nullify: void
+exchange rate, currency conversion, fx: exchange rate
+card reader, pos, point of sale, reader: terminal, reader
+authorize, hold funds, capture funds, capture: capture, authorization
+shipping, delivery, shipping cost: shipping
+# --- clusters --------------------------------------------------------------------------------
+app, apps, application, applications, workload, web app, service deployment: deployment, app
+stateful, stateful app, stateful set: statefulset, stateful
+daemon, daemons, every node, each node, node agent: daemonset, daemon
+replica set, replicaset: replicaset, replica
+service, services, load balancer, expose, exposed: service, endpoint
+ingress, route traffic, external traffic, domain routing, http route: ingress
+configmap, config map, config file, configuration file: configmap, config
+persistent volume, pvc, volume claim, disk claim: persistentvolumeclaim, persistent, volume, claim
+cordon, drain, unschedulable, taint, maintenance: node, patch, unschedulable
+autoscaler, autoscale, autoscaling, hpa: horizontal pod autoscaler, autoscaler
+quota, quotas, resource limits, resource limit: resource quota, quota, limit range
+rbac, access control, role binding: role, role binding, cluster role
+service account, robot account, bot account: service account
+exec, shell into, run command, execute command: exec, attach
+port forward, port forwarding, tunnel: portforward, proxy
+evict, eviction: eviction
+certificate, certificates, cert, certs, csr, tls: certificate signing request, certificate
+crd, custom resource, custom resources: custom resource definition
+network policy, firewall, firewall rule: network policy
+lease, leader election: lease
+control plane, component, components: component status
+# --- chat ------------------------------------------------------------------------------------
+ephemeral, only visible, visible only, private note, whisper: ephemeral
+send later, scheduled message, schedule message: schedule message, scheduled
+permalink, link to message, message link: permalink
+replies, thread replies, responses: replies, reply
+purpose, channel description, description: purpose, topic, description
+join, enter: join
+leave, exit, quit, part: leave
+kick, kick out, boot: kick, remove
+presence, online, away, active, offline: presence, active
+do not disturb, dnd, snooze, quiet hours, mute notifications: dnd, snooze
+user group, user groups, usergroup, handle, mention group: usergroup, group
+bot, bots, integration, integrations: bot, app
+workspace, workspaces, team, slack team: team, workspace
+# --- media -----------------------------------------------------------------------------------
+seek, jump to, fast forward, skip ahead, position: seek, position
+transfer playback, switch device, play on: transfer, playback, device
+recently played, listening history, played recently, listened: recently played, recent
+top artists, top tracks, most played, most listened, favorite artists, favourite artists: top, artist, track
+new releases, new music, latest releases, new albums: new releases, release
+featured, editorial, curated: featured
+genre, genres, mood, moods: genre, category, seed
+similar artists, related artists, artists like: related artist, related
+audio features, tempo, bpm, danceability, energy, loudness, acoustic: audio feature, audio analysis
+audiobook, audiobooks, book, books: audiobook, chapter
+artwork, cover, cover art, cover image: image, cover
+# --- workflows -------------------------------------------------------------------------------
+xcom, xcoms, task output, return value, intermediate result: xcom, entry
+plugin, plugins, provider, providers, extension, extensions: plugin, provider
+dataset, datasets, data asset: dataset
+mark success, mark failed, set state, force state: state, update, set
+warning, warnings: warning
+source, source code, dag code, dag file: source, dag source, file
+# --- forums ----------------------------------------------------------------------------------
+latest, newest, recent: latest
+trending, popular, hot, top: top
+reset password, forgot password, password reset, lost password: password reset, forgot password
+username, handle, user name, nickname: username
+anonymize, gdpr, erase personal data, forget me: anonymize
+bookmark, bookmarks: bookmark
+# --- shops -----------------------------------------------------------------------------------
+available, for sale, sold, pending: status, available, sold
+bulk, batch, several, multiple, many: list, array, bulk, batch
+# --- notebooks -------------------------------------------------------------------------------
+interrupt, stop execution, halt execution, cancel execution: interrupt
+kernelspec, kernel spec, kernel specs, installed kernels, available kernels: kernelspec, spec
+restore, roll back to: restore, checkpoint
 "#;
 
 /// Verbs and question words that hint at an HTTP method.
@@ -345,6 +460,8 @@ pub(crate) struct Analyzed {
     pub(crate) concepts: Vec<Concept>,
     /// Method intents in the order the query expresses them.
     pub(crate) intents: Vec<Intent>,
+    /// The query asks about many things (a plural noun, "all", "which", "list").
+    pub(crate) plural: bool,
 }
 
 /// Splits a query into concepts (longest vocabulary phrase first) and finds its intents.
@@ -354,7 +471,11 @@ pub(crate) fn analyze_query(text: &str, stems: &mut Stems, synonyms: bool) -> An
     let stemmed: Vec<String> = raw.iter().map(|w| stems.stem(w)).collect();
     let mut concepts: Vec<Concept> = Vec::new();
     let mut intents = Vec::new();
-    for s in &stemmed {
+    for (w, s) in raw.iter().zip(&stemmed) {
+        // Participles describe state ("running pods", "failed builds"), not the action wanted.
+        if w.ends_with("ing") || w.ends_with("ed") {
+            continue;
+        }
         if let Some(&i) = vocab.intents.get(s)
             && !intents.contains(&i)
         {
@@ -398,7 +519,21 @@ pub(crate) fn analyze_query(text: &str, stems: &mut Stems, synonyms: bool) -> An
             alternatives,
         });
     }
-    Analyzed { concepts, intents }
+    let plural = raw.iter().zip(&stemmed).any(|(w, s)| {
+        matches!(w.as_str(), "all" | "every" | "which" | "list" | "many")
+            || (!is_stop(w)
+                && w.len() > 3
+                && w.ends_with('s')
+                && !w.ends_with("ss")
+                && !w.ends_with("us")
+                && !w.ends_with("is")
+                && w != s)
+    });
+    Analyzed {
+        concepts,
+        intents,
+        plural,
+    }
 }
 
 #[cfg(test)]
