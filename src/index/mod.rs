@@ -103,7 +103,13 @@ pub struct Tuning {
     /// Coordination: scores are multiplied by `(matched concepts / concepts) ^ coord`, so an
     /// operation that covers more of the query beats one that matches a single word often.
     pub coord: f32,
-    /// Field boosts: summary, operationId, path, tags, description, parameters.
+    /// In a pooled index, scores are multiplied by `(spec's strength / best strength) ^
+    /// spec_affinity`, where a spec's strength is the mean of its five best scores: the API
+    /// that answers the query best as a whole lends weight to its operations. No effect with
+    /// one spec.
+    pub spec_affinity: f32,
+    /// Field boosts: summary, operationId, path, tags (with the API's title), description,
+    /// parameters.
     pub fields: [f32; 6],
     pub stemming: bool,
 }
@@ -118,6 +124,7 @@ impl Default for Tuning {
             shape_boost: 0.1,
             depth_penalty: 0.05,
             coord: 0.5,
+            spec_affinity: 1.0,
             fields: [2.5, 2.0, 1.5, 1.0, 0.7, 0.4],
             stemming: true,
         }
@@ -253,9 +260,10 @@ impl Index {
         let mut scored: Vec<(usize, f32)> = self
             .lexical(&analyzed)
             .into_iter()
-            .filter(|&(doc, _)| keep(&self.docs[doc]))
             .map(|(doc, score)| (doc, score * self.prior(&self.docs[doc], &analyzed)))
             .collect();
+        self.apply_spec_affinity(&mut scored);
+        scored.retain(|&(doc, _)| keep(&self.docs[doc]));
         // Ties keep document order so results are deterministic.
         scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         scored
@@ -331,6 +339,32 @@ impl Index {
             concepts.push((Occur::Should, q));
         }
         BooleanQuery::new(concepts)
+    }
+
+    fn apply_spec_affinity(&self, scored: &mut [(usize, f32)]) {
+        const K: usize = 5;
+        let Some(last) = self.docs.last() else { return };
+        if self.tuning.spec_affinity <= 0.0 || last.spec == 0 {
+            return;
+        }
+        let mut per_spec: Vec<Vec<f32>> = vec![Vec::new(); last.spec + 1];
+        for &(doc, score) in scored.iter() {
+            per_spec[self.docs[doc].spec].push(score);
+        }
+        let strength: Vec<f32> = per_spec
+            .iter_mut()
+            .map(|v| {
+                v.sort_by(|a, b| b.total_cmp(a));
+                v.iter().take(K).sum::<f32>() / K as f32
+            })
+            .collect();
+        let top = strength.iter().copied().fold(0.0f32, f32::max);
+        if top <= 0.0 {
+            return;
+        }
+        for (doc, score) in scored.iter_mut() {
+            *score *= (strength[self.docs[*doc].spec] / top).powf(self.tuning.spec_affinity);
+        }
     }
 
     /// Non-lexical evidence: method intent and deprecation, as a score multiplier.
@@ -428,7 +462,7 @@ fn document_texts(spec: &Spec, op: &Operation) -> [String; 6] {
         summary,
         op.id.clone(),
         path.join(" "),
-        op.tags.join(" "),
+        format!("{} {}", op.tags.join(" "), spec.title),
         op.description.clone().unwrap_or_default(),
         params.join(" "),
     ]
