@@ -103,6 +103,8 @@ pub struct Tuning {
     /// Coordination: scores are multiplied by `(matched concepts / concepts) ^ coord`, so an
     /// operation that covers more of the query beats one that matches a single word often.
     pub coord: f32,
+    /// Parameter names do not count as covering a concept.
+    pub coord_skips_params: bool,
     /// In a pooled index, scores are multiplied by `(spec's strength / best strength) ^
     /// spec_affinity`, where a spec's strength is the mean of its five best scores: the API
     /// that answers the query best as a whole lends weight to its operations. No effect with
@@ -124,6 +126,7 @@ impl Default for Tuning {
             shape_boost: 0.1,
             depth_penalty: 0.05,
             coord: 0.5,
+            coord_skips_params: false,
             spec_affinity: 1.0,
             fields: [2.5, 2.0, 1.5, 1.0, 0.7, 0.4],
             stemming: true,
@@ -201,7 +204,9 @@ impl Index {
                             .collect()
                     };
                     doc.add_text(*field, terms.join(" "));
-                    all_terms.extend(terms);
+                    if !(tuning.coord_skips_params && *field == fields[5]) {
+                        all_terms.extend(terms);
+                    }
                 }
                 doc.add_u64(ord, docs.len() as u64);
                 writer.add_document(doc)?;
@@ -381,6 +386,7 @@ impl Index {
             let wants_collection = match analyzed.intents.first() {
                 Some(Intent::Create) => Some(true),
                 Some(Intent::Update | Intent::Delete) => Some(false),
+                _ if analyzed.singular => Some(false),
                 _ if analyzed.plural => Some(true),
                 _ => None,
             };

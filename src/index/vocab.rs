@@ -172,7 +172,7 @@ invoice, bill, billing, receipt, statement: invoice, bill, receipt
 customer, client, buyer, shopper, purchaser, payer, consumer: customer
 product, item, goods, merchandise, sku, offering: product, item, price
 price, cost, amount, fee, pricing, rate: price, amount, fee
-payout, withdrawal, cash out, bank transfer, send to bank: payout, transfer, bank
+payout, payouts, pay out, withdrawal, cash out, bank transfer, send to bank, to my bank: payout, transfer, bank
 card, credit card, debit card, payment method: card, payment method, source
 checkout, hosted page, payment page, pay link, payment link, checkout page: checkout session, payment link, checkout, session
 tax, vat, gst, sales tax: tax
@@ -256,7 +256,7 @@ app, apps, application, applications, workload, web app, service deployment: dep
 stateful, stateful app, stateful set: statefulset, stateful
 daemon, daemons, every node, each node, node agent: daemonset, daemon
 replica set, replicaset: replicaset, replica
-service, services, load balancer, expose, exposed: service, endpoint
+service, services, load balancer, expose, exposed: service
 ingress, route traffic, external traffic, domain routing, http route: ingress
 configmap, config map, config file, configuration file: configmap, config
 persistent volume, pvc, volume claim, disk claim: persistentvolumeclaim, persistent, volume, claim
@@ -342,7 +342,7 @@ const INTENTS: &[(Intent, &str)] = &[
          reopen set configure replace overwrite move transfer toggle switch turn enable \
          disable activate deactivate pause suspend freeze resume unpause archive lock unlock \
          mark assign scale resize ban block mute silence unban unblock approve reject star \
-         like heart favorite bookmark save follow subscribe watch",
+         like heart favorite bookmark save follow subscribe watch give grant allow share",
     ),
     (
         Intent::Read,
@@ -462,6 +462,8 @@ pub(crate) struct Analyzed {
     pub(crate) intents: Vec<Intent>,
     /// The query asks about many things (a plural noun, "all", "which", "list").
     pub(crate) plural: bool,
+    /// The query names one particular thing ("by id", "a specific", "details of").
+    pub(crate) singular: bool,
 }
 
 /// Splits a query into concepts (longest vocabulary phrase first) and finds its intents.
@@ -473,7 +475,8 @@ pub(crate) fn analyze_query(text: &str, stems: &mut Stems, synonyms: bool) -> An
     let mut intents = Vec::new();
     for (w, s) in raw.iter().zip(&stemmed) {
         // Participles describe state ("running pods", "failed builds"), not the action wanted.
-        if w.ends_with("ing") || w.ends_with("ed") {
+        // Nor do plural nouns that look like verbs ("posts", "runs").
+        if w.ends_with("ing") || w.ends_with("ed") || (w.ends_with('s') && w != s) {
             continue;
         }
         if let Some(&i) = vocab.intents.get(s)
@@ -529,10 +532,17 @@ pub(crate) fn analyze_query(text: &str, stems: &mut Stems, synonyms: bool) -> An
                 && !w.ends_with("is")
                 && w != s)
     });
+    let singular = raw.iter().any(|w| {
+        matches!(
+            w.as_str(),
+            "id" | "specific" | "single" | "particular" | "details" | "detail" | "named"
+        )
+    });
     Analyzed {
         concepts,
         intents,
         plural,
+        singular,
     }
 }
 
@@ -578,5 +588,15 @@ mod tests {
         assert_eq!(analyze("list my gists").intents, [Intent::Read]);
         assert!(Intent::Create.fit("POST") > Intent::Create.fit("PUT"));
         assert_eq!(Intent::Read.fit("DELETE"), 0.0);
+    }
+}
+#[cfg(test)]
+mod debug {
+    #[test]
+    #[ignore]
+    fn show() {
+        let q = std::env::var("Q").unwrap_or_default();
+        let a = super::analyze_query(&q, &mut super::Stems::new(), true);
+        eprintln!("{a:#?}");
     }
 }
