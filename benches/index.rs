@@ -26,7 +26,9 @@ fn bench(c: &mut Criterion) {
         })
     });
     let spec = Spec::from_bytes(&bytes, "github-rest-3.0.json").unwrap();
-    g.bench_function("index", |b| b.iter(|| Index::build(&[black_box(&spec)]).unwrap()));
+    g.bench_function("index", |b| {
+        b.iter(|| Index::build(&[black_box(&spec)]).unwrap())
+    });
     g.finish();
 
     let index = Index::build(&[&spec]).unwrap();

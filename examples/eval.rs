@@ -35,15 +35,56 @@ async fn main() -> anyhow::Result<()> {
         let base = knobs(Tuning::default(), &value("--base", ""))?;
         let mut variants: Vec<(String, Tuning)> = vec![
             ("default".into(), base),
-            ("no synonyms".into(), Tuning { synonyms: false, ..base }),
-            ("no method intent".into(), Tuning { intent_boost: 0.0, ..base }),
-            ("no deprecated penalty".into(), Tuning { deprecated_factor: 1.0, ..base }),
-            ("no path shape".into(), Tuning { shape_boost: 0.0, ..base }),
-            ("no stemming".into(), Tuning { stemming: false, ..base }),
-            ("flat field weights".into(), Tuning { fields: [1.0; 6], ..base }),
+            (
+                "no synonyms".into(),
+                Tuning {
+                    synonyms: false,
+                    ..base
+                },
+            ),
+            (
+                "no method intent".into(),
+                Tuning {
+                    intent_boost: 0.0,
+                    ..base
+                },
+            ),
+            (
+                "no deprecated penalty".into(),
+                Tuning {
+                    deprecated_factor: 1.0,
+                    ..base
+                },
+            ),
+            (
+                "no path shape".into(),
+                Tuning {
+                    shape_boost: 0.0,
+                    ..base
+                },
+            ),
+            (
+                "no stemming".into(),
+                Tuning {
+                    stemming: false,
+                    ..base
+                },
+            ),
+            (
+                "flat field weights".into(),
+                Tuning {
+                    fields: [1.0; 6],
+                    ..base
+                },
+            ),
         ];
         // Extra variants: `--try name=value,...` over numeric knobs.
-        for spec in args.iter().skip_while(|a| *a != "--try").skip(1).take_while(|a| !a.starts_with("--")) {
+        for spec in args
+            .iter()
+            .skip_while(|a| *a != "--try")
+            .skip(1)
+            .take_while(|a| !a.starts_with("--"))
+        {
             variants.push((spec.clone(), knobs(base, spec)?));
         }
         for pooled in [false, true] {
@@ -86,7 +127,9 @@ async fn main() -> anyhow::Result<()> {
 
 fn knobs(mut t: Tuning, spec: &str) -> anyhow::Result<Tuning> {
     for kv in spec.split(',') {
-        let Some((k, v)) = kv.split_once('=') else { continue };
+        let Some((k, v)) = kv.split_once('=') else {
+            continue;
+        };
         let v: f32 = v.parse()?;
         match k {
             "syn" => t.synonym_weight = v,

@@ -250,7 +250,11 @@ pub fn table(r: &Report) -> String {
             "n", "R@1", "R@5", "MRR@10", "All@5"
         );
     };
-    let mode = if r.pooled { "pooled index" } else { "per-spec index" };
+    let mode = if r.pooled {
+        "pooled index"
+    } else {
+        "per-spec index"
+    };
     header(&mut out, &format!("overall ({mode})"));
     row(&mut out, "all", &r.overall);
     out.push('\n');
@@ -266,7 +270,7 @@ pub fn table(r: &Report) -> String {
     let misses: Vec<&QueryResult> = r
         .results
         .iter()
-        .filter(|q| !q.rank.is_some_and(|k| k <= 5))
+        .filter(|q| q.rank.is_none_or(|k| k > 5))
         .collect();
     if !misses.is_empty() {
         let _ = writeln!(out, "\nnot in the top 5:");

@@ -16,9 +16,7 @@ mod vocab;
 use std::collections::HashSet;
 
 use tantivy::query::{BooleanQuery, BoostQuery, DisjunctionMaxQuery, Occur, TermQuery};
-use tantivy::schema::{
-    FAST, Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions,
-};
+use tantivy::schema::{FAST, Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions};
 use tantivy::tokenizer::{TextAnalyzer, WhitespaceTokenizer};
 use tantivy::{Searcher, TantivyDocument, Term, collector::TopDocs};
 
@@ -319,7 +317,10 @@ impl Index {
                         Term::from_field_text(*field, term),
                         IndexRecordOption::WithFreqs,
                     );
-                    clauses.push((Occur::Should, Box::new(BoostQuery::new(Box::new(tq), boost))));
+                    clauses.push((
+                        Occur::Should,
+                        Box::new(BoostQuery::new(Box::new(tq), boost)),
+                    ));
                 }
             }
             Box::new(BooleanQuery::new(clauses))

@@ -46,18 +46,36 @@ fn top(index: &Index, spec: &Spec, q: &Query<'_>) -> Vec<String> {
 fn method_intent_picks_the_verb() {
     let s = spec();
     let index = Index::build(&[&s]).unwrap();
-    assert_eq!(top(&index, &s, &Query::text("remove a pet", 5))[0], "deletePet");
-    assert_eq!(top(&index, &s, &Query::text("add a new pet", 5))[0], "createPet");
-    assert_eq!(top(&index, &s, &Query::text("change the pet's name", 5))[0], "updatePet");
+    assert_eq!(
+        top(&index, &s, &Query::text("remove a pet", 5))[0],
+        "deletePet"
+    );
+    assert_eq!(
+        top(&index, &s, &Query::text("add a new pet", 5))[0],
+        "createPet"
+    );
+    assert_eq!(
+        top(&index, &s, &Query::text("change the pet's name", 5))[0],
+        "updatePet"
+    );
 }
 
 #[test]
 fn identifiers_and_synonyms_match() {
     let s = spec();
     let index = Index::build(&[&s]).unwrap();
-    assert_eq!(top(&index, &s, &Query::text("list the PRs", 5))[0], "pulls/list");
-    assert_eq!(top(&index, &s, &Query::text("post a message", 5))[0], "chat_postMessage");
-    assert_eq!(top(&index, &s, &Query::text("ban this user", 5))[0], "suspendUser");
+    assert_eq!(
+        top(&index, &s, &Query::text("list the PRs", 5))[0],
+        "pulls/list"
+    );
+    assert_eq!(
+        top(&index, &s, &Query::text("post a message", 5))[0],
+        "chat_postMessage"
+    );
+    assert_eq!(
+        top(&index, &s, &Query::text("ban this user", 5))[0],
+        "suspendUser"
+    );
 }
 
 #[test]
@@ -89,7 +107,10 @@ fn filters_restrict_results() {
     };
     let ids = top(&index, &s, &q);
     assert!(!ids.is_empty());
-    assert!(ids.iter().all(|id| s.get(id).is_some_and(|o| !o.mutating())));
+    assert!(
+        ids.iter()
+            .all(|id| s.get(id).is_some_and(|o| !o.mutating()))
+    );
 }
 
 #[test]

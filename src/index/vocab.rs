@@ -208,7 +208,7 @@ search, query, lookup: search, query
 
 # --- code hosting ----------------------------------------------------------------------------
 watcher, watchers, watching: watcher, subscription, watch
-follower, followers, fans, who follows: follower, follow
+follower, followers, fans, who follows, following me, follows me: follower, follow
 milestone, deadline, sprint, due date: milestone
 invitation, invite, invites, invitations: invitation, invite
 license, licence, licensing: license
@@ -329,7 +329,7 @@ const INTENTS: &[(Intent, &str)] = &[
         "create add new make generate build insert register enroll setup spin open launch start \
          begin kick trigger dispatch run execute rerun retry submit send post publish ship upload \
          attach write compose leave invite fork copy duplicate clone import signup join book \
-         schedule remind enqueue reply comment",
+         schedule remind enqueue reply comment categorize",
     ),
     (
         Intent::Delete,
@@ -558,11 +558,22 @@ mod tests {
     fn synonyms_expand_words_and_phrases() {
         let a = analyze("ban a repo");
         assert_eq!(a.concepts.len(), 2);
-        assert!(a.concepts[0].alternatives.contains(&vec!["suspend".to_string()]));
-        assert!(a.concepts[1].alternatives.contains(&vec!["repositori".to_string()]));
+        assert!(
+            a.concepts[0]
+                .alternatives
+                .contains(&vec!["suspend".to_string()])
+        );
+        assert!(
+            a.concepts[1]
+                .alternatives
+                .contains(&vec!["repositori".to_string()])
+        );
         let a = analyze("open a PR");
         let pr = &a.concepts[1];
-        assert!(pr.alternatives.contains(&vec!["pull".to_string(), "request".to_string()]));
+        assert!(
+            pr.alternatives
+                .contains(&vec!["pull".to_string(), "request".to_string()])
+        );
         let a = analyze("who am I");
         assert_eq!(a.concepts.len(), 1);
         assert!(a.concepts[0].terms.is_empty());
@@ -588,15 +599,5 @@ mod tests {
         assert_eq!(analyze("list my gists").intents, [Intent::Read]);
         assert!(Intent::Create.fit("POST") > Intent::Create.fit("PUT"));
         assert_eq!(Intent::Read.fit("DELETE"), 0.0);
-    }
-}
-#[cfg(test)]
-mod debug {
-    #[test]
-    #[ignore]
-    fn show() {
-        let q = std::env::var("Q").unwrap_or_default();
-        let a = super::analyze_query(&q, &mut super::Stems::new(), true);
-        eprintln!("{a:#?}");
     }
 }
