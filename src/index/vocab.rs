@@ -23,7 +23,7 @@ make, generate, build: create, new
 insert: create, add
 register, enroll: create, add, register
 set up, setup, spin up: create, new, configure
-open: create, open, start
+open: open, start
 launch, start, begin, kick off, fire off: start, trigger, run, create
 trigger, dispatch: trigger, run, dispatch, start
 run, execute: run, execute, trigger, start
