@@ -153,6 +153,8 @@ struct DocMeta {
 pub struct Index {
     searcher: Searcher,
     fields: [Field; 6],
+    /// The terms each field holds somewhere in the index.
+    field_terms: [HashSet<String>; 6],
     docs: Vec<DocMeta>,
     tuning: Tuning,
 }
@@ -187,12 +189,13 @@ impl Index {
         let mut writer = index.writer_with_num_threads(1, 32 << 20)?;
         let mut stems = Stems::new();
         let mut docs = Vec::new();
+        let mut field_terms: [HashSet<String>; 6] = Default::default();
         for (s, spec) in specs.iter().enumerate() {
             for (o, op) in spec.operations.iter().enumerate() {
                 let texts = document_texts(spec, op);
                 let mut doc = TantivyDocument::default();
                 let mut all_terms = HashSet::new();
-                for (field, text) in fields.iter().zip(texts) {
+                for ((field, text), known) in fields.iter().zip(texts).zip(&mut field_terms) {
                     let terms = if tuning.stemming {
                         stems.terms(&text)
                     } else {
@@ -202,6 +205,7 @@ impl Index {
                             .collect()
                     };
                     doc.add_text(*field, terms.join(" "));
+                    known.extend(terms.iter().cloned());
                     if !(tuning.coord_skips_params && *field == fields[5]) {
                         all_terms.extend(terms);
                     }
@@ -227,6 +231,7 @@ impl Index {
         Ok(Index {
             searcher: reader.searcher(),
             fields,
+            field_terms,
             docs,
             tuning,
         })
@@ -309,10 +314,17 @@ impl Index {
 
     fn tantivy_query(&self, analyzed: &Analyzed) -> BooleanQuery {
         let t = &self.tuning;
-        let alternative = |terms: &[String]| -> Box<dyn tantivy::query::Query> {
+        // Only (term, field) pairs that occur in the index become clauses: a query expands to
+        // many alternatives, most of which match nothing.
+        let alternative = |terms: &[String]| -> Option<Box<dyn tantivy::query::Query>> {
             let mut clauses: Vec<(Occur, Box<dyn tantivy::query::Query>)> = Vec::new();
             for term in terms {
-                for (field, boost) in self.fields.iter().zip(t.fields) {
+                for ((field, boost), known) in
+                    self.fields.iter().zip(t.fields).zip(&self.field_terms)
+                {
+                    if !known.contains(term) {
+                        continue;
+                    }
                     let tq = TermQuery::new(
                         Term::from_field_text(*field, term),
                         IndexRecordOption::WithFreqs,
@@ -323,21 +335,20 @@ impl Index {
                     ));
                 }
             }
-            Box::new(BooleanQuery::new(clauses))
+            (!clauses.is_empty()).then(|| Box::new(BooleanQuery::new(clauses)) as Box<_>)
         };
         let mut concepts: Vec<(Occur, Box<dyn tantivy::query::Query>)> = Vec::new();
         for c in &analyzed.concepts {
             let mut disjuncts: Vec<Box<dyn tantivy::query::Query>> = Vec::new();
-            if !c.terms.is_empty() {
-                disjuncts.push(alternative(&c.terms));
-            }
+            disjuncts.extend(alternative(&c.terms));
             for alt in &c.alternatives {
-                disjuncts.push(Box::new(BoostQuery::new(
-                    alternative(alt),
-                    t.synonym_weight,
-                )));
+                if let Some(q) = alternative(alt) {
+                    disjuncts.push(Box::new(BoostQuery::new(q, t.synonym_weight)));
+                }
             }
-            let q: Box<dyn tantivy::query::Query> = if disjuncts.len() == 1 {
+            let q: Box<dyn tantivy::query::Query> = if disjuncts.is_empty() {
+                continue;
+            } else if disjuncts.len() == 1 {
                 disjuncts.remove(0)
             } else {
                 Box::new(DisjunctionMaxQuery::with_tie_breaker(disjuncts, 0.1))
