@@ -158,10 +158,11 @@ container, containers: container, pod
 cluster, kube, k8s, kubernetes: cluster, kubernetes
 namespace, project space, tenant: namespace, project
 storage, disk, volume, drive: volume, storage, disk, persistent
-cron, recurring, periodic, every day, daily, nightly, hourly, weekly: cron, schedule, cronjob, recurring, periodic
+cron, periodic, every day, daily, nightly, hourly, weekly: cron, schedule, cronjob, recurring, periodic
+recurring, monthly, yearly, annual, annually, recurring charge, recurring billing: subscription, plan, interval, recurring, schedule
 replica, replicas, instances, copies: replica, scale
 setting, settings, options, preferences: setting, config, configuration, option, preference
-variable, var, vars, env var: variable, environment
+variable, var, vars, env var, shared setting, global setting, key value: variable, environment
 money, funds, cash, balance, earnings, how much: balance, fund, money, amount
 payment, pay, charge, charges, transaction, purchase: charge, payment, transaction, intent
 refund, money back, reimburse, reimbursement, give back: refund
@@ -172,6 +173,7 @@ invoice, bill, billing, receipt, statement: invoice, bill, receipt
 customer, client, buyer, shopper, purchaser, payer, consumer: customer
 product, item, goods, merchandise, sku, offering: product, item, price
 price, cost, amount, fee, pricing, rate: price, amount, fee
+send money, send funds, move money, move funds: transfer, payout
 payout, payouts, pay out, withdrawal, cash out, bank transfer, send to bank, to my bank: payout, transfer, bank
 card, credit card, debit card, payment method: card, payment method, source
 checkout, hosted page, payment page, pay link, payment link, checkout page: checkout session, payment link, checkout, session
@@ -206,6 +208,7 @@ session, sessions: session
 checkpoint, checkpoints, snapshot, snapshots, backup, restore point: checkpoint, snapshot, backup
 search, query, lookup: search, query
 
+project, projects: repository, project
 # --- code hosting ----------------------------------------------------------------------------
 watcher, watchers, watching: watcher, subscription, watch
 follower, followers, fans, who follows, following me, follows me: follower, follow
@@ -214,7 +217,7 @@ invitation, invite, invites, invitations: invitation, invite
 license, licence, licensing: license
 readme, read me: readme
 traffic, visitors, visits, page views, views, clones: traffic, view, clone
-contributor, contributors, who contributed, committers: contributor, author
+contributor, contributors, who contributed, committers, committed the most: contributor, author, commit
 language, languages, written in, programming language: language
 topic, topics, keywords: topic
 tarball, zip, zipball, archive file, source archive: tarball, zipball, archive, download
@@ -260,7 +263,7 @@ service, services, load balancer, expose, exposed: service
 ingress, route traffic, external traffic, domain routing, http route: ingress
 configmap, config map, config file, configuration file: configmap, config
 persistent volume, pvc, volume claim, disk claim: persistentvolumeclaim, persistent, volume, claim
-cordon, drain, unschedulable, taint, maintenance: node, patch, unschedulable
+cordon, drain, unschedulable, taint, maintenance, out of rotation: node, patch, unschedulable
 autoscaler, autoscale, autoscaling, hpa: horizontal pod autoscaler, autoscaler
 quota, quotas, resource limits, resource limit: resource quota, quota, limit range
 rbac, access control, role binding: role, role binding, cluster role
@@ -304,11 +307,11 @@ xcom, xcoms, task output, return value, intermediate result: xcom, entry
 plugin, plugins, provider, providers, extension, extensions: plugin, provider
 dataset, datasets, data asset: dataset
 mark success, mark failed, set state, force state: state, update, set
-warning, warnings: warning
+warning, warnings, happenings, what happened, occurrences, incidents: warning, event, alert
 source, source code, dag code, dag file: source, dag source, file
 # --- forums ----------------------------------------------------------------------------------
 latest, newest, recent: latest
-trending, popular, hot, top: top
+trending, popular, hot, hottest, most popular, best: top
 reset password, forgot password, password reset, lost password: password reset, forgot password
 username, handle, user name, nickname: username
 anonymize, gdpr, erase personal data, forget me: anonymize
@@ -318,7 +321,7 @@ available, for sale, sold, pending: status, available, sold
 bulk, batch, several, multiple, many: list, array, bulk, batch
 # --- notebooks -------------------------------------------------------------------------------
 interrupt, stop execution, halt execution, cancel execution: interrupt
-kernelspec, kernel spec, kernel specs, installed kernels, available kernels: kernelspec, spec
+kernelspec, kernel spec, kernel specs, installed kernels, available kernels, language, languages: kernelspec, spec
 restore, roll back to: restore, checkpoint
 "#;
 
