@@ -138,7 +138,6 @@ fn knobs(mut t: Tuning, spec: &str) -> anyhow::Result<Tuning> {
             "shape" => t.shape_boost = v,
             "depth" => t.depth_penalty = v,
             "coord" => t.coord = v,
-            "cskip" => t.coord_skips_params = v > 0.0,
             "aff" => t.spec_affinity = v,
             f if f.starts_with('f') => t.fields[f[1..].parse::<usize>()?] = v,
             _ => anyhow::bail!("unknown knob {k}"),

@@ -1,12 +1,14 @@
 //! Ranking operations for a natural-language query: the tantivy index, query building and
 //! filters. Imports `spec` only; never axum, rmcp or sqlx.
 //!
-//! Ranking has two stages. The lexical stage ([`Index::lexical`]) scores every operation that
-//! shares a term with the query: a tantivy BM25 search over separate fields (summary,
-//! operationId, path, tags, description, parameter names) with per-field boosts, where each
-//! query concept is a disjunction of what the user wrote and the vocabulary's alternatives.
-//! The second stage adjusts those scores with priors that are not about words (HTTP-method
-//! intent, deprecation) and applies the filters. A second ranker (dense embeddings) can be
+//! Ranking has two stages. The lexical stage (`Index::lexical`) scores every operation that
+//! shares a term with the query: a tantivy BM25 search over separate fields (summary or the
+//! description's first sentence, operationId, path, tags and API title, description,
+//! parameter and body property names) with per-field boosts, where each query concept is a
+//! disjunction of what the user wrote and the vocabulary's alternatives (`vocab`). The second
+//! stage adjusts those scores with evidence that is not about single words (HTTP-method
+//! intent, collection vs item path, path depth, how many query concepts an operation covers,
+//! deprecation, and in a pooled index which API fits the query) and applies the filters. A second ranker (dense embeddings) can be
 //! fused at the boundary between the two stages: it only has to produce scores per document.
 
 mod analyze;
@@ -101,8 +103,6 @@ pub struct Tuning {
     /// Coordination: scores are multiplied by `(matched concepts / concepts) ^ coord`, so an
     /// operation that covers more of the query beats one that matches a single word often.
     pub coord: f32,
-    /// Parameter names do not count as covering a concept.
-    pub coord_skips_params: bool,
     /// In a pooled index, scores are multiplied by `(spec's strength / best strength) ^
     /// spec_affinity`, where a spec's strength is the mean of its five best scores: the API
     /// that answers the query best as a whole lends weight to its operations. No effect with
@@ -124,7 +124,6 @@ impl Default for Tuning {
             shape_boost: 0.1,
             depth_penalty: 0.05,
             coord: 0.5,
-            coord_skips_params: false,
             spec_affinity: 1.0,
             fields: [2.5, 2.0, 1.5, 1.0, 0.7, 0.4],
             stemming: true,
@@ -206,9 +205,7 @@ impl Index {
                     };
                     doc.add_text(*field, terms.join(" "));
                     known.extend(terms.iter().cloned());
-                    if !(tuning.coord_skips_params && *field == fields[5]) {
-                        all_terms.extend(terms);
-                    }
+                    all_terms.extend(terms);
                 }
                 doc.add_u64(ord, docs.len() as u64);
                 writer.add_document(doc)?;
@@ -249,14 +246,19 @@ impl Index {
     /// Ranked operations for `q`, best first, at most `q.limit`. With empty text, every
     /// operation passing the filters in document order (score 0).
     pub fn search(&self, q: &Query<'_>) -> Vec<Hit> {
+        self.search_total(q).0
+    }
+
+    /// [`Index::search`], plus how many operations matched and passed the filters in all
+    /// (before `limit`).
+    pub fn search_total(&self, q: &Query<'_>) -> (Vec<Hit>, usize) {
         let mut stems = Stems::new();
         let analyzed = vocab::analyze_query(q.text, &mut stems, self.tuning.synonyms);
         let keep = |d: &DocMeta| self.passes(d, q);
         if analyzed.concepts.is_empty() {
-            return self
-                .docs
+            let all: Vec<&DocMeta> = self.docs.iter().filter(|d| keep(d)).collect();
+            let hits = all
                 .iter()
-                .filter(|d| keep(d))
                 .take(q.limit)
                 .map(|d| Hit {
                     spec: d.spec,
@@ -264,17 +266,19 @@ impl Index {
                     score: 0.0,
                 })
                 .collect();
+            return (hits, all.len());
         }
         let mut scored: Vec<(usize, f32)> = self
             .lexical(&analyzed)
             .into_iter()
+            .filter(|&(doc, _)| keep(&self.docs[doc]))
             .map(|(doc, score)| (doc, score * self.prior(&self.docs[doc], &analyzed)))
             .collect();
         self.apply_spec_affinity(&mut scored);
-        scored.retain(|&(doc, _)| keep(&self.docs[doc]));
         // Ties keep document order so results are deterministic.
         scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        scored
+        let total = scored.len();
+        let hits = scored
             .into_iter()
             .take(q.limit)
             .map(|(doc, score)| Hit {
@@ -282,7 +286,8 @@ impl Index {
                 op: self.docs[doc].op,
                 score,
             })
-            .collect()
+            .collect();
+        (hits, total)
     }
 
     /// Every document sharing a term with the query, with its BM25 score.
