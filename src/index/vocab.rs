@@ -472,7 +472,10 @@ pub(crate) struct Analyzed {
 /// Splits a query into concepts (longest vocabulary phrase first) and finds its intents.
 pub(crate) fn analyze_query(text: &str, stems: &mut Stems, synonyms: bool) -> Analyzed {
     let vocab = vocab();
-    let raw = words(text);
+    // A bound on the query's size keeps the tantivy query small whatever the caller sends.
+    const MAX_WORDS: usize = 48;
+    let mut raw = words(text);
+    raw.truncate(MAX_WORDS);
     let stemmed: Vec<String> = raw.iter().map(|w| stems.stem(w)).collect();
     let mut concepts: Vec<Concept> = Vec::new();
     let mut intents = Vec::new();
@@ -585,6 +588,12 @@ mod tests {
                 .alternatives
                 .contains(&vec!["authent".to_string(), "user".to_string()])
         );
+    }
+
+    #[test]
+    fn long_queries_are_bounded() {
+        let long = "pets ".repeat(10_000);
+        assert!(analyze(&long).concepts.len() <= 48);
     }
 
     #[test]
