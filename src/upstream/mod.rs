@@ -1,2 +1,245 @@
 //! Building and sending the real HTTP request for `api_execute`: server URL, path
 //! interpolation, allowed headers, injected credentials, timeouts, redirects, response budget.
+//!
+//! A request is built only from an indexed [`Operation`] and the spec's server (or the
+//! configured `--upstream`); the client follows redirects only within the request's origin, so
+//! no other host is ever contacted. Credentials live in [`UpstreamConfig`] and are added at
+//! send time: a [`PreparedRequest`] (the dry-run view) never holds them, and no error message
+//! or log line shows them. Imports `spec` and `reqwest`; never axum, rmcp or tower.
+
+mod build;
+mod config;
+mod encode;
+mod response;
+
+use std::error::Error as _;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use url::Url;
+
+use crate::spec::{Operation, Spec};
+
+pub use build::{CallArgs, PreparedRequest};
+pub use config::{
+    ConfigError, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_REDIRECTS,
+    DEFAULT_TIMEOUT, UpstreamConfig,
+};
+pub use response::UpstreamResponse;
+
+/// Why a call did not produce an upstream response. An upstream answering with an error
+/// status (404, 500) is not an error here: it is an [`UpstreamResponse`] with `ok: false`.
+#[derive(Debug, thiserror::Error)]
+pub enum UpstreamError {
+    /// The arguments cannot be turned into a safe request (missing path parameter, forbidden
+    /// or undeclared header, path injection, body of the wrong shape).
+    #[error("{0}")]
+    InvalidArguments(String),
+    /// No usable server URL: the operator must configure one.
+    #[error("{0}")]
+    NoServer(String),
+    #[error(
+        "the upstream did not {} within {} ms; try again later, or ask the operator to raise the timeout",
+        if *.connect { "accept the connection" } else { "answer" },
+        .after.as_millis()
+    )]
+    Timeout { after: Duration, connect: bool },
+    #[error("cannot connect to the upstream: {0}")]
+    Connect(String),
+    /// A redirect left the request's origin; it was not followed.
+    #[error(
+        "the upstream redirected to {to}, outside {origin}; apigate follows redirects only within the API's own origin"
+    )]
+    Redirect { to: String, origin: String },
+    #[error("the upstream redirected more than {0} times")]
+    TooManyRedirects(usize),
+    #[error("upstream request failed: {0}")]
+    Other(String),
+}
+
+impl UpstreamError {
+    /// The stable error code of DESIGN.md §1.
+    pub fn code(&self) -> &'static str {
+        match self {
+            UpstreamError::InvalidArguments(_) => "INVALID_ARGUMENTS",
+            UpstreamError::Timeout { .. } => "UPSTREAM_TIMEOUT",
+            _ => "UPSTREAM_ERROR",
+        }
+    }
+}
+
+/// A redirect the policy refused because it leaves the origin.
+#[derive(Debug)]
+struct OffOrigin {
+    to: Url,
+    origin: Url,
+}
+
+impl std::fmt::Display for OffOrigin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "redirect to another origin")
+    }
+}
+
+impl std::error::Error for OffOrigin {}
+
+#[derive(Debug)]
+struct TooMany(usize);
+
+impl std::fmt::Display for TooMany {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "too many redirects")
+    }
+}
+
+impl std::error::Error for TooMany {}
+
+/// The HTTP client for one upstream configuration; build once, share (cheap to clone).
+#[derive(Clone, Debug)]
+pub struct Upstream {
+    client: reqwest::Client,
+    cfg: Arc<UpstreamConfig>,
+}
+
+impl Upstream {
+    pub fn new(cfg: UpstreamConfig) -> Result<Upstream, UpstreamError> {
+        let max = cfg.max_redirects;
+        let policy = reqwest::redirect::Policy::custom(move |attempt| {
+            // `previous()` starts with the original URL.
+            let Some(first) = attempt.previous().first().cloned() else {
+                return attempt.stop();
+            };
+            if attempt.url().origin() != first.origin() {
+                let to = attempt.url().clone();
+                return attempt.error(OffOrigin { to, origin: first });
+            }
+            if attempt.previous().len() > max {
+                return attempt.error(TooMany(max));
+            }
+            attempt.follow()
+        });
+        let client = reqwest::Client::builder()
+            .connect_timeout(cfg.connect_timeout)
+            .timeout(cfg.timeout)
+            .redirect(policy)
+            .referer(false)
+            .user_agent(concat!("apigate/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| UpstreamError::Other(format!("cannot build the HTTP client: {e}")))?;
+        Ok(Upstream {
+            client,
+            cfg: Arc::new(cfg),
+        })
+    }
+
+    pub fn config(&self) -> &UpstreamConfig {
+        &self.cfg
+    }
+
+    /// Builds the request `op` with `args` would send (the dry run), without credentials.
+    pub fn prepare(
+        &self,
+        spec: &Spec,
+        op: &Operation,
+        args: &CallArgs,
+    ) -> Result<PreparedRequest, UpstreamError> {
+        build::prepare(&self.cfg, spec, op, args)
+    }
+
+    /// Sends a prepared request with the configured credentials and reads the response within
+    /// the body budget.
+    pub async fn send(&self, req: &PreparedRequest) -> Result<UpstreamResponse, UpstreamError> {
+        let started = Instant::now();
+        let mut headers = http::HeaderMap::new();
+        for (n, v) in &req.headers {
+            headers.append(n.clone(), v.clone());
+        }
+        for (n, v) in &self.cfg.headers {
+            headers.insert(n.clone(), v.clone());
+        }
+        let mut builder = self
+            .client
+            .request(req.method.clone(), req.url.clone())
+            .headers(headers);
+        if let Some(b) = &req.body {
+            builder = builder.body(b.bytes.clone());
+        }
+        let shown_url = config::redact_url(&req.url);
+        let result = builder.send().await;
+        let mut resp = match result {
+            Ok(r) => r,
+            Err(e) => {
+                let err = self.map_error(e);
+                tracing::info!(method = %req.method, url = %shown_url, error = %err, "upstream call failed");
+                return Err(err);
+            }
+        };
+        let status = resp.status();
+        let final_url = resp.url().clone();
+        let safe_headers = response::safe_headers(resp.headers(), &final_url);
+        let content_type = resp
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let (bytes, truncated) = response::read_limited(&mut resp, self.cfg.max_body_bytes)
+            .await
+            .map_err(|e| self.map_error(e))?;
+        // Stop reading: dropping the response closes the connection if bytes are left.
+        drop(resp);
+        let body = response::body_value(&bytes, truncated, content_type.as_deref());
+        let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        tracing::debug!(method = %req.method, url = %shown_url, status = status.as_u16(),
+            bytes = bytes.len(), truncated, duration_ms, "upstream call");
+        Ok(UpstreamResponse {
+            status: status.as_u16(),
+            ok: status.is_success(),
+            headers: safe_headers,
+            body,
+            truncated,
+            duration_ms,
+        })
+    }
+
+    /// Maps a client error to what the agent sees, without the URL (it may hold user info)
+    /// and without any header.
+    fn map_error(&self, e: reqwest::Error) -> UpstreamError {
+        let mut source = e.source();
+        while let Some(s) = source {
+            if let Some(o) = s.downcast_ref::<OffOrigin>() {
+                return UpstreamError::Redirect {
+                    to: config::redact_url(&o.to),
+                    origin: o.origin.origin().ascii_serialization(),
+                };
+            }
+            if let Some(t) = s.downcast_ref::<TooMany>() {
+                return UpstreamError::TooManyRedirects(t.0);
+            }
+            source = s.source();
+        }
+        if e.is_timeout() {
+            let connect = e.is_connect();
+            return UpstreamError::Timeout {
+                after: if connect {
+                    self.cfg.connect_timeout
+                } else {
+                    self.cfg.timeout
+                },
+                connect,
+            };
+        }
+        let e = e.without_url();
+        let mut message = e.to_string();
+        let mut source = e.source();
+        while let Some(s) = source {
+            message.push_str(": ");
+            message.push_str(&s.to_string());
+            source = s.source();
+        }
+        if e.is_connect() {
+            UpstreamError::Connect(message)
+        } else {
+            UpstreamError::Other(message)
+        }
+    }
+}

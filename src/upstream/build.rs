@@ -1,0 +1,532 @@
+//! Building the request for one operation from validated arguments: the server URL (spec
+//! server, Swagger `host`/`basePath`, or `--upstream`), path interpolation that cannot change
+//! the route, query serialization, the headers an agent may set, and the body encoding.
+//! Credentials are not part of a [`PreparedRequest`]: they are added when it is sent.
+
+use http::{HeaderName, HeaderValue, Method};
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+use url::Url;
+
+use super::UpstreamError;
+use super::config::{HOP_BY_HOP, UpstreamConfig, redact_url};
+use super::encode;
+use crate::spec::{Dialect, Operation, ParamIn, Spec};
+
+/// Headers an agent never sets, whatever the operation declares: they carry identity or
+/// belong to the connection.
+const AGENT_FORBIDDEN: [&str; 4] = [
+    "authorization",
+    "proxy-authorization",
+    "cookie",
+    "set-cookie",
+];
+
+/// The `api_execute` arguments after validation: `{pathParams, query, headers, body}`.
+#[derive(Debug, Clone, Default)]
+pub struct CallArgs {
+    pub path_params: Map<String, Value>,
+    pub query: Map<String, Value>,
+    pub headers: Map<String, Value>,
+    pub body: Option<Value>,
+}
+
+impl CallArgs {
+    /// Reads `{pathParams?, query?, headers?, body?}` (other keys are ignored).
+    pub fn from_value(args: &Value) -> Result<CallArgs, UpstreamError> {
+        let section = |key: &str| match args.get(key) {
+            None | Some(Value::Null) => Ok(Map::new()),
+            Some(Value::Object(m)) => Ok(m.clone()),
+            Some(_) => Err(UpstreamError::InvalidArguments(format!(
+                "`{key}` must be an object"
+            ))),
+        };
+        Ok(CallArgs {
+            path_params: section("pathParams")?,
+            query: section("query")?,
+            headers: section("headers")?,
+            body: args.get("body").filter(|b| !b.is_null()).cloned(),
+        })
+    }
+}
+
+/// A request ready to send, without credentials. Its `Serialize` form is the dry-run view:
+/// configured credential headers appear by name with the value `[redacted]`.
+#[derive(Clone)]
+pub struct PreparedRequest {
+    pub(crate) method: Method,
+    pub(crate) url: Url,
+    pub(crate) headers: Vec<(HeaderName, HeaderValue)>,
+    /// Names of the configured headers `send` adds.
+    pub(crate) credential_names: Vec<String>,
+    pub(crate) body: Option<Body>,
+}
+
+#[derive(Clone)]
+pub(crate) struct Body {
+    pub bytes: Vec<u8>,
+    pub content_type: String,
+    /// How the dry run shows it: the JSON value, or the encoded text.
+    pub shown: Value,
+}
+
+impl PreparedRequest {
+    pub fn method(&self) -> &str {
+        self.method.as_str()
+    }
+
+    /// The full URL (may hold user info from `--upstream`; use [`PreparedRequest::view`] to
+    /// show it).
+    pub fn url(&self) -> &Url {
+        &self.url
+    }
+
+    /// The dry-run view: `{method, url, headers, body, contentType}`, credentials redacted.
+    pub fn view(&self) -> Value {
+        let mut headers = Map::new();
+        for (n, v) in &self.headers {
+            let shown = if v.is_sensitive() {
+                "[redacted]".to_string()
+            } else {
+                String::from_utf8_lossy(v.as_bytes()).into_owned()
+            };
+            headers.insert(n.as_str().to_string(), Value::String(shown));
+        }
+        for n in &self.credential_names {
+            headers.insert(n.clone(), Value::String("[redacted]".into()));
+        }
+        let mut view = json!({
+            "method": self.method.as_str(),
+            "url": redact_url(&self.url),
+            "headers": headers,
+        });
+        if let Some(b) = &self.body {
+            view["contentType"] = Value::String(b.content_type.clone());
+            view["body"] = b.shown.clone();
+        }
+        view
+    }
+}
+
+impl Serialize for PreparedRequest {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.view().serialize(s)
+    }
+}
+
+impl std::fmt::Debug for PreparedRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PreparedRequest {}", self.view())
+    }
+}
+
+fn invalid(message: impl Into<String>) -> UpstreamError {
+    UpstreamError::InvalidArguments(message.into())
+}
+
+/// Builds the request for `op` from `args`.
+pub(crate) fn prepare(
+    cfg: &UpstreamConfig,
+    spec: &Spec,
+    op: &Operation,
+    args: &CallArgs,
+) -> Result<PreparedRequest, UpstreamError> {
+    let method = Method::from_bytes(op.method.as_bytes())
+        .map_err(|_| UpstreamError::Other(format!("{} is not an HTTP method", op.method)))?;
+    let (origin, base_path) = server(cfg, spec, op)?;
+    let path = interpolate(op, &args.path_params)?;
+    let query = query(op, &args.query)?;
+    let full_path = match format!("{base_path}{path}") {
+        p if p.is_empty() => "/".to_string(),
+        p => p,
+    };
+    let mut text = format!("{origin}{full_path}");
+    if !query.is_empty() {
+        text.push('?');
+        text.push_str(&query);
+    }
+    let url =
+        Url::parse(&text).map_err(|e| invalid(format!("the request URL is not valid: {e}")))?;
+    // Last line of defence: the URL parser must not have normalized anything away (dot
+    // segments), and the request must stay on the server's origin.
+    let expected_origin = Url::parse(&origin).map(|u| u.origin()).ok();
+    if url.path() != full_path || Some(url.origin()) != expected_origin {
+        return Err(invalid(
+            "the path parameters would change the route of the request; pass plain values",
+        ));
+    }
+    let mut headers = headers(cfg, op, &args.headers)?;
+    let body = body(spec, op, args.body.as_ref())?;
+    if let Some(b) = &body {
+        let ct = HeaderValue::from_str(&b.content_type)
+            .map_err(|_| UpstreamError::Other(format!("bad content type {:?}", b.content_type)))?;
+        headers.retain(|(n, _)| n != http::header::CONTENT_TYPE);
+        headers.push((http::header::CONTENT_TYPE, ct));
+    }
+    if !headers.iter().any(|(n, _)| n == http::header::ACCEPT) {
+        headers.push((
+            http::header::ACCEPT,
+            HeaderValue::from_static("application/json, */*;q=0.8"),
+        ));
+    }
+    Ok(PreparedRequest {
+        method,
+        url,
+        headers,
+        credential_names: cfg.headers.iter().map(|(n, _)| n.to_string()).collect(),
+        body,
+    })
+}
+
+/// The origin (`scheme://user@host:port`) and base path (no trailing `/`) for `op`.
+///
+/// The spec's first server applies (operation, path item, then document level; Swagger 2.0
+/// `schemes`/`host`/`basePath` already converted by the loader). A relative server URL
+/// resolves against the URL the spec was loaded from. `--upstream` replaces scheme, host and
+/// port; its own path, if it has one other than `/`, replaces the server's path, otherwise
+/// the server's path is kept (`--upstream http://localhost:8080` with server
+/// `https://api.example.com/v2` sends to `http://localhost:8080/v2/...`).
+fn server(
+    cfg: &UpstreamConfig,
+    spec: &Spec,
+    op: &Operation,
+) -> Result<(String, String), UpstreamError> {
+    let declared = op
+        .servers
+        .first()
+        .or_else(|| spec.servers.first())
+        .map(String::as_str)
+        .unwrap_or("/");
+    let absolute = Url::parse(declared).ok().filter(|u| u.has_host());
+    if let Some(u) = &absolute
+        && !matches!(u.scheme(), "http" | "https")
+    {
+        return Err(UpstreamError::NoServer(format!(
+            "the spec's server {declared:?} is not an http(s) URL; pass --upstream URL"
+        )));
+    }
+    let server_path = |u: &Url| u.path().trim_end_matches('/').to_string();
+    if let Some(upstream) = &cfg.base_url {
+        let own = upstream.path().trim_end_matches('/');
+        let path = if !own.is_empty() {
+            own.to_string()
+        } else if let Some(u) = &absolute {
+            server_path(u)
+        } else {
+            // A relative server (`/api/v1`, `api/v1`): its path under the upstream.
+            let placeholder = Url::parse("http://placeholder.invalid/")
+                .map_err(|e| UpstreamError::Other(e.to_string()))?;
+            let joined = placeholder
+                .join(declared)
+                .map_err(|e| UpstreamError::NoServer(format!("server {declared:?}: {e}")))?;
+            server_path(&joined)
+        };
+        return Ok((upstream[..url::Position::BeforePath].to_string(), path));
+    }
+    let resolved = match absolute {
+        Some(u) => u,
+        None => {
+            let base = Url::parse(&spec.source)
+                .ok()
+                .filter(|u| matches!(u.scheme(), "http" | "https"));
+            let Some(base) = base else {
+                return Err(UpstreamError::NoServer(format!(
+                    "the spec's server {declared:?} is relative and the spec was not loaded \
+                     from a URL; pass --upstream URL (for example --upstream https://api.example.com)"
+                )));
+            };
+            base.join(declared)
+                .map_err(|e| UpstreamError::NoServer(format!("server {declared:?}: {e}")))?
+        }
+    };
+    Ok((
+        resolved[..url::Position::BeforePath].to_string(),
+        server_path(&resolved),
+    ))
+}
+
+/// The operation's path with its parameters encoded. Values cannot add segments, a query or a
+/// fragment (everything but unreserved characters is percent-encoded), and a value that is or
+/// contains a `.` / `..` segment is refused outright, since upstreams that decode `%2F` before
+/// routing would otherwise see `../`.
+fn interpolate(op: &Operation, values: &Map<String, Value>) -> Result<String, UpstreamError> {
+    for name in values.keys() {
+        if !op
+            .parameters
+            .iter()
+            .any(|p| p.location == ParamIn::Path && &p.name == name)
+        {
+            return Err(invalid(format!(
+                "pathParams.{name}: {} has no path parameter {name:?}",
+                op.key()
+            )));
+        }
+    }
+    let mut out = String::new();
+    let mut rest = op.path.as_str();
+    while let Some(start) = rest.find('{') {
+        let Some(len) = rest[start..].find('}') else {
+            break;
+        };
+        out.push_str(&encode::enc_literal(&rest[..start]));
+        let name = &rest[start + 1..start + len];
+        let param = op
+            .parameters
+            .iter()
+            .find(|p| p.location == ParamIn::Path && p.name == name);
+        let value = values
+            .get(name)
+            .filter(|v| !v.is_null())
+            .ok_or_else(|| invalid(format!("missing path parameter pathParams.{name}")))?;
+        check_dot_segments(name, value)?;
+        let (style, explode) = param
+            .map(|p| (p.style.as_str(), p.explode))
+            .unwrap_or(("simple", false));
+        let rendered = encode::path_value(style, explode, name, value);
+        if rendered.is_empty() {
+            return Err(invalid(format!(
+                "pathParams.{name} is empty; an empty path segment would change the route"
+            )));
+        }
+        out.push_str(&rendered);
+        rest = &rest[start + len + 1..];
+    }
+    out.push_str(&encode::enc_literal(rest));
+    if out
+        .split('/')
+        .any(|seg| matches!(seg, "." | "..") || seg.eq_ignore_ascii_case("%2e%2e"))
+    {
+        return Err(invalid(
+            "a path parameter is a dot segment, which would change the route",
+        ));
+    }
+    Ok(out)
+}
+
+fn check_dot_segments(name: &str, value: &Value) -> Result<(), UpstreamError> {
+    let texts: Vec<String> = match value {
+        Value::Array(items) => items.iter().map(encode::scalar).collect(),
+        Value::Object(m) => m
+            .iter()
+            .flat_map(|(k, v)| [k.clone(), encode::scalar(v)])
+            .collect(),
+        v => vec![encode::scalar(v)],
+    };
+    for t in texts {
+        if t.split(['/', '\\'])
+            .any(|piece| matches!(piece, "." | ".."))
+        {
+            return Err(invalid(format!(
+                "pathParams.{name}: {t:?} contains a '.' or '..' segment; path parameters are \
+                 single values and cannot move to another route"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The encoded query string, in the operation's parameter order.
+fn query(op: &Operation, values: &Map<String, Value>) -> Result<String, UpstreamError> {
+    let declared = |name: &str| {
+        op.parameters
+            .iter()
+            .find(|p| p.location == ParamIn::Query && p.name == name)
+    };
+    if let Some(name) = values.keys().find(|k| declared(k).is_none()) {
+        return Err(invalid(format!(
+            "query.{name}: {} has no query parameter {name:?}",
+            op.key()
+        )));
+    }
+    let mut pairs = Vec::new();
+    for p in op
+        .parameters
+        .iter()
+        .filter(|p| p.location == ParamIn::Query)
+    {
+        if let Some(v) = values.get(&p.name) {
+            pairs.extend(encode::query_pairs(&p.style, p.explode, &p.name, v));
+        } else if p.required {
+            return Err(invalid(format!(
+                "missing required query parameter query.{}",
+                p.name
+            )));
+        }
+    }
+    Ok(pairs.join("&"))
+}
+
+/// The headers the agent set, checked: declared by the operation, not a credential, not
+/// identity or connection headers.
+fn headers(
+    cfg: &UpstreamConfig,
+    op: &Operation,
+    values: &Map<String, Value>,
+) -> Result<Vec<(HeaderName, HeaderValue)>, UpstreamError> {
+    let declared: Vec<_> = op
+        .parameters
+        .iter()
+        .filter(|p| p.location == ParamIn::Header)
+        .collect();
+    let mut out = Vec::new();
+    for (name, value) in values {
+        let lower = name.to_ascii_lowercase();
+        if AGENT_FORBIDDEN.contains(&lower.as_str()) || HOP_BY_HOP.contains(&lower.as_str()) {
+            return Err(invalid(format!(
+                "headers.{name}: apigate never forwards a {name} header from the agent; \
+                 upstream credentials come from the server's configuration (--upstream-header)"
+            )));
+        }
+        if cfg.is_credential(&lower) {
+            return Err(invalid(format!(
+                "headers.{name}: this header is set by the server's configuration and cannot \
+                 be overridden"
+            )));
+        }
+        let Some(param) = declared.iter().find(|p| p.name.eq_ignore_ascii_case(name)) else {
+            let names: Vec<&str> = declared.iter().map(|p| p.name.as_str()).collect();
+            return Err(invalid(format!(
+                "headers.{name}: {} does not declare this header (declared: {})",
+                op.key(),
+                if names.is_empty() {
+                    "none".to_string()
+                } else {
+                    names.join(", ")
+                }
+            )));
+        };
+        if value.is_null() {
+            continue;
+        }
+        let text = match value {
+            Value::Array(items) => items
+                .iter()
+                .map(encode::scalar)
+                .collect::<Vec<_>>()
+                .join(","),
+            Value::Object(m) => m
+                .iter()
+                .map(|(k, v)| {
+                    let v = encode::scalar(v);
+                    if param.explode {
+                        format!("{k}={v}")
+                    } else {
+                        format!("{k},{v}")
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(","),
+            v => encode::scalar(v),
+        };
+        let header = HeaderName::from_bytes(lower.as_bytes())
+            .map_err(|_| invalid(format!("headers.{name}: not a valid header name")))?;
+        let value = HeaderValue::from_str(&text).map_err(|_| {
+            invalid(format!(
+                "headers.{name}: the value has characters a header cannot carry (line breaks, \
+                 control characters)"
+            ))
+        })?;
+        out.push((header, value));
+    }
+    for p in &declared {
+        let given = values.keys().any(|k| k.eq_ignore_ascii_case(&p.name));
+        if p.required && !given && !cfg.is_credential(&p.name) {
+            let lower = p.name.to_ascii_lowercase();
+            return Err(if AGENT_FORBIDDEN.contains(&lower.as_str()) {
+                UpstreamError::NoServer(format!(
+                    "{} requires the {} header, which only the server's configuration may set: \
+                     start apigate with --upstream-header \"{}: …\"",
+                    op.key(),
+                    p.name,
+                    p.name
+                ))
+            } else {
+                invalid(format!("missing required header headers.{}", p.name))
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Encodes the body as the operation's preferred media type. Swagger 2.0 `formData`
+/// parameters are sent form-encoded even when the operation also lists JSON in `consumes`
+/// (Slack's Web API does): the parameters are form fields by definition.
+fn body(spec: &Spec, op: &Operation, value: Option<&Value>) -> Result<Option<Body>, UpstreamError> {
+    let Some(rb) = &op.request_body else {
+        return match value {
+            Some(_) => Err(invalid(format!("body: {} takes no request body", op.key()))),
+            None => Ok(None),
+        };
+    };
+    let Some(value) = value else {
+        return if rb.required {
+            Err(invalid(format!(
+                "body: {} requires a request body",
+                op.key()
+            )))
+        } else {
+            Ok(None)
+        };
+    };
+    let form = rb.content.iter().find(|m| {
+        let ct = m.content_type.to_ascii_lowercase();
+        ct.starts_with("application/x-www-form-urlencoded") || ct.starts_with("multipart/form-data")
+    });
+    let media = match form {
+        Some(f) if spec.dialect == Dialect::Swagger2 => Some(f),
+        _ => rb.preferred(),
+    };
+    let declared = media
+        .map(|m| m.content_type.clone())
+        .unwrap_or_else(|| "application/json".into());
+    let ct = declared.to_ascii_lowercase();
+    let object = |what: &str| {
+        value.as_object().ok_or_else(|| {
+            invalid(format!(
+                "body: {} sends {what}; pass the body as an object of fields",
+                op.key()
+            ))
+        })
+    };
+    let body = if ct.contains("json") || ((ct.contains('*') || ct.is_empty()) && !value.is_string())
+    {
+        let content_type = if ct.contains('*') || ct.is_empty() {
+            "application/json".to_string()
+        } else {
+            declared
+        };
+        Body {
+            bytes: serde_json::to_vec(value).map_err(|e| UpstreamError::Other(e.to_string()))?,
+            content_type,
+            shown: value.clone(),
+        }
+    } else if ct.starts_with("application/x-www-form-urlencoded") {
+        let text = encode::form_body(object("application/x-www-form-urlencoded")?);
+        Body {
+            bytes: text.clone().into_bytes(),
+            content_type: "application/x-www-form-urlencoded".into(),
+            shown: Value::String(text),
+        }
+    } else if ct.starts_with("multipart/form-data") {
+        let fields = object("multipart/form-data")?;
+        let (bytes, boundary) = encode::multipart_body(fields);
+        Body {
+            bytes,
+            content_type: format!("multipart/form-data; boundary={boundary}"),
+            shown: Value::Object(fields.clone()),
+        }
+    } else {
+        let Value::String(text) = value else {
+            return Err(invalid(format!(
+                "body: {} sends {declared}; pass the body as a string",
+                op.key()
+            )));
+        };
+        Body {
+            bytes: text.clone().into_bytes(),
+            content_type: declared,
+            shown: value.clone(),
+        }
+    };
+    Ok(Some(body))
+}

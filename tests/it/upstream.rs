@@ -1,0 +1,754 @@
+//! `upstream`: the requests `api_execute` really sends, checked on a real axum upstream that
+//! records what arrives (method, raw path and query, headers, body), and the answers it gets
+//! back (errors, truncation, timeouts, redirects).
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use apigate::spec::Spec;
+use apigate::upstream::{CallArgs, Upstream, UpstreamConfig, UpstreamError};
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+const PETSTORE: &str = "/work/shared/specs/petstore-3.0.json";
+
+#[derive(Debug, Clone)]
+struct Received {
+    method: String,
+    /// Path and query exactly as they arrived.
+    uri: String,
+    headers: HeaderMap,
+    body: Vec<u8>,
+}
+
+impl Received {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+    fn body_text(&self) -> String {
+        String::from_utf8(self.body.clone()).unwrap()
+    }
+}
+
+#[derive(Clone)]
+struct App {
+    seen: Arc<Mutex<Vec<Received>>>,
+    /// Where `/away` redirects (another origin).
+    other: Arc<Mutex<String>>,
+    /// Served at `/spec.json`.
+    spec: Arc<Mutex<String>>,
+}
+
+struct Server {
+    addr: SocketAddr,
+    app: App,
+}
+
+impl Server {
+    async fn start() -> Server {
+        let app = App {
+            seen: Arc::default(),
+            other: Arc::default(),
+            spec: Arc::default(),
+        };
+        let router = Router::new().fallback(handle).with_state(app.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, router).await });
+        Server { addr, app }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    fn seen(&self) -> Vec<Received> {
+        self.app.seen.lock().unwrap().clone()
+    }
+
+    fn last(&self) -> Received {
+        self.seen().pop().expect("the upstream received a request")
+    }
+}
+
+async fn handle(State(app): State<App>, req: Request) -> Response {
+    let (parts, body) = req.into_parts();
+    let uri = parts
+        .uri
+        .path_and_query()
+        .map(|p| p.as_str().to_string())
+        .unwrap_or_default();
+    if uri == "/spec.json" {
+        let spec = app.spec.lock().unwrap().clone();
+        return ([(header::CONTENT_TYPE, "application/json")], spec).into_response();
+    }
+    let body = axum::body::to_bytes(body, 1 << 20).await.unwrap().to_vec();
+    app.seen.lock().unwrap().push(Received {
+        method: parts.method.to_string(),
+        uri: uri.clone(),
+        headers: parts.headers,
+        body,
+    });
+    let path = parts.uri.path();
+    let last = path.rsplit('/').next().unwrap_or_default();
+    match last {
+        "slow" => {
+            tokio::time::sleep(Duration::from_secs(30)).await;
+            "late".into_response()
+        }
+        "boom" => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            [(header::CONTENT_TYPE, "application/json")],
+            r#"{"message":"boom"}"#,
+        )
+            .into_response(),
+        "big" => {
+            // 10 MB of JSON, produced as it is read.
+            let chunks = (0..10_000u32).map(|i| {
+                let mut s = String::with_capacity(1024);
+                if i == 0 {
+                    s.push('[');
+                }
+                while s.len() < 1000 {
+                    s.push_str(&format!(r#"{{"id":{i},"name":"pet {i}"}},"#));
+                }
+                if i == 9_999 {
+                    s.push_str(r#"{"id":-1}]"#);
+                }
+                Ok::<_, std::io::Error>(s)
+            });
+            Response::builder()
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(Body::from_stream(futures::stream::iter(chunks)))
+                .unwrap()
+        }
+        "away" => {
+            let to = format!("{}/steal", app.other.lock().unwrap());
+            (StatusCode::FOUND, [(header::LOCATION, to)]).into_response()
+        }
+        "home" => (StatusCode::FOUND, [(header::LOCATION, "/v2/user/landed")]).into_response(),
+        "loop" => (StatusCode::FOUND, [(header::LOCATION, "/v2/user/loop")]).into_response(),
+        _ => (
+            [
+                (header::CONTENT_TYPE, "application/json"),
+                (header::SET_COOKIE, "session=s3cret"),
+                (header::SERVER, "test/1.0"),
+                (
+                    header::HeaderName::from_static("x-ratelimit-remaining"),
+                    "41",
+                ),
+            ],
+            json!({"ok": true, "uri": uri}).to_string(),
+        )
+            .into_response(),
+    }
+}
+
+fn petstore() -> Spec {
+    Spec::from_bytes(&std::fs::read(PETSTORE).unwrap(), PETSTORE).unwrap()
+}
+
+fn upstream(base: &str) -> Upstream {
+    upstream_with(base, |_| {})
+}
+
+fn upstream_with(base: &str, f: impl FnOnce(&mut UpstreamConfig)) -> Upstream {
+    let mut cfg = UpstreamConfig {
+        base_url: Some(UpstreamConfig::parse_base_url(base).unwrap()),
+        ..Default::default()
+    };
+    f(&mut cfg);
+    Upstream::new(cfg).unwrap()
+}
+
+fn args(v: Value) -> CallArgs {
+    CallArgs::from_value(&v).unwrap()
+}
+
+/// Prepares and sends `op_id` with `a`.
+async fn call(
+    up: &Upstream,
+    spec: &Spec,
+    op_id: &str,
+    a: Value,
+) -> Result<apigate::upstream::UpstreamResponse, UpstreamError> {
+    let op = spec.get(op_id).unwrap();
+    let req = up.prepare(spec, op, &args(a))?;
+    up.send(&req).await
+}
+
+#[tokio::test]
+async fn path_parameters_are_encoded_and_cannot_change_the_route() {
+    let srv = Server::start().await;
+    let up = upstream(&srv.url());
+    let spec = petstore();
+    for (value, arrived) in [
+        ("a/b", "/v2/user/a%2Fb"),
+        ("x?y=1", "/v2/user/x%3Fy%3D1"),
+        ("a b#c", "/v2/user/a%20b%23c"),
+        ("%2e%2e", "/v2/user/%252e%252e"),
+        ("ünï", "/v2/user/%C3%BCn%C3%AF"),
+    ] {
+        let r = call(
+            &up,
+            &spec,
+            "getUserByName",
+            json!({"pathParams": {"username": value}}),
+        )
+        .await
+        .unwrap();
+        assert_eq!(r.status, 200);
+        let got = srv.last();
+        assert_eq!((got.method.as_str(), got.uri.as_str()), ("GET", arrived));
+    }
+    let before = srv.seen().len();
+    for value in ["../admin", "..", ".", "a/../../admin", "..\\admin", ""] {
+        let e = call(
+            &up,
+            &spec,
+            "getUserByName",
+            json!({"pathParams": {"username": value}}),
+        )
+        .await
+        .unwrap_err();
+        assert!(
+            matches!(e, UpstreamError::InvalidArguments(_)),
+            "{value:?}: {e:?}"
+        );
+        assert_eq!(e.code(), "INVALID_ARGUMENTS");
+    }
+    // A concrete path matched to its template carries the decoded value: still refused.
+    let (op, values) = spec.find("GET", "/user/..%2Fadmin").unwrap();
+    let mut a = CallArgs::default();
+    a.path_params
+        .extend(values.into_iter().map(|(k, v)| (k, Value::String(v))));
+    assert!(matches!(
+        up.prepare(&spec, op, &a),
+        Err(UpstreamError::InvalidArguments(_))
+    ));
+    // Missing and undeclared path parameters.
+    for a in [
+        json!({}),
+        json!({"pathParams": {"username": "x", "admin": "1"}}),
+    ] {
+        assert!(matches!(
+            call(&up, &spec, "getUserByName", a).await,
+            Err(UpstreamError::InvalidArguments(_))
+        ));
+    }
+    assert_eq!(
+        srv.seen().len(),
+        before,
+        "no refused request reached the upstream"
+    );
+}
+
+const STYLES: &str = r#"{
+  "openapi": "3.0.3",
+  "info": {"title": "styles", "version": "1"},
+  "servers": [{"url": "https://api.example.com/v1"}],
+  "paths": {
+    "/search/{ids}": {
+      "get": {
+        "operationId": "search",
+        "parameters": [
+          {"name": "ids", "in": "path", "required": true, "schema": {"type": "array", "items": {"type": "integer"}}},
+          {"name": "q", "in": "query", "schema": {"type": "string"}},
+          {"name": "tag", "in": "query", "schema": {"type": "array", "items": {"type": "string"}}},
+          {"name": "fields", "in": "query", "explode": false, "schema": {"type": "array", "items": {"type": "string"}}},
+          {"name": "filter", "in": "query", "style": "deepObject", "explode": true, "schema": {"type": "object"}},
+          {"name": "words", "in": "query", "style": "spaceDelimited", "explode": false, "schema": {"type": "array"}},
+          {"name": "pipes", "in": "query", "style": "pipeDelimited", "explode": false, "schema": {"type": "array"}},
+          {"name": "point", "in": "query", "schema": {"type": "object"}},
+          {"name": "X-Trace", "in": "header", "schema": {"type": "string"}},
+          {"name": "X-Tenant", "in": "header", "required": true, "schema": {"type": "string"}}
+        ],
+        "responses": {"200": {"description": "ok"}}
+      }
+    }
+  }
+}"#;
+
+#[tokio::test]
+async fn query_parameters_follow_style_and_explode() {
+    let srv = Server::start().await;
+    let up = upstream(&srv.url());
+    let spec = Spec::from_bytes(STYLES.as_bytes(), "styles.json").unwrap();
+    call(
+        &up,
+        &spec,
+        "search",
+        json!({
+            "pathParams": {"ids": [3, 4]},
+            "query": {
+                "q": "a&b=c d",
+                "tag": ["x", "y"],
+                "fields": ["id", "name"],
+                "filter": {"status": "open", "owner": {"id": 7}},
+                "words": ["hello", "world"],
+                "pipes": ["a", "b|c"],
+                "point": {"x": 1, "y": 2}
+            },
+            "headers": {"X-Tenant": "acme", "x-trace": "t-1"}
+        }),
+    )
+    .await
+    .unwrap();
+    let got = srv.last();
+    assert_eq!(
+        got.uri,
+        "/v1/search/3,4?q=a%26b%3Dc%20d&tag=x&tag=y&fields=id,name\
+         &filter[status]=open&filter[owner][id]=7&words=hello%20world&pipes=a|b%7Cc&x=1&y=2"
+    );
+    assert_eq!(got.header("x-tenant"), Some("acme"));
+    assert_eq!(got.header("x-trace"), Some("t-1"));
+
+    // Petstore: an exploded form array.
+    let spec = petstore();
+    call(
+        &up,
+        &spec,
+        "findPetsByStatus",
+        json!({"query": {"status": ["available", "sold"]}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        srv.last().uri,
+        "/v2/pet/findByStatus?status=available&status=sold"
+    );
+}
+
+#[tokio::test]
+async fn headers_from_the_agent_are_limited_to_declared_ones() {
+    let srv = Server::start().await;
+    let up = upstream(&srv.url());
+    let spec = petstore();
+    // Declared header passes.
+    call(
+        &up,
+        &spec,
+        "deletePet",
+        json!({"pathParams": {"petId": 5}, "headers": {"api_key": "k-123"}}),
+    )
+    .await
+    .unwrap();
+    let got = srv.last();
+    assert_eq!(
+        (got.method.as_str(), got.uri.as_str()),
+        ("DELETE", "/v2/pet/5")
+    );
+    assert_eq!(got.header("api_key"), Some("k-123"));
+    let before = srv.seen().len();
+    for name in [
+        "Authorization",
+        "authorization",
+        "Cookie",
+        "Host",
+        "Proxy-Authorization",
+        "Connection",
+        "Transfer-Encoding",
+        "Upgrade",
+        "Content-Length",
+        "X-Undeclared",
+    ] {
+        let e = call(
+            &up,
+            &spec,
+            "deletePet",
+            json!({"pathParams": {"petId": 5}, "headers": {name: "v"}}),
+        )
+        .await
+        .unwrap_err();
+        assert!(
+            matches!(e, UpstreamError::InvalidArguments(_)),
+            "{name}: {e:?}"
+        );
+        assert!(e.to_string().contains(name), "{name}: {e}");
+    }
+    // Header injection through the value.
+    let e = call(
+        &up,
+        &spec,
+        "deletePet",
+        json!({"pathParams": {"petId": 5}, "headers": {"api_key": "k\r\nX-Evil: 1"}}),
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(e, UpstreamError::InvalidArguments(_)));
+    // A required declared header that is missing.
+    let styles = Spec::from_bytes(STYLES.as_bytes(), "styles.json").unwrap();
+    let e = call(&up, &styles, "search", json!({"pathParams": {"ids": [1]}}))
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("X-Tenant"), "{e}");
+    assert_eq!(srv.seen().len(), before);
+}
+
+#[tokio::test]
+async fn credentials_are_injected_and_never_shown() {
+    let srv = Server::start().await;
+    let up = upstream_with(&srv.url(), |c| {
+        c.headers = UpstreamConfig::headers_from_env(
+            "Authorization: Bearer sk_test_SECRET\napi_key: KEY_SECRET",
+        )
+        .unwrap();
+    });
+    let spec = petstore();
+    let op = spec.get("deletePet").unwrap();
+    let req = up
+        .prepare(&spec, op, &args(json!({"pathParams": {"petId": 9}})))
+        .unwrap();
+    // The dry run: every detail but the secrets.
+    let view = serde_json::to_value(&req).unwrap();
+    assert_eq!(view["method"], "DELETE");
+    assert_eq!(view["url"], format!("{}/v2/pet/9", srv.url()));
+    assert_eq!(view["headers"]["authorization"], "[redacted]");
+    assert_eq!(view["headers"]["api_key"], "[redacted]");
+    for shown in [view.to_string(), format!("{req:?}"), format!("{up:?}")] {
+        assert!(!shown.contains("SECRET"), "{shown}");
+    }
+    assert!(srv.seen().is_empty(), "a dry run sends nothing");
+    up.send(&req).await.unwrap();
+    let got = srv.last();
+    assert_eq!(got.header("authorization"), Some("Bearer sk_test_SECRET"));
+    assert_eq!(got.header("api_key"), Some("KEY_SECRET"));
+    // The agent cannot override a configured credential, even a declared header.
+    let e = call(
+        &up,
+        &spec,
+        "deletePet",
+        json!({"pathParams": {"petId": 9}, "headers": {"api_key": "mine"}}),
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(e, UpstreamError::InvalidArguments(_)));
+    assert!(!e.to_string().contains("SECRET"));
+}
+
+#[tokio::test]
+async fn json_and_form_bodies() {
+    let srv = Server::start().await;
+    let up = upstream(&srv.url());
+    let spec = petstore();
+    let pet = json!({"name": "doggie", "photoUrls": ["u"], "tags": [{"id": 1, "name": "t"}]});
+    call(&up, &spec, "addPet", json!({"body": pet}))
+        .await
+        .unwrap();
+    let got = srv.last();
+    assert_eq!((got.method.as_str(), got.uri.as_str()), ("POST", "/v2/pet"));
+    assert_eq!(got.header("content-type"), Some("application/json"));
+    assert_eq!(serde_json::from_slice::<Value>(&got.body).unwrap(), pet);
+
+    call(
+        &up,
+        &spec,
+        "updatePetWithForm",
+        json!({"pathParams": {"petId": 1}, "body": {"name": "new name", "status": "sold&gone"}}),
+    )
+    .await
+    .unwrap();
+    let got = srv.last();
+    assert_eq!(
+        got.header("content-type"),
+        Some("application/x-www-form-urlencoded")
+    );
+    assert_eq!(got.body_text(), "name=new+name&status=sold%26gone");
+
+    // A body where the operation takes none.
+    let e = call(&up, &spec, "getInventory", json!({"body": {"a": 1}}))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, UpstreamError::InvalidArguments(_)));
+}
+
+#[tokio::test]
+async fn stripe_form_bodies_use_brackets() {
+    let srv = Server::start().await;
+    let up = upstream_with(&srv.url(), |c| {
+        c.headers = vec![UpstreamConfig::parse_header("Authorization: Bearer sk_test_x").unwrap()];
+    });
+    let spec = Spec::load("/work/shared/specs/stripe.json").await.unwrap();
+    let (op, _) = spec.find("POST", "/v1/customers").unwrap();
+    let body = json!({
+        "email": "jenny+1@example.com",
+        "metadata": {"order_id": "6735"},
+        "address": {"line1": "1 Main St", "city": "Paris"},
+        "preferred_locales": ["fr", "en"],
+        "tax_id_data": [{"type": "eu_vat", "value": "FR123"}],
+        "expand": ["tax"]
+    });
+    let req = up.prepare(&spec, op, &args(json!({"body": body}))).unwrap();
+    up.send(&req).await.unwrap();
+    let got = srv.last();
+    assert_eq!(got.uri, "/v1/customers");
+    assert_eq!(
+        got.header("content-type"),
+        Some("application/x-www-form-urlencoded")
+    );
+    let pairs: Vec<(String, String)> = url::form_urlencoded::parse(&got.body)
+        .into_owned()
+        .collect();
+    let expected: Vec<(String, String)> = [
+        ("email", "jenny+1@example.com"),
+        ("metadata[order_id]", "6735"),
+        ("address[line1]", "1 Main St"),
+        ("address[city]", "Paris"),
+        ("preferred_locales[0]", "fr"),
+        ("preferred_locales[1]", "en"),
+        ("tax_id_data[0][type]", "eu_vat"),
+        ("tax_id_data[0][value]", "FR123"),
+        ("expand[0]", "tax"),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    assert_eq!(pairs, expected);
+    assert!(
+        got.body_text()
+            .starts_with("email=jenny%2B1%40example.com&metadata%5Border_id%5D=6735")
+    );
+}
+
+#[tokio::test]
+async fn slack_form_data_goes_form_encoded_with_configured_token() {
+    let srv = Server::start().await;
+    let up = upstream_with(&srv.url(), |c| {
+        c.headers = vec![UpstreamConfig::parse_header("token: xoxb-SECRET").unwrap()];
+    });
+    let spec = Spec::load("/work/shared/specs/slack-web-swagger2.json")
+        .await
+        .unwrap();
+    let (op, _) = spec.find("POST", "/chat.postMessage").unwrap();
+    let req = up
+        .prepare(
+            &spec,
+            op,
+            &args(json!({"body": {"channel": "C1", "text": "hello world", "link_names": true}})),
+        )
+        .unwrap();
+    assert!(!req.view().to_string().contains("SECRET"));
+    up.send(&req).await.unwrap();
+    let got = srv.last();
+    // Swagger `basePath` under the upstream.
+    assert_eq!(got.uri, "/api/chat.postMessage");
+    assert_eq!(got.header("token"), Some("xoxb-SECRET"));
+    assert_eq!(
+        got.body_text(),
+        "channel=C1&text=hello+world&link_names=true"
+    );
+}
+
+#[tokio::test]
+async fn responses_come_back_with_safe_headers_only() {
+    let srv = Server::start().await;
+    let up = upstream(&srv.url());
+    let spec = petstore();
+    let r = call(
+        &up,
+        &spec,
+        "getUserByName",
+        json!({"pathParams": {"username": "amy"}}),
+    )
+    .await
+    .unwrap();
+    assert!(r.ok);
+    assert!(!r.truncated);
+    assert_eq!(r.body, json!({"ok": true, "uri": "/v2/user/amy"}));
+    assert_eq!(r.headers["x-ratelimit-remaining"], "41");
+    assert!(r.headers.contains_key("content-type"));
+    assert!(!r.headers.contains_key("set-cookie"));
+    assert!(!r.headers.contains_key("server"));
+    let shown = serde_json::to_value(&r).unwrap();
+    for k in ["status", "ok", "headers", "body", "truncated", "durationMs"] {
+        assert!(shown.get(k).is_some(), "{k} in {shown}");
+    }
+}
+
+#[tokio::test]
+async fn a_500_is_passed_back() {
+    let srv = Server::start().await;
+    let up = upstream(&srv.url());
+    let r = call(
+        &up,
+        &petstore(),
+        "getUserByName",
+        json!({"pathParams": {"username": "boom"}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status, 500);
+    assert!(!r.ok);
+    assert_eq!(r.body, json!({"message": "boom"}));
+}
+
+#[tokio::test]
+async fn a_slow_upstream_times_out() {
+    let srv = Server::start().await;
+    let up = upstream_with(&srv.url(), |c| c.timeout = Duration::from_millis(300));
+    let e = call(
+        &up,
+        &petstore(),
+        "getUserByName",
+        json!({"pathParams": {"username": "slow"}}),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(e, UpstreamError::Timeout { connect: false, .. }),
+        "{e:?}"
+    );
+    assert_eq!(e.code(), "UPSTREAM_TIMEOUT");
+}
+
+#[tokio::test]
+async fn a_closed_port_is_a_connect_error() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let up = upstream(&format!("http://127.0.0.1:{port}"));
+    let e = call(&up, &petstore(), "getInventory", json!({}))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, UpstreamError::Connect(_)), "{e:?}");
+    assert_eq!(e.code(), "UPSTREAM_ERROR");
+}
+
+#[tokio::test]
+async fn a_10_mb_response_is_cut_to_valid_json_within_the_budget() {
+    let srv = Server::start().await;
+    let up = upstream(&srv.url());
+    let r = call(
+        &up,
+        &petstore(),
+        "getUserByName",
+        json!({"pathParams": {"username": "big"}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status, 200);
+    assert!(r.truncated);
+    let items = r.body.as_array().expect("a JSON array");
+    assert!(items.len() > 1000, "{}", items.len());
+    assert_eq!(items[0], json!({"id": 0, "name": "pet 0"}));
+    assert!(r.body.to_string().len() <= 64 * 1024);
+    // A smaller budget.
+    let up = upstream_with(&srv.url(), |c| c.max_body_bytes = 100);
+    let r = call(
+        &up,
+        &petstore(),
+        "getUserByName",
+        json!({"pathParams": {"username": "big"}}),
+    )
+    .await
+    .unwrap();
+    assert!(r.truncated);
+    assert!(
+        r.body.is_array() && r.body.to_string().len() <= 100,
+        "{}",
+        r.body
+    );
+}
+
+#[tokio::test]
+async fn redirects_stay_on_the_origin() {
+    let srv = Server::start().await;
+    let other = Server::start().await;
+    *srv.app.other.lock().unwrap() = other.url();
+    let up = upstream_with(&srv.url(), |c| {
+        c.headers = vec![UpstreamConfig::parse_header("Authorization: Bearer SECRET").unwrap()];
+    });
+    let spec = petstore();
+    let e = call(
+        &up,
+        &spec,
+        "getUserByName",
+        json!({"pathParams": {"username": "away"}}),
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(e, UpstreamError::Redirect { .. }), "{e:?}");
+    assert!(e.to_string().contains(&other.url()), "{e}");
+    assert!(other.seen().is_empty(), "the other origin received nothing");
+
+    let r = call(
+        &up,
+        &spec,
+        "getUserByName",
+        json!({"pathParams": {"username": "home"}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body["uri"], "/v2/user/landed");
+    let seen = srv.seen();
+    assert_eq!(seen[seen.len() - 2].uri, "/v2/user/home");
+    assert_eq!(
+        seen[seen.len() - 1].header("authorization"),
+        Some("Bearer SECRET")
+    );
+
+    let e = call(
+        &up,
+        &spec,
+        "getUserByName",
+        json!({"pathParams": {"username": "loop"}}),
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(e, UpstreamError::TooManyRedirects(5)), "{e:?}");
+}
+
+#[tokio::test]
+async fn server_urls_resolve_from_spec_and_upstream() {
+    let srv = Server::start().await;
+    let spec = petstore();
+    // An upstream with a path of its own replaces the spec server's path.
+    let up = upstream(&format!("{}/base/", srv.url()));
+    call(&up, &spec, "getInventory", json!({})).await.unwrap();
+    assert_eq!(srv.last().uri, "/base/store/inventory");
+
+    // Swagger 2.0 host/basePath/schemes, no --upstream: the spec's own server.
+    let swagger = json!({
+        "swagger": "2.0", "info": {"title": "s", "version": "1"},
+        "host": srv.addr.to_string(), "basePath": "/api/", "schemes": ["http"],
+        "paths": {"/items/{id}": {"get": {"operationId": "getItem",
+            "parameters": [{"name": "id", "in": "path", "required": true, "type": "string"}],
+            "responses": {"200": {"description": "ok"}}}}}
+    });
+    let spec = Spec::from_bytes(swagger.to_string().as_bytes(), "s.json").unwrap();
+    let up = Upstream::new(UpstreamConfig::default()).unwrap();
+    call(&up, &spec, "getItem", json!({"pathParams": {"id": "7"}}))
+        .await
+        .unwrap();
+    assert_eq!(srv.last().uri, "/api/items/7");
+
+    // A relative server: resolved against the spec's URL, or refused with advice.
+    let relative = json!({
+        "openapi": "3.0.0", "info": {"title": "r", "version": "1"},
+        "servers": [{"url": "/api/v1"}],
+        "paths": {"/ping": {"get": {"operationId": "ping", "responses": {"200": {"description": "ok"}}}}}
+    })
+    .to_string();
+    let spec = Spec::from_bytes(relative.as_bytes(), "r.json").unwrap();
+    let e = call(&up, &spec, "ping", json!({})).await.unwrap_err();
+    assert!(matches!(e, UpstreamError::NoServer(_)));
+    assert!(e.to_string().contains("--upstream"), "{e}");
+    let with_upstream = upstream(&srv.url());
+    call(&with_upstream, &spec, "ping", json!({}))
+        .await
+        .unwrap();
+    assert_eq!(srv.last().uri, "/api/v1/ping");
+    *srv.app.spec.lock().unwrap() = relative;
+    let spec = Spec::load(&format!("{}/spec.json", srv.url()))
+        .await
+        .unwrap();
+    call(&up, &spec, "ping", json!({})).await.unwrap();
+    assert_eq!(srv.last().uri, "/api/v1/ping");
+}
