@@ -151,9 +151,9 @@ code, source, source code: code, content, file, source
 snippet, paste, gist: gist, snippet
 star, stars, starred, stargazer: star, starred, stargazer
 notification, alerts, inbox, mention, mentions: notification, mention, thread
-status, state, health, alive, up, down, heartbeat, reachable, liveness, readiness, uptime, ok: health, status, heartbeat, state
+status, state, health, alive, heartbeat, reachable, liveness, readiness, uptime, is it up, is it down: health, status, heartbeat, state
 error, errors, broken, failure, failed, failing, fail, problem, crash, crashed, crashing: error, fail, failure, problem, broken
-machine, host, server, vm, virtual machine, box, instance, worker: node, machine, host, server, instance
+machine, host, server, vm, virtual machine, instance, worker: node, machine, host, server, instance
 container, containers: container, pod
 cluster, kube, k8s, kubernetes: cluster, kubernetes
 namespace, project space, tenant: namespace, project
@@ -182,7 +182,7 @@ song, songs, track, tracks, tune, tunes, music: track, song
 album, albums, record, lp, ep: album
 artist, band, singer, musician, performer, group: artist
 playlist, mixtape, mix: playlist
-podcast, show, episode: show, episode, podcast
+podcast, podcasts, episode, episodes: show, episode, podcast
 device, speaker, phone, player: device, player, playback
 playing, currently playing, now playing, listening to: currently playing, playback, player, current
 liked, favorites, favourites, library, collection: saved, library, save, track
@@ -202,7 +202,7 @@ order, orders, purchase order, purchase, buy: order, purchase
 inventory, stock, supply, quantity: inventory, stock, quantity
 shop, store, marketplace: store, shop
 notebook, notebooks, ipynb, file, files, document: contents, notebook, file
-kernel, kernels, runtime, interpreter, python, r, julia: kernel
+kernel, kernels, runtime, interpreter, python, julia: kernel
 terminal, terminals, shell, console, tty: terminal, shell
 session, sessions: session
 checkpoint, checkpoints, snapshot, snapshots, backup, restore point: checkpoint, snapshot, backup
