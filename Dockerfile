@@ -12,6 +12,7 @@ COPY migrations ./migrations
 COPY openapi ./openapi
 COPY examples ./examples
 COPY tests ./tests
+COPY benches ./benches
 RUN cargo build --release --locked --bin apigate
 
 FROM debian:bookworm-slim
