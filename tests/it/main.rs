@@ -8,6 +8,7 @@ mod db;
 mod mcp;
 mod monitor;
 mod monitor_browser;
+mod monitor_e2e;
 mod spec;
 mod support;
 mod upstream;
