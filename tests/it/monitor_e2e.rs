@@ -11,6 +11,8 @@ use std::time::Duration;
 use axum::Router;
 use axum::http::StatusCode;
 use axum::routing::post;
+use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
+use rmcp::service::PeerRequestOptions;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
@@ -39,6 +41,7 @@ impl Proc {
             .env_remove("APIGATE_MONITOR_LISTEN")
             .env_remove("APIGATE_UPSTREAM_HEADERS")
             .env("RUST_LOG", "info")
+            .env("NO_COLOR", "1")
             .current_dir(env!("CARGO_TARGET_TMPDIR"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -150,44 +153,78 @@ fn deletes(upstream: &Upstream, uri: &str) -> usize {
         .count()
 }
 
+/// `apigate monitor` (example rules) and `apigate dev --monitor` in front of `upstream`.
+struct Stack {
+    monitor_proc: Proc,
+    /// `http://127.0.0.1:PORT` of the monitor.
+    monitor: String,
+    dev_proc: Proc,
+    /// apigate's MCP endpoint.
+    mcp_url: String,
+}
+
+impl Stack {
+    async fn start(upstream: &Upstream) -> Stack {
+        let rules = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/monitor-rules.toml");
+        let (monitor_proc, monitor) = Proc::spawn(
+            "monitor",
+            &["monitor", "--listen", "127.0.0.1:0", "--rules", rules],
+            "listening on",
+        )
+        .await;
+        wait_healthy(&monitor, &monitor_proc).await;
+        let spec = spec_path("petstore-3.0.json");
+        let upstream_url = upstream.url();
+        let (dev_proc, mcp_url) = Proc::spawn(
+            "dev",
+            &[
+                "dev",
+                "--spec",
+                &spec,
+                "--upstream",
+                &upstream_url,
+                "--api-key",
+                KEY,
+                "--listen",
+                "127.0.0.1:0",
+                "--monitor",
+                &monitor,
+                "--monitor-timeout",
+                "5m",
+            ],
+            "apigate dev:",
+        )
+        .await;
+        wait_healthy(mcp_url.trim_end_matches("/mcp"), &dev_proc).await;
+        Stack {
+            monitor_proc,
+            monitor,
+            dev_proc,
+            mcp_url,
+        }
+    }
+
+    fn logs(&self) -> String {
+        format!("{}\n{}", self.monitor_proc.log(), self.dev_proc.log())
+    }
+
+    async fn get(&self, path: &str) -> Value {
+        reqwest::get(format!("{}{path}", self.monitor))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+}
+
 #[tokio::test]
 async fn real_binaries_reads_pass_deletes_wait_for_a_person() {
     let upstream = Upstream::start().await;
-    let rules = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/monitor-rules.toml");
-    let (monitor_proc, monitor) = Proc::spawn(
-        "monitor",
-        &["monitor", "--listen", "127.0.0.1:0", "--rules", rules],
-        "listening on",
-    )
-    .await;
-    wait_healthy(&monitor, &monitor_proc).await;
-    let spec = spec_path("petstore-3.0.json");
-    let upstream_url = upstream.url();
-    let (dev_proc, mcp_url) = Proc::spawn(
-        "dev",
-        &[
-            "dev",
-            "--spec",
-            &spec,
-            "--upstream",
-            &upstream_url,
-            "--api-key",
-            KEY,
-            "--listen",
-            "127.0.0.1:0",
-            "--monitor",
-            &monitor,
-            "--monitor-timeout",
-            "5m",
-        ],
-        "apigate dev:",
-    )
-    .await;
-    let dev_base = mcp_url.trim_end_matches("/mcp").to_owned();
-    wait_healthy(&dev_base, &dev_proc).await;
-    let logs = || format!("{}\n{}", monitor_proc.log(), dev_proc.log());
-
-    let client = mcp_client(&mcp_url, &[("x-api-key", KEY)]).await;
+    let stack = Stack::start(&upstream).await;
+    let (monitor_proc, monitor) = (&stack.monitor_proc, stack.monitor.as_str());
+    let logs = || stack.logs();
+    let client = mcp_client(&stack.mcp_url, &[("x-api-key", KEY)]).await;
 
     // A read passes straight through (default: allow).
     let (err, r) = call(
@@ -210,7 +247,7 @@ async fn real_binaries_reads_pass_deletes_wait_for_a_person() {
             json!({"operationId": "deletePet", "pathParams": {"petId": 7}}),
         ),
         async {
-            let a = pending_approval(&monitor, "deletePet", &monitor_proc).await;
+            let a = pending_approval(monitor, "deletePet", monitor_proc).await;
             assert_eq!(a["status"], "pending");
             assert_eq!(a["rule"], "approve-deletes");
             assert_eq!(a["args"]["method"], "DELETE");
@@ -220,6 +257,15 @@ async fn real_binaries_reads_pass_deletes_wait_for_a_person() {
                 0,
                 "the DELETE ran before anyone approved it"
             );
+            // The same session's other calls do not queue behind the held one.
+            let (err, r) = call(
+                &client,
+                "api_execute",
+                json!({"operationId": "getPetById", "pathParams": {"petId": 43}}),
+            )
+            .await;
+            assert!(!err, "a read behind a held DELETE failed: {r}");
+            assert_eq!(r["body"]["id"], 43);
             let r = http
                 .post(format!(
                     "{monitor}/api/approvals/{}/approve",
@@ -246,7 +292,7 @@ async fn real_binaries_reads_pass_deletes_wait_for_a_person() {
             json!({"operationId": "deletePet", "pathParams": {"petId": 8}}),
         ),
         async {
-            let a = pending_approval(&monitor, "deletePet", &monitor_proc).await;
+            let a = pending_approval(monitor, "deletePet", monitor_proc).await;
             assert_ne!(a["id"], approval["id"]);
             let r = http
                 .post(format!(
@@ -290,7 +336,12 @@ async fn real_binaries_reads_pass_deletes_wait_for_a_person() {
         .collect();
     assert_eq!(
         by,
-        vec![("default", false), ("approved", false), ("denied", true)],
+        vec![
+            ("default", false),
+            ("default", false),
+            ("approved", false),
+            ("denied", true)
+        ],
         "{decisions}"
     );
     let last = decisions.as_array().unwrap().last().unwrap();
@@ -307,6 +358,81 @@ async fn real_binaries_reads_pass_deletes_wait_for_a_person() {
             .unwrap()
             .is_empty()
     );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_call_the_agent_cancels_while_it_waits_never_runs() {
+    let upstream = Upstream::start().await;
+    let stack = Stack::start(&upstream).await;
+    let client = mcp_client(&stack.mcp_url, &[("x-api-key", KEY)]).await;
+
+    let params = CallToolRequestParams::new("api_execute").with_arguments(
+        json!({"operationId": "deletePet", "pathParams": {"petId": 9}})
+            .as_object()
+            .unwrap()
+            .clone(),
+    );
+    let handle = client
+        .send_cancellable_request(
+            ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+            PeerRequestOptions::no_options(),
+        )
+        .await
+        .unwrap();
+    let held = pending_approval(&stack.monitor, "deletePet", &stack.monitor_proc).await;
+    // MCP `notifications/cancelled`: the agent gives up on the call.
+    handle
+        .cancel(Some("the agent gave up".into()))
+        .await
+        .unwrap();
+
+    // apigate stops waiting, so the monitor drops the approval as abandoned …
+    let mut gone = false;
+    for _ in 0..600 {
+        if stack
+            .get("/api/approvals")
+            .await
+            .as_array()
+            .unwrap()
+            .is_empty()
+        {
+            gone = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        gone,
+        "the cancelled call is still waiting for a person\n{}",
+        stack.logs()
+    );
+    let decisions = stack.get("/api/decisions").await;
+    let last = decisions.as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["approvalId"], held["id"], "{decisions}");
+    assert_eq!(last["by"], "abandoned", "{decisions}");
+    assert_eq!(last["block"], true);
+    // … and a late approval cannot make it run.
+    let late = reqwest::Client::new()
+        .post(format!(
+            "{}/api/approvals/{}/approve",
+            stack.monitor,
+            held["id"].as_str().unwrap()
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(late.status(), StatusCode::NOT_FOUND);
+
+    // The session still works, and the upstream never saw the DELETE.
+    let (err, r) = call(
+        &client,
+        "api_execute",
+        json!({"operationId": "getPetById", "pathParams": {"petId": 9}}),
+    )
+    .await;
+    assert!(!err, "{r}");
+    assert_eq!(deletes(&upstream, "/v2/pet/9"), 0);
     client.cancel().await.unwrap();
 }
 
