@@ -164,7 +164,7 @@ struct Stack {
 }
 
 impl Stack {
-    async fn start(upstream: &Upstream) -> Stack {
+    async fn start(upstream: &Upstream, stateless: bool) -> Stack {
         let rules = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/monitor-rules.toml");
         let (monitor_proc, monitor) = Proc::spawn(
             "monitor",
@@ -175,26 +175,25 @@ impl Stack {
         wait_healthy(&monitor, &monitor_proc).await;
         let spec = spec_path("petstore-3.0.json");
         let upstream_url = upstream.url();
-        let (dev_proc, mcp_url) = Proc::spawn(
+        let mut args = vec![
             "dev",
-            &[
-                "dev",
-                "--spec",
-                &spec,
-                "--upstream",
-                &upstream_url,
-                "--api-key",
-                KEY,
-                "--listen",
-                "127.0.0.1:0",
-                "--monitor",
-                &monitor,
-                "--monitor-timeout",
-                "5m",
-            ],
-            "apigate dev:",
-        )
-        .await;
+            "--spec",
+            &spec,
+            "--upstream",
+            &upstream_url,
+            "--api-key",
+            KEY,
+            "--listen",
+            "127.0.0.1:0",
+            "--monitor",
+            &monitor,
+            "--monitor-timeout",
+            "5m",
+        ];
+        if stateless {
+            args.push("--stateless");
+        }
+        let (dev_proc, mcp_url) = Proc::spawn("dev", &args, "apigate dev:").await;
         wait_healthy(mcp_url.trim_end_matches("/mcp"), &dev_proc).await;
         Stack {
             monitor_proc,
@@ -221,7 +220,7 @@ impl Stack {
 #[tokio::test]
 async fn real_binaries_reads_pass_deletes_wait_for_a_person() {
     let upstream = Upstream::start().await;
-    let stack = Stack::start(&upstream).await;
+    let stack = Stack::start(&upstream, false).await;
     let (monitor_proc, monitor) = (&stack.monitor_proc, stack.monitor.as_str());
     let logs = || stack.logs();
     let client = mcp_client(&stack.mcp_url, &[("x-api-key", KEY)]).await;
@@ -361,10 +360,30 @@ async fn real_binaries_reads_pass_deletes_wait_for_a_person() {
     client.cancel().await.unwrap();
 }
 
+/// Waits until the monitor holds no approval any more.
+async fn no_pending_approvals(stack: &Stack) {
+    for _ in 0..600 {
+        if stack
+            .get("/api/approvals")
+            .await
+            .as_array()
+            .unwrap()
+            .is_empty()
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!(
+        "the cancelled call is still waiting for a person\n{}",
+        stack.logs()
+    );
+}
+
 #[tokio::test]
 async fn a_call_the_agent_cancels_while_it_waits_never_runs() {
     let upstream = Upstream::start().await;
-    let stack = Stack::start(&upstream).await;
+    let stack = Stack::start(&upstream, false).await;
     let client = mcp_client(&stack.mcp_url, &[("x-api-key", KEY)]).await;
 
     let params = CallToolRequestParams::new("api_execute").with_arguments(
@@ -386,27 +405,49 @@ async fn a_call_the_agent_cancels_while_it_waits_never_runs() {
         .cancel(Some("the agent gave up".into()))
         .await
         .unwrap();
+    // apigate stops waiting, so the monitor drops the approval as abandoned, and a late
+    // approval cannot make it run.
+    no_pending_approvals(&stack).await;
+    abandoned_for_good(&stack, &held).await;
 
-    // apigate stops waiting, so the monitor drops the approval as abandoned …
-    let mut gone = false;
-    for _ in 0..600 {
-        if stack
-            .get("/api/approvals")
-            .await
-            .as_array()
-            .unwrap()
-            .is_empty()
-        {
-            gone = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(
-        gone,
-        "the cancelled call is still waiting for a person\n{}",
-        stack.logs()
-    );
+    // The session still works, and the upstream never saw the DELETE.
+    let (err, r) = call(
+        &client,
+        "api_execute",
+        json!({"operationId": "getPetById", "pathParams": {"petId": 9}}),
+    )
+    .await;
+    assert!(!err, "{r}");
+    assert_eq!(deletes(&upstream, "/v2/pet/9"), 0);
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn stateless_a_call_whose_client_goes_away_while_it_waits_never_runs() {
+    let upstream = Upstream::start().await;
+    let stack = Stack::start(&upstream, true).await;
+    let client = mcp_client(&stack.mcp_url, &[("x-api-key", KEY)]).await;
+    let peer = client.peer().clone();
+    let waiting = tokio::spawn(async move {
+        call(
+            &peer,
+            "api_execute",
+            json!({"operationId": "deletePet", "pathParams": {"petId": 9}}),
+        )
+        .await
+    });
+    let held = pending_approval(&stack.monitor, "deletePet", &stack.monitor_proc).await;
+    // The agent goes away: its HTTP request is dropped (a stateless server has no session
+    // a cancellation could name).
+    waiting.abort();
+    no_pending_approvals(&stack).await;
+    abandoned_for_good(&stack, &held).await;
+    assert_eq!(deletes(&upstream, "/v2/pet/9"), 0);
+    client.cancel().await.unwrap();
+}
+
+/// The monitor recorded `held` as abandoned and refuses a late approval.
+async fn abandoned_for_good(stack: &Stack, held: &Value) {
     let decisions = stack.get("/api/decisions").await;
     let last = decisions.as_array().unwrap().last().unwrap().clone();
     assert_eq!(last["approvalId"], held["id"], "{decisions}");
@@ -423,17 +464,6 @@ async fn a_call_the_agent_cancels_while_it_waits_never_runs() {
         .await
         .unwrap();
     assert_eq!(late.status(), StatusCode::NOT_FOUND);
-
-    // The session still works, and the upstream never saw the DELETE.
-    let (err, r) = call(
-        &client,
-        "api_execute",
-        json!({"operationId": "getPetById", "pathParams": {"petId": 9}}),
-    )
-    .await;
-    assert!(!err, "{r}");
-    assert_eq!(deletes(&upstream, "/v2/pet/9"), 0);
-    client.cancel().await.unwrap();
 }
 
 type Events = Arc<Mutex<Vec<String>>>;
