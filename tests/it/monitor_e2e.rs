@@ -22,7 +22,7 @@ use crate::support::{KEY, Server, Upstream, call, engine_args, mcp_client, spec_
 /// A child process killed when dropped; its stderr is kept for failure messages.
 struct Proc {
     name: &'static str,
-    _child: Child,
+    child: Child,
     stderr: Arc<Mutex<Vec<String>>>,
 }
 
@@ -88,10 +88,25 @@ impl Proc {
         });
         let proc = Proc {
             name,
-            _child: child,
+            child,
             stderr,
         };
         (proc, url)
+    }
+
+    /// Sends SIGTERM and waits for the process to exit; returns whether it exited cleanly.
+    async fn terminate(&mut self) -> bool {
+        let pid = self.child.id().expect("the process is still running");
+        let sent = std::process::Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success(), "kill -TERM {pid} failed");
+        let status = tokio::time::timeout(Duration::from_secs(60), self.child.wait())
+            .await
+            .unwrap_or_else(|_| panic!("apigate {} ignored SIGTERM\n{}", self.name, self.log()))
+            .unwrap();
+        status.success()
     }
 
     fn log(&self) -> String {
@@ -443,6 +458,50 @@ async fn stateless_a_call_whose_client_goes_away_while_it_waits_never_runs() {
     no_pending_approvals(&stack).await;
     abandoned_for_good(&stack, &held).await;
     assert_eq!(deletes(&upstream, "/v2/pet/9"), 0);
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_monitor_that_stops_blocks_the_waiting_call_and_every_later_one() {
+    let upstream = Upstream::start().await;
+    let mut stack = Stack::start(&upstream, false).await;
+    let client = mcp_client(&stack.mcp_url, &[("x-api-key", KEY)]).await;
+
+    let (waited, clean_exit) = tokio::join!(
+        call(
+            &client,
+            "api_execute",
+            json!({"operationId": "deletePet", "pathParams": {"petId": 3}}),
+        ),
+        async {
+            pending_approval(&stack.monitor, "deletePet", &stack.monitor_proc).await;
+            stack.monitor_proc.terminate().await
+        }
+    );
+    assert!(clean_exit, "{}", stack.logs());
+    let (err, r) = waited;
+    assert!(err, "the held call ran: {r}");
+    assert_eq!(r["code"], "BLOCKED_BY_MONITOR");
+    assert_eq!(r["monitor"], "monitor");
+    assert!(
+        r["error"]
+            .as_str()
+            .unwrap()
+            .contains("the monitor is shutting down"),
+        "{r}"
+    );
+
+    // Fail-closed: with the monitor gone, even a read is blocked.
+    let (err, r) = call(
+        &client,
+        "api_execute",
+        json!({"operationId": "getPetById", "pathParams": {"petId": 3}}),
+    )
+    .await;
+    assert!(err, "a call ran without its monitor: {r}");
+    assert_eq!(r["code"], "BLOCKED_BY_MONITOR");
+    assert_eq!(r["monitor"], "unreachable", "{r}");
+    assert!(upstream.requests().is_empty());
     client.cancel().await.unwrap();
 }
 
