@@ -22,56 +22,89 @@ async fn main() -> anyhow::Result<()> {
     let queries = PathBuf::from(value("--queries", "/work/shared/queries/dev.jsonl"));
     let pooled = flag("--pooled");
     if flag("--ablate") {
-        let base = Tuning::default();
-        let variants: Vec<(&str, Tuning)> = vec![
-            ("default", base),
+        let queries_list = eval::read_queries(&queries).await?;
+        let mut files: Vec<String> = std::fs::read_dir(&specs)?
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|f| f.ends_with(".json") || f.ends_with(".yaml"))
+            .collect();
+        files.sort();
+        let mut loaded = Vec::new();
+        for f in &files {
+            loaded.push(apigate::spec::Spec::load(&specs.join(f).to_string_lossy()).await?);
+        }
+        let base = knobs(Tuning::default(), &value("--base", ""))?;
+        let mut variants: Vec<(String, Tuning)> = vec![
+            ("default".into(), base),
             (
-                "no synonyms",
+                "no synonyms".into(),
                 Tuning {
                     synonyms: false,
                     ..base
                 },
             ),
             (
-                "no method intent",
+                "no method intent".into(),
                 Tuning {
                     intent_boost: 0.0,
                     ..base
                 },
             ),
             (
-                "no deprecated penalty",
+                "no deprecated penalty".into(),
                 Tuning {
                     deprecated_factor: 1.0,
                     ..base
                 },
             ),
             (
-                "no stemming",
+                "no path shape".into(),
+                Tuning {
+                    shape_boost: 0.0,
+                    ..base
+                },
+            ),
+            (
+                "no stemming".into(),
                 Tuning {
                     stemming: false,
                     ..base
                 },
             ),
             (
-                "flat field weights",
+                "flat field weights".into(),
                 Tuning {
                     fields: [1.0; 6],
                     ..base
                 },
             ),
         ];
-        for (name, t) in variants {
-            let r = eval::run_with(&specs, &queries, pooled, t).await?;
-            let m = &r.overall;
-            println!(
-                "{name:<24} R@1 {:.3}  R@5 {:.3}  MRR@10 {:.3}  All@5 {:.3}",
-                m.recall_1, m.recall_5, m.mrr_10, m.all_5
-            );
+        // Extra variants: `--try name=value,...` over numeric knobs.
+        for spec in args
+            .iter()
+            .skip_while(|a| *a != "--try")
+            .skip(1)
+            .take_while(|a| !a.starts_with("--"))
+        {
+            variants.push((spec.clone(), knobs(base, spec)?));
+        }
+        for pooled in [false, true] {
+            if pooled && !flag("--pooled") {
+                continue;
+            }
+            println!("{}", if pooled { "pooled" } else { "per spec" });
+            for (name, t) in &variants {
+                let r = eval::evaluate(&files, &loaded, &queries_list, pooled, *t)?;
+                let m = &r.overall;
+                println!(
+                    "  {name:<30} R@1 {:.3}  R@5 {:.3}  MRR@10 {:.3}  All@5 {:.3}",
+                    m.recall_1, m.recall_5, m.mrr_10, m.all_5
+                );
+            }
         }
         return Ok(());
     }
-    let report = eval::run(&specs, &queries, pooled).await?;
+    let tuning = knobs(Tuning::default(), &value("--base", ""))?;
+    let report = eval::run_with(&specs, &queries, pooled, tuning).await?;
     if flag("--json") {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -90,4 +123,25 @@ async fn main() -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+fn knobs(mut t: Tuning, spec: &str) -> anyhow::Result<Tuning> {
+    for kv in spec.split(',') {
+        let Some((k, v)) = kv.split_once('=') else {
+            continue;
+        };
+        let v: f32 = v.parse()?;
+        match k {
+            "syn" => t.synonym_weight = v,
+            "intent" => t.intent_boost = v,
+            "dep" => t.deprecated_factor = v,
+            "shape" => t.shape_boost = v,
+            "depth" => t.depth_penalty = v,
+            "coord" => t.coord = v,
+            "aff" => t.spec_affinity = v,
+            f if f.starts_with('f') => t.fields[f[1..].parse::<usize>()?] = v,
+            _ => anyhow::bail!("unknown knob {k}"),
+        }
+    }
+    Ok(t)
 }

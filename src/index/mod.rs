@@ -1,17 +1,21 @@
 //! Ranking operations for a natural-language query: the tantivy index, query building and
 //! filters. Imports `spec` only; never axum, rmcp or sqlx.
 //!
-//! Ranking has two stages. The lexical stage ([`Index::lexical`]) scores every operation that
-//! shares a term with the query: a tantivy BM25 search over separate fields (summary,
-//! operationId, path, tags, description, parameter names) with per-field boosts, where each
-//! query concept is a disjunction of what the user wrote and the vocabulary's alternatives.
-//! The second stage adjusts those scores with priors that are not about words (HTTP-method
-//! intent, deprecation) and applies the filters. A second ranker (dense embeddings) can be
+//! Ranking has two stages. The lexical stage (`Index::lexical`) scores every operation that
+//! shares a term with the query: a tantivy BM25 search over separate fields (summary or the
+//! description's first sentence, operationId, path, tags and API title, description,
+//! parameter and body property names) with per-field boosts, where each query concept is a
+//! disjunction of what the user wrote and the vocabulary's alternatives (`vocab`). The second
+//! stage adjusts those scores with evidence that is not about single words (HTTP-method
+//! intent, collection vs item path, path depth, how many query concepts an operation covers,
+//! deprecation, and in a pooled index which API fits the query) and applies the filters. A second ranker (dense embeddings) can be
 //! fused at the boundary between the two stages: it only has to produce scores per document.
 
 mod analyze;
 pub mod eval;
 mod vocab;
+
+use std::collections::HashSet;
 
 use tantivy::query::{BooleanQuery, BoostQuery, DisjunctionMaxQuery, Occur, TermQuery};
 use tantivy::schema::{FAST, Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions};
@@ -89,7 +93,23 @@ pub struct Tuning {
     pub intent_boost: f32,
     /// Score multiplier for deprecated operations.
     pub deprecated_factor: f32,
-    /// Field boosts: summary, operationId, path, tags, description, parameters.
+    /// Multiplier `1 + shape_boost * fit` for the path shape the query implies: creating and
+    /// listing (plural nouns, "all", "which") act on collections (`/pets`), updating and
+    /// deleting on items (`/pets/{id}`).
+    pub shape_boost: f32,
+    /// Score divisor `1 + depth_penalty * segments`: sub-resources rank a little below the
+    /// resource itself.
+    pub depth_penalty: f32,
+    /// Coordination: scores are multiplied by `(matched concepts / concepts) ^ coord`, so an
+    /// operation that covers more of the query beats one that matches a single word often.
+    pub coord: f32,
+    /// In a pooled index, scores are multiplied by `(spec's strength / best strength) ^
+    /// spec_affinity`, where a spec's strength is the mean of its five best scores: the API
+    /// that answers the query best as a whole lends weight to its operations. No effect with
+    /// one spec.
+    pub spec_affinity: f32,
+    /// Field boosts: summary, operationId, path, tags (with the API's title), description,
+    /// parameters.
     pub fields: [f32; 6],
     pub stemming: bool,
 }
@@ -98,9 +118,13 @@ impl Default for Tuning {
     fn default() -> Tuning {
         Tuning {
             synonyms: true,
-            synonym_weight: 0.6,
+            synonym_weight: 0.8,
             intent_boost: 0.3,
             deprecated_factor: 0.9,
+            shape_boost: 0.1,
+            depth_penalty: 0.05,
+            coord: 0.5,
+            spec_affinity: 1.0,
             fields: [2.5, 2.0, 1.5, 1.0, 0.7, 0.4],
             stemming: true,
         }
@@ -114,6 +138,13 @@ struct DocMeta {
     method: String,
     tags: Vec<String>,
     deprecated: bool,
+    /// The path ends with a `{parameter}` (one item rather than a collection).
+    item: bool,
+    /// The path has `{parameters}` at all (RPC-style paths have none).
+    templated: bool,
+    segments: usize,
+    /// Every term of every field.
+    terms: HashSet<String>,
 }
 
 /// An in-memory index over the operations of one or more specs. `Send + Sync`: build once,
@@ -121,6 +152,8 @@ struct DocMeta {
 pub struct Index {
     searcher: Searcher,
     fields: [Field; 6],
+    /// The terms each field holds somewhere in the index.
+    field_terms: [HashSet<String>; 6],
     docs: Vec<DocMeta>,
     tuning: Tuning,
 }
@@ -155,11 +188,13 @@ impl Index {
         let mut writer = index.writer_with_num_threads(1, 32 << 20)?;
         let mut stems = Stems::new();
         let mut docs = Vec::new();
+        let mut field_terms: [HashSet<String>; 6] = Default::default();
         for (s, spec) in specs.iter().enumerate() {
             for (o, op) in spec.operations.iter().enumerate() {
                 let texts = document_texts(spec, op);
                 let mut doc = TantivyDocument::default();
-                for (field, text) in fields.iter().zip(texts) {
+                let mut all_terms = HashSet::new();
+                for ((field, text), known) in fields.iter().zip(texts).zip(&mut field_terms) {
                     let terms = if tuning.stemming {
                         stems.terms(&text)
                     } else {
@@ -169,6 +204,8 @@ impl Index {
                             .collect()
                     };
                     doc.add_text(*field, terms.join(" "));
+                    known.extend(terms.iter().cloned());
+                    all_terms.extend(terms);
                 }
                 doc.add_u64(ord, docs.len() as u64);
                 writer.add_document(doc)?;
@@ -178,6 +215,10 @@ impl Index {
                     method: op.method.clone(),
                     tags: op.tags.iter().map(|t| t.to_lowercase()).collect(),
                     deprecated: op.deprecated,
+                    item: op.path.trim_end_matches('/').ends_with('}'),
+                    templated: op.path.contains('{'),
+                    segments: op.path.split('/').filter(|s| !s.is_empty()).count(),
+                    terms: all_terms,
                 });
             }
         }
@@ -187,6 +228,7 @@ impl Index {
         Ok(Index {
             searcher: reader.searcher(),
             fields,
+            field_terms,
             docs,
             tuning,
         })
@@ -204,14 +246,19 @@ impl Index {
     /// Ranked operations for `q`, best first, at most `q.limit`. With empty text, every
     /// operation passing the filters in document order (score 0).
     pub fn search(&self, q: &Query<'_>) -> Vec<Hit> {
+        self.search_total(q).0
+    }
+
+    /// [`Index::search`], plus how many operations matched and passed the filters in all
+    /// (before `limit`).
+    pub fn search_total(&self, q: &Query<'_>) -> (Vec<Hit>, usize) {
         let mut stems = Stems::new();
         let analyzed = vocab::analyze_query(q.text, &mut stems, self.tuning.synonyms);
         let keep = |d: &DocMeta| self.passes(d, q);
         if analyzed.concepts.is_empty() {
-            return self
-                .docs
+            let all: Vec<&DocMeta> = self.docs.iter().filter(|d| keep(d)).collect();
+            let hits = all
                 .iter()
-                .filter(|d| keep(d))
                 .take(q.limit)
                 .map(|d| Hit {
                     spec: d.spec,
@@ -219,6 +266,7 @@ impl Index {
                     score: 0.0,
                 })
                 .collect();
+            return (hits, all.len());
         }
         let mut scored: Vec<(usize, f32)> = self
             .lexical(&analyzed)
@@ -226,9 +274,11 @@ impl Index {
             .filter(|&(doc, _)| keep(&self.docs[doc]))
             .map(|(doc, score)| (doc, score * self.prior(&self.docs[doc], &analyzed)))
             .collect();
+        self.apply_spec_affinity(&mut scored);
         // Ties keep document order so results are deterministic.
         scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        scored
+        let total = scored.len();
+        let hits = scored
             .into_iter()
             .take(q.limit)
             .map(|(doc, score)| Hit {
@@ -236,7 +286,8 @@ impl Index {
                 op: self.docs[doc].op,
                 score,
             })
-            .collect()
+            .collect();
+        (hits, total)
     }
 
     /// Every document sharing a term with the query, with its BM25 score.
@@ -268,10 +319,17 @@ impl Index {
 
     fn tantivy_query(&self, analyzed: &Analyzed) -> BooleanQuery {
         let t = &self.tuning;
-        let alternative = |terms: &[String]| -> Box<dyn tantivy::query::Query> {
+        // Only (term, field) pairs that occur in the index become clauses: a query expands to
+        // many alternatives, most of which match nothing.
+        let alternative = |terms: &[String]| -> Option<Box<dyn tantivy::query::Query>> {
             let mut clauses: Vec<(Occur, Box<dyn tantivy::query::Query>)> = Vec::new();
             for term in terms {
-                for (field, boost) in self.fields.iter().zip(t.fields) {
+                for ((field, boost), known) in
+                    self.fields.iter().zip(t.fields).zip(&self.field_terms)
+                {
+                    if !known.contains(term) {
+                        continue;
+                    }
                     let tq = TermQuery::new(
                         Term::from_field_text(*field, term),
                         IndexRecordOption::WithFreqs,
@@ -282,21 +340,20 @@ impl Index {
                     ));
                 }
             }
-            Box::new(BooleanQuery::new(clauses))
+            (!clauses.is_empty()).then(|| Box::new(BooleanQuery::new(clauses)) as Box<_>)
         };
         let mut concepts: Vec<(Occur, Box<dyn tantivy::query::Query>)> = Vec::new();
         for c in &analyzed.concepts {
             let mut disjuncts: Vec<Box<dyn tantivy::query::Query>> = Vec::new();
-            if !c.terms.is_empty() {
-                disjuncts.push(alternative(&c.terms));
-            }
+            disjuncts.extend(alternative(&c.terms));
             for alt in &c.alternatives {
-                disjuncts.push(Box::new(BoostQuery::new(
-                    alternative(alt),
-                    t.synonym_weight,
-                )));
+                if let Some(q) = alternative(alt) {
+                    disjuncts.push(Box::new(BoostQuery::new(q, t.synonym_weight)));
+                }
             }
-            let q: Box<dyn tantivy::query::Query> = if disjuncts.len() == 1 {
+            let q: Box<dyn tantivy::query::Query> = if disjuncts.is_empty() {
+                continue;
+            } else if disjuncts.len() == 1 {
                 disjuncts.remove(0)
             } else {
                 Box::new(DisjunctionMaxQuery::with_tie_breaker(disjuncts, 0.1))
@@ -304,6 +361,32 @@ impl Index {
             concepts.push((Occur::Should, q));
         }
         BooleanQuery::new(concepts)
+    }
+
+    fn apply_spec_affinity(&self, scored: &mut [(usize, f32)]) {
+        const K: usize = 5;
+        let Some(last) = self.docs.last() else { return };
+        if self.tuning.spec_affinity <= 0.0 || last.spec == 0 {
+            return;
+        }
+        let mut per_spec: Vec<Vec<f32>> = vec![Vec::new(); last.spec + 1];
+        for &(doc, score) in scored.iter() {
+            per_spec[self.docs[doc].spec].push(score);
+        }
+        let strength: Vec<f32> = per_spec
+            .iter_mut()
+            .map(|v| {
+                v.sort_by(|a, b| b.total_cmp(a));
+                v.iter().take(K).sum::<f32>() / K as f32
+            })
+            .collect();
+        let top = strength.iter().copied().fold(0.0f32, f32::max);
+        if top <= 0.0 {
+            return;
+        }
+        for (doc, score) in scored.iter_mut() {
+            *score *= (strength[self.docs[*doc].spec] / top).powf(self.tuning.spec_affinity);
+        }
     }
 
     /// Non-lexical evidence: method intent and deprecation, as a score multiplier.
@@ -316,7 +399,32 @@ impl Index {
         if d.deprecated {
             factor *= t.deprecated_factor;
         }
-        factor
+        if d.templated {
+            let wants_collection = match analyzed.intents.first() {
+                Some(Intent::Create) => Some(true),
+                Some(Intent::Update | Intent::Delete) => Some(false),
+                _ if analyzed.singular => Some(false),
+                _ if analyzed.plural => Some(true),
+                _ => None,
+            };
+            if wants_collection == Some(!d.item) {
+                factor *= 1.0 + t.shape_boost;
+            }
+        }
+        if t.coord > 0.0 {
+            let matched = analyzed
+                .concepts
+                .iter()
+                .filter(|c| {
+                    std::iter::once(&c.terms)
+                        .chain(&c.alternatives)
+                        .any(|alt| !alt.is_empty() && alt.iter().all(|term| d.terms.contains(term)))
+                })
+                .count();
+            let total = analyzed.concepts.len().max(1);
+            factor *= (matched as f32 / total as f32).powf(t.coord);
+        }
+        factor / (1.0 + t.depth_penalty * d.segments as f32)
     }
 
     fn passes(&self, d: &DocMeta, q: &Query<'_>) -> bool {
@@ -377,7 +485,7 @@ fn document_texts(spec: &Spec, op: &Operation) -> [String; 6] {
         summary,
         op.id.clone(),
         path.join(" "),
-        op.tags.join(" "),
+        format!("{} {}", op.tags.join(" "), spec.title),
         op.description.clone().unwrap_or_default(),
         params.join(" "),
     ]

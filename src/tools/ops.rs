@@ -393,7 +393,7 @@ pub async fn run(
     match prepared {
         Prepared::Discover(d) => {
             let allowed = visible(engine, principal);
-            let hits = engine.index.search(&Query {
+            let (hits, total) = engine.index.search_total(&Query {
                 text: &d.query,
                 method: d.method.as_deref(),
                 tag: d.tag.as_deref(),
@@ -415,7 +415,7 @@ pub async fn run(
                     })
                 })
                 .collect();
-            Ok(json!({"total": results.len(), "results": results}))
+            Ok(json!({"results": results, "total": total}))
         }
         Prepared::Schema(i) => Ok(engine.spec.describe(&engine.spec.operations[i])),
         Prepared::Execute { op, args, dry_run } => {

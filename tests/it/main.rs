@@ -5,6 +5,7 @@ mod admin_http;
 mod auth;
 mod cli_admin;
 mod db;
+mod index;
 mod mcp;
 mod monitor;
 mod monitor_browser;
