@@ -9,6 +9,7 @@ mod index;
 mod mcp;
 mod monitor;
 mod monitor_browser;
+mod monitor_e2e;
 mod production;
 mod spec;
 mod support;
