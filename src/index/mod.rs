@@ -15,7 +15,7 @@ mod analyze;
 pub mod eval;
 mod vocab;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use tantivy::query::{BooleanQuery, BoostQuery, DisjunctionMaxQuery, Occur, TermQuery};
 use tantivy::schema::{FAST, Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions};
@@ -143,8 +143,6 @@ struct DocMeta {
     /// The path has `{parameters}` at all (RPC-style paths have none).
     templated: bool,
     segments: usize,
-    /// Every term of every field.
-    terms: HashSet<String>,
 }
 
 /// An in-memory index over the operations of one or more specs. `Send + Sync`: build once,
@@ -154,6 +152,9 @@ pub struct Index {
     fields: [Field; 6],
     /// The terms each field holds somewhere in the index.
     field_terms: [HashSet<String>; 6],
+    /// For each term, the documents holding it in any field (ascending), to count how many
+    /// query concepts a document covers.
+    postings: HashMap<String, Vec<u32>>,
     docs: Vec<DocMeta>,
     tuning: Tuning,
 }
@@ -189,6 +190,7 @@ impl Index {
         let mut stems = Stems::new();
         let mut docs = Vec::new();
         let mut field_terms: [HashSet<String>; 6] = Default::default();
+        let mut postings: HashMap<String, Vec<u32>> = HashMap::new();
         for (s, spec) in specs.iter().enumerate() {
             for (o, op) in spec.operations.iter().enumerate() {
                 let texts = document_texts(spec, op);
@@ -207,6 +209,9 @@ impl Index {
                     known.extend(terms.iter().cloned());
                     all_terms.extend(terms);
                 }
+                for term in all_terms {
+                    postings.entry(term).or_default().push(docs.len() as u32);
+                }
                 doc.add_u64(ord, docs.len() as u64);
                 writer.add_document(doc)?;
                 docs.push(DocMeta {
@@ -218,7 +223,6 @@ impl Index {
                     item: op.path.trim_end_matches('/').ends_with('}'),
                     templated: op.path.contains('{'),
                     segments: op.path.split('/').filter(|s| !s.is_empty()).count(),
-                    terms: all_terms,
                 });
             }
         }
@@ -229,6 +233,7 @@ impl Index {
             searcher: reader.searcher(),
             fields,
             field_terms,
+            postings,
             docs,
             tuning,
         })
@@ -268,11 +273,15 @@ impl Index {
                 .collect();
             return (hits, all.len());
         }
+        let covered = self.coverage(&analyzed);
         let mut scored: Vec<(usize, f32)> = self
             .lexical(&analyzed)
             .into_iter()
             .filter(|&(doc, _)| keep(&self.docs[doc]))
-            .map(|(doc, score)| (doc, score * self.prior(&self.docs[doc], &analyzed)))
+            .map(|(doc, score)| {
+                let c = covered.get(doc).copied().unwrap_or(0);
+                (doc, score * self.prior(&self.docs[doc], &analyzed, c))
+            })
             .collect();
         self.apply_spec_affinity(&mut scored);
         // Ties keep document order so results are deterministic.
@@ -390,7 +399,53 @@ impl Index {
     }
 
     /// Non-lexical evidence: method intent and deprecation, as a score multiplier.
-    fn prior(&self, d: &DocMeta, analyzed: &Analyzed) -> f32 {
+    /// For each document, how many of the query's concepts it covers (any of the user's
+    /// terms, or every term of one alternative). Empty when coordination is off.
+    fn coverage(&self, analyzed: &Analyzed) -> Vec<u16> {
+        if self.tuning.coord <= 0.0 {
+            return Vec::new();
+        }
+        let mut covered = vec![0u16; self.docs.len()];
+        let mut stamp = vec![u32::MAX; self.docs.len()];
+        let mut counts: HashMap<u32, usize> = HashMap::new();
+        for (ci, c) in analyzed.concepts.iter().enumerate() {
+            let ci = ci as u32;
+            let mut mark = |doc: u32| {
+                let d = doc as usize;
+                if stamp[d] != ci {
+                    stamp[d] = ci;
+                    covered[d] += 1;
+                }
+            };
+            let singles = c.terms.iter().chain(
+                c.alternatives
+                    .iter()
+                    .filter(|a| a.len() == 1)
+                    .flat_map(|a| a.iter()),
+            );
+            for term in singles {
+                for &doc in self.postings.get(term).map_or(&[][..], Vec::as_slice) {
+                    mark(doc);
+                }
+            }
+            for alt in c.alternatives.iter().filter(|a| a.len() > 1) {
+                counts.clear();
+                for term in alt {
+                    for &doc in self.postings.get(term).map_or(&[][..], Vec::as_slice) {
+                        *counts.entry(doc).or_default() += 1;
+                    }
+                }
+                for (&doc, &n) in &counts {
+                    if n == alt.len() {
+                        mark(doc);
+                    }
+                }
+            }
+        }
+        covered
+    }
+
+    fn prior(&self, d: &DocMeta, analyzed: &Analyzed, covered: u16) -> f32 {
         let t = &self.tuning;
         let mut factor = 1.0;
         if let Some(fit) = intent_fit(&analyzed.intents, &d.method) {
@@ -412,17 +467,8 @@ impl Index {
             }
         }
         if t.coord > 0.0 {
-            let matched = analyzed
-                .concepts
-                .iter()
-                .filter(|c| {
-                    std::iter::once(&c.terms)
-                        .chain(&c.alternatives)
-                        .any(|alt| !alt.is_empty() && alt.iter().all(|term| d.terms.contains(term)))
-                })
-                .count();
             let total = analyzed.concepts.len().max(1);
-            factor *= (matched as f32 / total as f32).powf(t.coord);
+            factor *= (f32::from(covered) / total as f32).powf(t.coord);
         }
         factor / (1.0 + t.depth_penalty * d.segments as f32)
     }

@@ -45,14 +45,24 @@ async fn swagger2_servers_bodies_and_synthesized_ids() {
     assert_eq!(slack.servers, vec!["https://slack.com/api"]);
     let post = slack.get("chat_postMessage").unwrap();
     let body = post.request_body.as_ref().unwrap();
-    assert_eq!(body.preferred().unwrap().content_type, "application/x-www-form-urlencoded");
+    assert_eq!(
+        body.preferred().unwrap().content_type,
+        "application/x-www-form-urlencoded"
+    );
     assert!(body.preferred().unwrap().schema["properties"]["channel"].is_object());
-    assert!(slack.warnings.iter().any(|w| w.contains("`type` array")), "{:?}", slack.warnings);
+    assert!(
+        slack.warnings.iter().any(|w| w.contains("`type` array")),
+        "{:?}",
+        slack.warnings
+    );
 
     let jupyter = load("jupyter-server-swagger2.yaml").await;
     let (op, values) = jupyter.find("GET", "/api/contents/notes.ipynb").unwrap();
     assert_eq!(op.id, "get_api_contents_by_path");
-    assert_eq!(values, vec![("path".to_string(), "notes.ipynb".to_string())]);
+    assert_eq!(
+        values,
+        vec![("path".to_string(), "notes.ipynb".to_string())]
+    );
     // Stable: loading again gives the same ids.
     let again = load("jupyter-server-swagger2.yaml").await;
     let a: Vec<_> = jupyter.operations.iter().map(|o| &o.id).collect();
@@ -113,9 +123,15 @@ async fn described_schemas_inline_refs_and_mark_cycles() {
     let spec = Spec::from_bytes(doc.to_string().as_bytes(), "nodes.json").unwrap();
     let op = spec.get("createNode").unwrap();
     let d = spec.describe(op);
-    assert_eq!(d["requestBody"]["schema"]["properties"]["children"]["items"], json!({"$recursive": "Node"}));
+    assert_eq!(
+        d["requestBody"]["schema"]["properties"]["children"]["items"],
+        json!({"$recursive": "Node"})
+    );
     let mut args = json!({"body": {"children": [{"children": [{"children": 3}]}]}});
-    assert_eq!(spec.validate(op, &mut args)[0].pointer, "/body/children/0/children/0/children");
+    assert_eq!(
+        spec.validate(op, &mut args)[0].pointer,
+        "/body/children/0/children/0/children"
+    );
 }
 
 #[tokio::test]
@@ -124,42 +140,89 @@ async fn external_refs_resolve_relative_to_the_document() {
     std::fs::create_dir(dir.path().join("common")).unwrap();
     std::fs::write(dir.path().join("common/pet.yaml"), "Pet:\n  type: object\n  required: [name]\n  properties:\n    name: {type: string}\n    owner: {$ref: '#/Owner'}\nOwner:\n  type: object\n  properties:\n    pets: {type: array, items: {$ref: '#/Pet'}}\n").unwrap();
     std::fs::write(dir.path().join("api.yaml"), "openapi: 3.0.0\ninfo: {title: ext, version: '1'}\npaths:\n  /pets:\n    post:\n      operationId: addPet\n      requestBody:\n        content:\n          application/json:\n            schema: {$ref: 'common/pet.yaml#/Pet'}\n      responses: {'200': {description: ok}}\n").unwrap();
-    let spec = Spec::load(dir.path().join("api.yaml").to_str().unwrap()).await.unwrap();
+    let spec = Spec::load(dir.path().join("api.yaml").to_str().unwrap())
+        .await
+        .unwrap();
     let op = spec.get("addPet").unwrap();
     let mut args = json!({"body": {"owner": {"pets": [{"name": 1}]}}});
     let v = spec.validate(op, &mut args);
     let pointers: Vec<&str> = v.iter().map(|v| v.pointer.as_str()).collect();
     assert_eq!(pointers.len(), 2, "{v:?}");
-    assert!(pointers.contains(&"/body") && pointers.contains(&"/body/owner/pets/0/name"), "{v:?}");
+    assert!(
+        pointers.contains(&"/body") && pointers.contains(&"/body/owner/pets/0/name"),
+        "{v:?}"
+    );
     let d = spec.describe(op);
-    assert_eq!(d["requestBody"]["schema"]["properties"]["owner"]["properties"]["pets"]["items"], json!({"$recursive": "Pet"}));
+    assert_eq!(
+        d["requestBody"]["schema"]["properties"]["owner"]["properties"]["pets"]["items"],
+        json!({"$recursive": "Pet"})
+    );
 }
 
 #[tokio::test]
 async fn malformed_documents_give_clear_errors() {
     let dir = tempfile::tempdir().unwrap();
     let cases: [(&str, &str, &[&str]); 8] = [
-        ("truncated.json", r#"{"openapi": "3.0.0", "paths": {"/a": {"get": "#, &["truncated.json", "invalid JSON", "line 1"]),
-        ("bad.yaml", "openapi: 3.0.0\npaths:\n  /a: [unclosed\n    b: c", &["bad.yaml", "invalid YAML"]),
+        (
+            "truncated.json",
+            r#"{"openapi": "3.0.0", "paths": {"/a": {"get": "#,
+            &["truncated.json", "invalid JSON", "line 1"],
+        ),
+        (
+            "bad.yaml",
+            "openapi: 3.0.0\npaths:\n  /a: [unclosed\n    b: c",
+            &["bad.yaml", "invalid YAML"],
+        ),
         ("empty.json", "", &["empty.json", "empty"]),
-        ("nowhere.json", r##"{"openapi": "3.0.0", "info": {"title": "t", "version": "1"}, "paths": {"/a": {"get": {"responses": {"200": {"$ref": "#/components/responses/Missing"}}}}}}"##,
-            &["nowhere.json", "/paths/~1a/get/responses/200", "points to nowhere"]),
-        ("cycle.json", r##"{"openapi": "3.0.0", "info": {"title": "t", "version": "1"}, "paths": {}, "components": {"schemas": {"A": {"$ref": "#/components/schemas/B"}, "B": {"$ref": "#/components/schemas/A"}}}}"##,
-            &["cycle.json", "/components/schemas/", "cycle"]),
-        ("notapi.json", r#"{"hello": "world"}"#, &["notapi.json", "no `openapi` or `swagger`"]),
-        ("v4.json", r#"{"openapi": "4.0.0", "paths": {}}"#, &["v4.json", "unsupported"]),
-        ("missing-file.yaml", "openapi: 3.0.0\npaths:\n  /a:\n    get:\n      responses:\n        '200': {$ref: 'other.yaml#/R'}\n", &["other.yaml", "cannot read"]),
+        (
+            "nowhere.json",
+            r##"{"openapi": "3.0.0", "info": {"title": "t", "version": "1"}, "paths": {"/a": {"get": {"responses": {"200": {"$ref": "#/components/responses/Missing"}}}}}}"##,
+            &[
+                "nowhere.json",
+                "/paths/~1a/get/responses/200",
+                "points to nowhere",
+            ],
+        ),
+        (
+            "cycle.json",
+            r##"{"openapi": "3.0.0", "info": {"title": "t", "version": "1"}, "paths": {}, "components": {"schemas": {"A": {"$ref": "#/components/schemas/B"}, "B": {"$ref": "#/components/schemas/A"}}}}"##,
+            &["cycle.json", "/components/schemas/", "cycle"],
+        ),
+        (
+            "notapi.json",
+            r#"{"hello": "world"}"#,
+            &["notapi.json", "no `openapi` or `swagger`"],
+        ),
+        (
+            "v4.json",
+            r#"{"openapi": "4.0.0", "paths": {}}"#,
+            &["v4.json", "unsupported"],
+        ),
+        (
+            "missing-file.yaml",
+            "openapi: 3.0.0\npaths:\n  /a:\n    get:\n      responses:\n        '200': {$ref: 'other.yaml#/R'}\n",
+            &["other.yaml", "cannot read"],
+        ),
     ];
     for (name, text, needles) in cases {
         let path = dir.path().join(name);
         std::fs::write(&path, text).unwrap();
-        let err = Spec::load(path.to_str().unwrap()).await.unwrap_err().to_string();
+        let err = Spec::load(path.to_str().unwrap())
+            .await
+            .unwrap_err()
+            .to_string();
         for n in needles {
             assert!(err.contains(n), "{name}: {err:?} should contain {n:?}");
         }
     }
-    let err = Spec::load(dir.path().join("absent.json").to_str().unwrap()).await.unwrap_err().to_string();
-    assert!(err.contains("absent.json") && err.contains("cannot read"), "{err}");
+    let err = Spec::load(dir.path().join("absent.json").to_str().unwrap())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("absent.json") && err.contains("cannot read"),
+        "{err}"
+    );
 }
 
 #[tokio::test]
