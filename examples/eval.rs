@@ -179,6 +179,7 @@ fn knobs(mut t: Tuning, spec: &str) -> anyhow::Result<Tuning> {
             "shape" => t.shape_boost = v,
             "depth" => t.depth_penalty = v,
             "coord" => t.coord = v,
+            "altf" => t.alternative_fields = v as usize,
             "aff" => t.spec_affinity = v,
             f if f.starts_with('f') => t.fields[f[1..].parse::<usize>()?] = v,
             _ => anyhow::bail!("unknown knob {k}"),

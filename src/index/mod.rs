@@ -112,6 +112,9 @@ pub struct Tuning {
     /// parameters.
     pub fields: [f32; 6],
     pub stemming: bool,
+    /// Vocabulary alternatives are looked up in the first this-many fields only (the short,
+    /// precise ones); the user's own words in all of them.
+    pub alternative_fields: usize,
 }
 
 impl Default for Tuning {
@@ -127,6 +130,7 @@ impl Default for Tuning {
             spec_affinity: 1.0,
             fields: [2.5, 2.0, 1.5, 1.0, 0.7, 0.4],
             stemming: true,
+            alternative_fields: 6,
         }
     }
 }
@@ -330,33 +334,38 @@ impl Index {
         let t = &self.tuning;
         // Only (term, field) pairs that occur in the index become clauses: a query expands to
         // many alternatives, most of which match nothing.
-        let alternative = |terms: &[String]| -> Option<Box<dyn tantivy::query::Query>> {
-            let mut clauses: Vec<(Occur, Box<dyn tantivy::query::Query>)> = Vec::new();
-            for term in terms {
-                for ((field, boost), known) in
-                    self.fields.iter().zip(t.fields).zip(&self.field_terms)
-                {
-                    if !known.contains(term) {
-                        continue;
+        let alternative =
+            |terms: &[String], fields: usize| -> Option<Box<dyn tantivy::query::Query>> {
+                let mut clauses: Vec<(Occur, Box<dyn tantivy::query::Query>)> = Vec::new();
+                for term in terms {
+                    for ((field, boost), known) in self
+                        .fields
+                        .iter()
+                        .zip(t.fields)
+                        .zip(&self.field_terms)
+                        .take(fields)
+                    {
+                        if !known.contains(term) {
+                            continue;
+                        }
+                        let tq = TermQuery::new(
+                            Term::from_field_text(*field, term),
+                            IndexRecordOption::WithFreqs,
+                        );
+                        clauses.push((
+                            Occur::Should,
+                            Box::new(BoostQuery::new(Box::new(tq), boost)),
+                        ));
                     }
-                    let tq = TermQuery::new(
-                        Term::from_field_text(*field, term),
-                        IndexRecordOption::WithFreqs,
-                    );
-                    clauses.push((
-                        Occur::Should,
-                        Box::new(BoostQuery::new(Box::new(tq), boost)),
-                    ));
                 }
-            }
-            (!clauses.is_empty()).then(|| Box::new(BooleanQuery::new(clauses)) as Box<_>)
-        };
+                (!clauses.is_empty()).then(|| Box::new(BooleanQuery::new(clauses)) as Box<_>)
+            };
         let mut concepts: Vec<(Occur, Box<dyn tantivy::query::Query>)> = Vec::new();
         for c in &analyzed.concepts {
             let mut disjuncts: Vec<Box<dyn tantivy::query::Query>> = Vec::new();
-            disjuncts.extend(alternative(&c.terms));
+            disjuncts.extend(alternative(&c.terms, FIELD_NAMES.len()));
             for alt in &c.alternatives {
-                if let Some(q) = alternative(alt) {
+                if let Some(q) = alternative(alt, t.alternative_fields) {
                     disjuncts.push(Box::new(BoostQuery::new(q, t.synonym_weight)));
                 }
             }
