@@ -47,6 +47,14 @@ async fn main() -> anyhow::Result<()> {
                     ..Tuning::default()
                 },
             ),
+            (
+                "all pairs",
+                Tuning {
+                    common_df: 1.0,
+                    ..Tuning::default()
+                },
+            ),
+            ("default again", Tuning::default()),
         ] {
             let index = apigate::index::Index::build_with(&[&spec], t)?;
             let start = std::time::Instant::now();
@@ -179,6 +187,7 @@ fn knobs(mut t: Tuning, spec: &str) -> anyhow::Result<Tuning> {
             "shape" => t.shape_boost = v,
             "depth" => t.depth_penalty = v,
             "coord" => t.coord = v,
+            "cdf" => t.common_df = v,
             "altf" => t.alternative_fields = v as usize,
             "aff" => t.spec_affinity = v,
             f if f.starts_with('f') => t.fields[f[1..].parse::<usize>()?] = v,

@@ -115,6 +115,9 @@ pub struct Tuning {
     /// Vocabulary alternatives are looked up in the first this-many fields only (the short,
     /// precise ones); the user's own words in all of them.
     pub alternative_fields: usize,
+    /// A (term, field) pair found in more than this share of documents is not searched
+    /// (coverage still counts it).
+    pub common_df: f32,
 }
 
 impl Default for Tuning {
@@ -131,6 +134,7 @@ impl Default for Tuning {
             fields: [2.5, 2.0, 1.5, 1.0, 0.7, 0.4],
             stemming: true,
             alternative_fields: 6,
+            common_df: 0.5,
         }
     }
 }
@@ -154,8 +158,8 @@ struct DocMeta {
 pub struct Index {
     searcher: Searcher,
     fields: [Field; 6],
-    /// The terms each field holds somewhere in the index.
-    field_terms: [HashSet<String>; 6],
+    /// For each field, the terms it holds and in how many documents.
+    field_terms: [HashMap<String, u32>; 6],
     /// For each term, the documents holding it in any field (ascending), to count how many
     /// query concepts a document covers.
     postings: HashMap<String, Vec<u32>>,
@@ -193,7 +197,7 @@ impl Index {
         let mut writer = index.writer_with_num_threads(1, 32 << 20)?;
         let mut stems = Stems::new();
         let mut docs = Vec::new();
-        let mut field_terms: [HashSet<String>; 6] = Default::default();
+        let mut field_terms: [HashMap<String, u32>; 6] = Default::default();
         let mut postings: HashMap<String, Vec<u32>> = HashMap::new();
         for (s, spec) in specs.iter().enumerate() {
             for (o, op) in spec.operations.iter().enumerate() {
@@ -210,7 +214,10 @@ impl Index {
                             .collect()
                     };
                     doc.add_text(*field, terms.join(" "));
-                    known.extend(terms.iter().cloned());
+                    let distinct: HashSet<&String> = terms.iter().collect();
+                    for term in distinct {
+                        *known.entry(term.clone()).or_default() += 1;
+                    }
                     all_terms.extend(terms);
                 }
                 for term in all_terms {
@@ -345,8 +352,12 @@ impl Index {
                         .zip(&self.field_terms)
                         .take(fields)
                     {
-                        if !known.contains(term) {
-                            continue;
+                        // Absent pairs match nothing; pairs in most documents add almost
+                        // nothing to BM25 (their IDF is near zero) but cost the longest
+                        // postings lists.
+                        match known.get(term) {
+                            Some(&df) if df as f32 <= t.common_df * self.docs.len() as f32 => {}
+                            _ => continue,
                         }
                         let tq = TermQuery::new(
                             Term::from_field_text(*field, term),
