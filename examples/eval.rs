@@ -21,6 +21,55 @@ async fn main() -> anyhow::Result<()> {
     let specs = PathBuf::from(value("--specs", "/work/shared/specs"));
     let queries = PathBuf::from(value("--queries", "/work/shared/queries/dev.jsonl"));
     let pooled = flag("--pooled");
+    if flag("--time") {
+        let path = specs.join("github-rest-3.0.json");
+        let bytes = std::fs::read(&path)?;
+        let t0 = std::time::Instant::now();
+        let spec = apigate::spec::Spec::from_bytes(&bytes, "github")?;
+        let t1 = std::time::Instant::now();
+        let index = apigate::index::Index::build(&[&spec])?;
+        let t2 = std::time::Instant::now();
+        println!("parse {:?} index {:?}", t1 - t0, t2 - t1);
+        let qs = eval::read_queries(&queries).await?;
+        for (name, t) in [
+            ("default", Tuning::default()),
+            (
+                "no coord",
+                Tuning {
+                    coord: 0.0,
+                    ..Tuning::default()
+                },
+            ),
+            (
+                "no synonyms",
+                Tuning {
+                    synonyms: false,
+                    ..Tuning::default()
+                },
+            ),
+            (
+                "all pairs",
+                Tuning {
+                    common_df: 1.0,
+                    ..Tuning::default()
+                },
+            ),
+            ("default again", Tuning::default()),
+        ] {
+            let index = apigate::index::Index::build_with(&[&spec], t)?;
+            let start = std::time::Instant::now();
+            let mut n = 0;
+            for _ in 0..20 {
+                for q in &qs {
+                    std::hint::black_box(index.search(&apigate::index::Query::text(&q.query, 10)));
+                    n += 1;
+                }
+            }
+            println!("{name}: {:?} per query", start.elapsed() / n);
+        }
+        drop(index);
+        return Ok(());
+    }
     if flag("--ablate") {
         let queries_list = eval::read_queries(&queries).await?;
         let mut files: Vec<String> = std::fs::read_dir(&specs)?
@@ -138,6 +187,8 @@ fn knobs(mut t: Tuning, spec: &str) -> anyhow::Result<Tuning> {
             "shape" => t.shape_boost = v,
             "depth" => t.depth_penalty = v,
             "coord" => t.coord = v,
+            "cdf" => t.common_df = v,
+            "altf" => t.alternative_fields = v as usize,
             "aff" => t.spec_affinity = v,
             f if f.starts_with('f') => t.fields[f[1..].parse::<usize>()?] = v,
             _ => anyhow::bail!("unknown knob {k}"),

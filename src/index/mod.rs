@@ -15,7 +15,7 @@ mod analyze;
 pub mod eval;
 mod vocab;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use tantivy::query::{BooleanQuery, BoostQuery, DisjunctionMaxQuery, Occur, TermQuery};
 use tantivy::schema::{FAST, Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions};
@@ -112,6 +112,12 @@ pub struct Tuning {
     /// parameters.
     pub fields: [f32; 6],
     pub stemming: bool,
+    /// Vocabulary alternatives are looked up in the first this-many fields only (the short,
+    /// precise ones); the user's own words in all of them.
+    pub alternative_fields: usize,
+    /// A (term, field) pair found in more than this share of documents is not searched
+    /// (coverage still counts it).
+    pub common_df: f32,
 }
 
 impl Default for Tuning {
@@ -127,6 +133,8 @@ impl Default for Tuning {
             spec_affinity: 1.0,
             fields: [2.5, 2.0, 1.5, 1.0, 0.7, 0.4],
             stemming: true,
+            alternative_fields: 6,
+            common_df: 0.5,
         }
     }
 }
@@ -143,8 +151,6 @@ struct DocMeta {
     /// The path has `{parameters}` at all (RPC-style paths have none).
     templated: bool,
     segments: usize,
-    /// Every term of every field.
-    terms: HashSet<String>,
 }
 
 /// An in-memory index over the operations of one or more specs. `Send + Sync`: build once,
@@ -152,8 +158,11 @@ struct DocMeta {
 pub struct Index {
     searcher: Searcher,
     fields: [Field; 6],
-    /// The terms each field holds somewhere in the index.
-    field_terms: [HashSet<String>; 6],
+    /// For each field, the terms it holds and in how many documents.
+    field_terms: [HashMap<String, u32>; 6],
+    /// For each term, the documents holding it in any field (ascending), to count how many
+    /// query concepts a document covers.
+    postings: HashMap<String, Vec<u32>>,
     docs: Vec<DocMeta>,
     tuning: Tuning,
 }
@@ -188,7 +197,8 @@ impl Index {
         let mut writer = index.writer_with_num_threads(1, 32 << 20)?;
         let mut stems = Stems::new();
         let mut docs = Vec::new();
-        let mut field_terms: [HashSet<String>; 6] = Default::default();
+        let mut field_terms: [HashMap<String, u32>; 6] = Default::default();
+        let mut postings: HashMap<String, Vec<u32>> = HashMap::new();
         for (s, spec) in specs.iter().enumerate() {
             for (o, op) in spec.operations.iter().enumerate() {
                 let texts = document_texts(spec, op);
@@ -204,8 +214,14 @@ impl Index {
                             .collect()
                     };
                     doc.add_text(*field, terms.join(" "));
-                    known.extend(terms.iter().cloned());
+                    let distinct: HashSet<&String> = terms.iter().collect();
+                    for term in distinct {
+                        *known.entry(term.clone()).or_default() += 1;
+                    }
                     all_terms.extend(terms);
+                }
+                for term in all_terms {
+                    postings.entry(term).or_default().push(docs.len() as u32);
                 }
                 doc.add_u64(ord, docs.len() as u64);
                 writer.add_document(doc)?;
@@ -218,7 +234,6 @@ impl Index {
                     item: op.path.trim_end_matches('/').ends_with('}'),
                     templated: op.path.contains('{'),
                     segments: op.path.split('/').filter(|s| !s.is_empty()).count(),
-                    terms: all_terms,
                 });
             }
         }
@@ -229,6 +244,7 @@ impl Index {
             searcher: reader.searcher(),
             fields,
             field_terms,
+            postings,
             docs,
             tuning,
         })
@@ -268,11 +284,15 @@ impl Index {
                 .collect();
             return (hits, all.len());
         }
+        let covered = self.coverage(&analyzed);
         let mut scored: Vec<(usize, f32)> = self
             .lexical(&analyzed)
             .into_iter()
             .filter(|&(doc, _)| keep(&self.docs[doc]))
-            .map(|(doc, score)| (doc, score * self.prior(&self.docs[doc], &analyzed)))
+            .map(|(doc, score)| {
+                let c = covered.get(doc).copied().unwrap_or(0);
+                (doc, score * self.prior(&self.docs[doc], &analyzed, c))
+            })
             .collect();
         self.apply_spec_affinity(&mut scored);
         // Ties keep document order so results are deterministic.
@@ -321,33 +341,42 @@ impl Index {
         let t = &self.tuning;
         // Only (term, field) pairs that occur in the index become clauses: a query expands to
         // many alternatives, most of which match nothing.
-        let alternative = |terms: &[String]| -> Option<Box<dyn tantivy::query::Query>> {
-            let mut clauses: Vec<(Occur, Box<dyn tantivy::query::Query>)> = Vec::new();
-            for term in terms {
-                for ((field, boost), known) in
-                    self.fields.iter().zip(t.fields).zip(&self.field_terms)
-                {
-                    if !known.contains(term) {
-                        continue;
+        let alternative =
+            |terms: &[String], fields: usize| -> Option<Box<dyn tantivy::query::Query>> {
+                let mut clauses: Vec<(Occur, Box<dyn tantivy::query::Query>)> = Vec::new();
+                for term in terms {
+                    for ((field, boost), known) in self
+                        .fields
+                        .iter()
+                        .zip(t.fields)
+                        .zip(&self.field_terms)
+                        .take(fields)
+                    {
+                        // Absent pairs match nothing; pairs in most documents add almost
+                        // nothing to BM25 (their IDF is near zero) but cost the longest
+                        // postings lists.
+                        match known.get(term) {
+                            Some(&df) if df as f32 <= t.common_df * self.docs.len() as f32 => {}
+                            _ => continue,
+                        }
+                        let tq = TermQuery::new(
+                            Term::from_field_text(*field, term),
+                            IndexRecordOption::WithFreqs,
+                        );
+                        clauses.push((
+                            Occur::Should,
+                            Box::new(BoostQuery::new(Box::new(tq), boost)),
+                        ));
                     }
-                    let tq = TermQuery::new(
-                        Term::from_field_text(*field, term),
-                        IndexRecordOption::WithFreqs,
-                    );
-                    clauses.push((
-                        Occur::Should,
-                        Box::new(BoostQuery::new(Box::new(tq), boost)),
-                    ));
                 }
-            }
-            (!clauses.is_empty()).then(|| Box::new(BooleanQuery::new(clauses)) as Box<_>)
-        };
+                (!clauses.is_empty()).then(|| Box::new(BooleanQuery::new(clauses)) as Box<_>)
+            };
         let mut concepts: Vec<(Occur, Box<dyn tantivy::query::Query>)> = Vec::new();
         for c in &analyzed.concepts {
             let mut disjuncts: Vec<Box<dyn tantivy::query::Query>> = Vec::new();
-            disjuncts.extend(alternative(&c.terms));
+            disjuncts.extend(alternative(&c.terms, FIELD_NAMES.len()));
             for alt in &c.alternatives {
-                if let Some(q) = alternative(alt) {
+                if let Some(q) = alternative(alt, t.alternative_fields) {
                     disjuncts.push(Box::new(BoostQuery::new(q, t.synonym_weight)));
                 }
             }
@@ -390,7 +419,53 @@ impl Index {
     }
 
     /// Non-lexical evidence: method intent and deprecation, as a score multiplier.
-    fn prior(&self, d: &DocMeta, analyzed: &Analyzed) -> f32 {
+    /// For each document, how many of the query's concepts it covers (any of the user's
+    /// terms, or every term of one alternative). Empty when coordination is off.
+    fn coverage(&self, analyzed: &Analyzed) -> Vec<u16> {
+        if self.tuning.coord <= 0.0 {
+            return Vec::new();
+        }
+        let mut covered = vec![0u16; self.docs.len()];
+        let mut stamp = vec![u32::MAX; self.docs.len()];
+        let mut counts: HashMap<u32, usize> = HashMap::new();
+        for (ci, c) in analyzed.concepts.iter().enumerate() {
+            let ci = ci as u32;
+            let mut mark = |doc: u32| {
+                let d = doc as usize;
+                if stamp[d] != ci {
+                    stamp[d] = ci;
+                    covered[d] += 1;
+                }
+            };
+            let singles = c.terms.iter().chain(
+                c.alternatives
+                    .iter()
+                    .filter(|a| a.len() == 1)
+                    .flat_map(|a| a.iter()),
+            );
+            for term in singles {
+                for &doc in self.postings.get(term).map_or(&[][..], Vec::as_slice) {
+                    mark(doc);
+                }
+            }
+            for alt in c.alternatives.iter().filter(|a| a.len() > 1) {
+                counts.clear();
+                for term in alt {
+                    for &doc in self.postings.get(term).map_or(&[][..], Vec::as_slice) {
+                        *counts.entry(doc).or_default() += 1;
+                    }
+                }
+                for (&doc, &n) in &counts {
+                    if n == alt.len() {
+                        mark(doc);
+                    }
+                }
+            }
+        }
+        covered
+    }
+
+    fn prior(&self, d: &DocMeta, analyzed: &Analyzed, covered: u16) -> f32 {
         let t = &self.tuning;
         let mut factor = 1.0;
         if let Some(fit) = intent_fit(&analyzed.intents, &d.method) {
@@ -412,17 +487,8 @@ impl Index {
             }
         }
         if t.coord > 0.0 {
-            let matched = analyzed
-                .concepts
-                .iter()
-                .filter(|c| {
-                    std::iter::once(&c.terms)
-                        .chain(&c.alternatives)
-                        .any(|alt| !alt.is_empty() && alt.iter().all(|term| d.terms.contains(term)))
-                })
-                .count();
             let total = analyzed.concepts.len().max(1);
-            factor *= (matched as f32 / total as f32).powf(t.coord);
+            factor *= (f32::from(covered) / total as f32).powf(t.coord);
         }
         factor / (1.0 + t.depth_penalty * d.segments as f32)
     }
