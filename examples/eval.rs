@@ -21,57 +21,139 @@ async fn main() -> anyhow::Result<()> {
     let specs = PathBuf::from(value("--specs", "/work/shared/specs"));
     let queries = PathBuf::from(value("--queries", "/work/shared/queries/dev.jsonl"));
     let pooled = flag("--pooled");
-    if flag("--ablate") {
-        let base = Tuning::default();
-        let variants: Vec<(&str, Tuning)> = vec![
-            ("default", base),
+    if flag("--time") {
+        let path = specs.join("github-rest-3.0.json");
+        let bytes = std::fs::read(&path)?;
+        let t0 = std::time::Instant::now();
+        let spec = apigate::spec::Spec::from_bytes(&bytes, "github")?;
+        let t1 = std::time::Instant::now();
+        let index = apigate::index::Index::build(&[&spec])?;
+        let t2 = std::time::Instant::now();
+        println!("parse {:?} index {:?}", t1 - t0, t2 - t1);
+        let qs = eval::read_queries(&queries).await?;
+        for (name, t) in [
+            ("default", Tuning::default()),
+            (
+                "no coord",
+                Tuning {
+                    coord: 0.0,
+                    ..Tuning::default()
+                },
+            ),
             (
                 "no synonyms",
+                Tuning {
+                    synonyms: false,
+                    ..Tuning::default()
+                },
+            ),
+            (
+                "all pairs",
+                Tuning {
+                    common_df: 1.0,
+                    ..Tuning::default()
+                },
+            ),
+            ("default again", Tuning::default()),
+        ] {
+            let index = apigate::index::Index::build_with(&[&spec], t)?;
+            let start = std::time::Instant::now();
+            let mut n = 0;
+            for _ in 0..20 {
+                for q in &qs {
+                    std::hint::black_box(index.search(&apigate::index::Query::text(&q.query, 10)));
+                    n += 1;
+                }
+            }
+            println!("{name}: {:?} per query", start.elapsed() / n);
+        }
+        drop(index);
+        return Ok(());
+    }
+    if flag("--ablate") {
+        let queries_list = eval::read_queries(&queries).await?;
+        let mut files: Vec<String> = std::fs::read_dir(&specs)?
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|f| f.ends_with(".json") || f.ends_with(".yaml"))
+            .collect();
+        files.sort();
+        let mut loaded = Vec::new();
+        for f in &files {
+            loaded.push(apigate::spec::Spec::load(&specs.join(f).to_string_lossy()).await?);
+        }
+        let base = knobs(Tuning::default(), &value("--base", ""))?;
+        let mut variants: Vec<(String, Tuning)> = vec![
+            ("default".into(), base),
+            (
+                "no synonyms".into(),
                 Tuning {
                     synonyms: false,
                     ..base
                 },
             ),
             (
-                "no method intent",
+                "no method intent".into(),
                 Tuning {
                     intent_boost: 0.0,
                     ..base
                 },
             ),
             (
-                "no deprecated penalty",
+                "no deprecated penalty".into(),
                 Tuning {
                     deprecated_factor: 1.0,
                     ..base
                 },
             ),
             (
-                "no stemming",
+                "no path shape".into(),
+                Tuning {
+                    shape_boost: 0.0,
+                    ..base
+                },
+            ),
+            (
+                "no stemming".into(),
                 Tuning {
                     stemming: false,
                     ..base
                 },
             ),
             (
-                "flat field weights",
+                "flat field weights".into(),
                 Tuning {
                     fields: [1.0; 6],
                     ..base
                 },
             ),
         ];
-        for (name, t) in variants {
-            let r = eval::run_with(&specs, &queries, pooled, t).await?;
-            let m = &r.overall;
-            println!(
-                "{name:<24} R@1 {:.3}  R@5 {:.3}  MRR@10 {:.3}  All@5 {:.3}",
-                m.recall_1, m.recall_5, m.mrr_10, m.all_5
-            );
+        // Extra variants: `--try name=value,...` over numeric knobs.
+        for spec in args
+            .iter()
+            .skip_while(|a| *a != "--try")
+            .skip(1)
+            .take_while(|a| !a.starts_with("--"))
+        {
+            variants.push((spec.clone(), knobs(base, spec)?));
+        }
+        for pooled in [false, true] {
+            if pooled && !flag("--pooled") {
+                continue;
+            }
+            println!("{}", if pooled { "pooled" } else { "per spec" });
+            for (name, t) in &variants {
+                let r = eval::evaluate(&files, &loaded, &queries_list, pooled, *t)?;
+                let m = &r.overall;
+                println!(
+                    "  {name:<30} R@1 {:.3}  R@5 {:.3}  MRR@10 {:.3}  All@5 {:.3}",
+                    m.recall_1, m.recall_5, m.mrr_10, m.all_5
+                );
+            }
         }
         return Ok(());
     }
-    let report = eval::run(&specs, &queries, pooled).await?;
+    let tuning = knobs(Tuning::default(), &value("--base", ""))?;
+    let report = eval::run_with(&specs, &queries, pooled, tuning).await?;
     if flag("--json") {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -90,4 +172,27 @@ async fn main() -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+fn knobs(mut t: Tuning, spec: &str) -> anyhow::Result<Tuning> {
+    for kv in spec.split(',') {
+        let Some((k, v)) = kv.split_once('=') else {
+            continue;
+        };
+        let v: f32 = v.parse()?;
+        match k {
+            "syn" => t.synonym_weight = v,
+            "intent" => t.intent_boost = v,
+            "dep" => t.deprecated_factor = v,
+            "shape" => t.shape_boost = v,
+            "depth" => t.depth_penalty = v,
+            "coord" => t.coord = v,
+            "cdf" => t.common_df = v,
+            "altf" => t.alternative_fields = v as usize,
+            "aff" => t.spec_affinity = v,
+            f if f.starts_with('f') => t.fields[f[1..].parse::<usize>()?] = v,
+            _ => anyhow::bail!("unknown knob {k}"),
+        }
+    }
+    Ok(t)
 }

@@ -85,7 +85,7 @@ pub async fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
                 println!(
                     "ok     {:<8} {:>5} operations  {:>3} warnings  {}",
                     r["version"].as_str().unwrap_or_default(),
-                    r["operations"],
+                    r["operations"].as_u64().unwrap_or_default(),
                     warnings,
                     r["file"].as_str().unwrap_or_default()
                 );
@@ -109,7 +109,7 @@ pub async fn search(args: SearchArgs) -> anyhow::Result<ExitCode> {
     let index = Index::build(&[&spec]).context("building the index")?;
     let text = args.query.join(" ");
     let method = args.method.map(|m| m.to_ascii_uppercase());
-    let hits = index.search(&Query {
+    let (hits, total) = index.search_total(&Query {
         text: &text,
         method: method.as_deref(),
         tag: args.tag.as_deref(),
@@ -126,7 +126,7 @@ pub async fn search(args: SearchArgs) -> anyhow::Result<ExitCode> {
         })
         .collect();
     if args.json {
-        println!("{}", json!({"results": results, "total": results.len()}));
+        println!("{}", json!({"results": results, "total": total}));
     } else {
         for (i, r) in results.iter().enumerate() {
             let summary: String = r["summary"]

@@ -21,18 +21,31 @@ use tokio_util::sync::CancellationToken;
 
 use super::AppState;
 use super::guard::json_error;
-use crate::mcp::McpServer;
+use crate::mcp::{HttpCaller, McpServer};
 
-/// Open legacy SSE sessions: id → sender of client messages.
+type Sender = mpsc::UnboundedSender<ClientJsonRpcMessage>;
+
+/// Open legacy SSE sessions: id → (fingerprint of the key that opened it, sender of client
+/// messages).
 #[derive(Default)]
 pub struct SseSessions {
-    inner: Mutex<HashMap<String, mpsc::UnboundedSender<ClientJsonRpcMessage>>>,
+    inner: Mutex<HashMap<String, (String, Sender)>>,
 }
 
 impl SseSessions {
-    fn sender(&self, id: &str) -> Option<mpsc::UnboundedSender<ClientJsonRpcMessage>> {
-        self.inner.lock().ok()?.get(id).cloned()
+    /// The session's sender, if `key` is the key that opened it.
+    fn sender(&self, id: &str, key: &str) -> Option<Sender> {
+        let map = self.inner.lock().ok()?;
+        let (owner, sender) = map.get(id)?;
+        super::guard::secrets_equal(owner, key).then(|| sender.clone())
     }
+}
+
+fn key_of(extensions: &axum::http::Extensions) -> String {
+    extensions
+        .get::<HttpCaller>()
+        .map(|c| c.key_fingerprint.clone())
+        .unwrap_or_default()
 }
 
 /// Removes the session and stops its service when the event stream is dropped.
@@ -51,12 +64,13 @@ impl Drop for StreamGuard {
     }
 }
 
-pub async fn open(State(state): State<Arc<AppState>>) -> Response {
+pub async fn open(State(state): State<Arc<AppState>>, request: Request) -> Response {
+    let owner = key_of(request.extensions());
     let id = uuid::Uuid::new_v4().simple().to_string();
     let (to_server, from_client) = mpsc::unbounded::<ClientJsonRpcMessage>();
     let (to_client, from_server) = mpsc::unbounded();
     if let Ok(mut map) = state.sse.inner.lock() {
-        map.insert(id.clone(), to_server);
+        map.insert(id.clone(), (owner, to_server));
     }
     let stop = CancellationToken::new();
     let handler = McpServer::new(state.engine.clone(), Some(format!("sse-{id}")), true);
@@ -110,7 +124,8 @@ pub async fn message(
             "missing sessionId query parameter",
         );
     };
-    let Some(sender) = state.sse.sender(&id) else {
+    // Only the key that opened the stream may post to it.
+    let Some(sender) = state.sse.sender(&id, &key_of(request.extensions())) else {
         return json_error(
             StatusCode::NOT_FOUND,
             "SESSION_NOT_FOUND",

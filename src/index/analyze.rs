@@ -3,6 +3,8 @@
 //! lower-casing, stop words and English stemming. Both sides use the same functions, so a
 //! term produced for a document is spelled exactly like the term produced for a query.
 
+use std::collections::HashMap;
+
 use tantivy::tokenizer::{Stemmer, TextAnalyzer, WhitespaceTokenizer};
 
 /// Splits text into lower-case words: on every non-alphanumeric character, at camelCase
@@ -224,6 +226,8 @@ pub(crate) fn is_stop(word: &str) -> bool {
 /// Stems single lower-case words with the English Snowball stemmer.
 pub(crate) struct Stems {
     analyzer: TextAnalyzer,
+    /// API text repeats a small vocabulary: each word is stemmed once.
+    cache: HashMap<String, String>,
 }
 
 impl Stems {
@@ -232,15 +236,21 @@ impl Stems {
             analyzer: TextAnalyzer::builder(WhitespaceTokenizer::default())
                 .filter(Stemmer::default())
                 .build(),
+            cache: HashMap::new(),
         }
     }
 
     pub(crate) fn stem(&mut self, word: &str) -> String {
+        if let Some(s) = self.cache.get(word) {
+            return s.clone();
+        }
         let mut stream = self.analyzer.token_stream(word);
-        match stream.next() {
+        let stem = match stream.next() {
             Some(t) => t.text.clone(),
             None => word.to_string(),
-        }
+        };
+        self.cache.insert(word.to_string(), stem.clone());
+        stem
     }
 
     /// Words of `text` without stop words, stemmed: the terms stored in the index.

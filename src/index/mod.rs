@@ -1,17 +1,21 @@
 //! Ranking operations for a natural-language query: the tantivy index, query building and
 //! filters. Imports `spec` only; never axum, rmcp or sqlx.
 //!
-//! Ranking has two stages. The lexical stage ([`Index::lexical`]) scores every operation that
-//! shares a term with the query: a tantivy BM25 search over separate fields (summary,
-//! operationId, path, tags, description, parameter names) with per-field boosts, where each
-//! query concept is a disjunction of what the user wrote and the vocabulary's alternatives.
-//! The second stage adjusts those scores with priors that are not about words (HTTP-method
-//! intent, deprecation) and applies the filters. A second ranker (dense embeddings) can be
+//! Ranking has two stages. The lexical stage (`Index::lexical`) scores every operation that
+//! shares a term with the query: a tantivy BM25 search over separate fields (summary or the
+//! description's first sentence, operationId, path, tags and API title, description,
+//! parameter and body property names) with per-field boosts, where each query concept is a
+//! disjunction of what the user wrote and the vocabulary's alternatives (`vocab`). The second
+//! stage adjusts those scores with evidence that is not about single words (HTTP-method
+//! intent, collection vs item path, path depth, how many query concepts an operation covers,
+//! deprecation, and in a pooled index which API fits the query) and applies the filters. A second ranker (dense embeddings) can be
 //! fused at the boundary between the two stages: it only has to produce scores per document.
 
 mod analyze;
 pub mod eval;
 mod vocab;
+
+use std::collections::{HashMap, HashSet};
 
 use tantivy::query::{BooleanQuery, BoostQuery, DisjunctionMaxQuery, Occur, TermQuery};
 use tantivy::schema::{FAST, Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions};
@@ -89,20 +93,48 @@ pub struct Tuning {
     pub intent_boost: f32,
     /// Score multiplier for deprecated operations.
     pub deprecated_factor: f32,
-    /// Field boosts: summary, operationId, path, tags, description, parameters.
+    /// Multiplier `1 + shape_boost * fit` for the path shape the query implies: creating and
+    /// listing (plural nouns, "all", "which") act on collections (`/pets`), updating and
+    /// deleting on items (`/pets/{id}`).
+    pub shape_boost: f32,
+    /// Score divisor `1 + depth_penalty * segments`: sub-resources rank a little below the
+    /// resource itself.
+    pub depth_penalty: f32,
+    /// Coordination: scores are multiplied by `(matched concepts / concepts) ^ coord`, so an
+    /// operation that covers more of the query beats one that matches a single word often.
+    pub coord: f32,
+    /// In a pooled index, scores are multiplied by `(spec's strength / best strength) ^
+    /// spec_affinity`, where a spec's strength is the mean of its five best scores: the API
+    /// that answers the query best as a whole lends weight to its operations. No effect with
+    /// one spec.
+    pub spec_affinity: f32,
+    /// Field boosts: summary, operationId, path, tags (with the API's title), description,
+    /// parameters.
     pub fields: [f32; 6],
     pub stemming: bool,
+    /// Vocabulary alternatives are looked up in the first this-many fields only (the short,
+    /// precise ones); the user's own words in all of them.
+    pub alternative_fields: usize,
+    /// A (term, field) pair found in more than this share of documents is not searched
+    /// (coverage still counts it).
+    pub common_df: f32,
 }
 
 impl Default for Tuning {
     fn default() -> Tuning {
         Tuning {
             synonyms: true,
-            synonym_weight: 0.6,
+            synonym_weight: 0.8,
             intent_boost: 0.3,
             deprecated_factor: 0.9,
+            shape_boost: 0.1,
+            depth_penalty: 0.05,
+            coord: 0.5,
+            spec_affinity: 1.0,
             fields: [2.5, 2.0, 1.5, 1.0, 0.7, 0.4],
             stemming: true,
+            alternative_fields: 6,
+            common_df: 0.5,
         }
     }
 }
@@ -114,6 +146,11 @@ struct DocMeta {
     method: String,
     tags: Vec<String>,
     deprecated: bool,
+    /// The path ends with a `{parameter}` (one item rather than a collection).
+    item: bool,
+    /// The path has `{parameters}` at all (RPC-style paths have none).
+    templated: bool,
+    segments: usize,
 }
 
 /// An in-memory index over the operations of one or more specs. `Send + Sync`: build once,
@@ -121,6 +158,11 @@ struct DocMeta {
 pub struct Index {
     searcher: Searcher,
     fields: [Field; 6],
+    /// For each field, the terms it holds and in how many documents.
+    field_terms: [HashMap<String, u32>; 6],
+    /// For each term, the documents holding it in any field (ascending), to count how many
+    /// query concepts a document covers.
+    postings: HashMap<String, Vec<u32>>,
     docs: Vec<DocMeta>,
     tuning: Tuning,
 }
@@ -155,11 +197,14 @@ impl Index {
         let mut writer = index.writer_with_num_threads(1, 32 << 20)?;
         let mut stems = Stems::new();
         let mut docs = Vec::new();
+        let mut field_terms: [HashMap<String, u32>; 6] = Default::default();
+        let mut postings: HashMap<String, Vec<u32>> = HashMap::new();
         for (s, spec) in specs.iter().enumerate() {
             for (o, op) in spec.operations.iter().enumerate() {
                 let texts = document_texts(spec, op);
                 let mut doc = TantivyDocument::default();
-                for (field, text) in fields.iter().zip(texts) {
+                let mut all_terms = HashSet::new();
+                for ((field, text), known) in fields.iter().zip(texts).zip(&mut field_terms) {
                     let terms = if tuning.stemming {
                         stems.terms(&text)
                     } else {
@@ -169,6 +214,14 @@ impl Index {
                             .collect()
                     };
                     doc.add_text(*field, terms.join(" "));
+                    let distinct: HashSet<&String> = terms.iter().collect();
+                    for term in distinct {
+                        *known.entry(term.clone()).or_default() += 1;
+                    }
+                    all_terms.extend(terms);
+                }
+                for term in all_terms {
+                    postings.entry(term).or_default().push(docs.len() as u32);
                 }
                 doc.add_u64(ord, docs.len() as u64);
                 writer.add_document(doc)?;
@@ -178,6 +231,9 @@ impl Index {
                     method: op.method.clone(),
                     tags: op.tags.iter().map(|t| t.to_lowercase()).collect(),
                     deprecated: op.deprecated,
+                    item: op.path.trim_end_matches('/').ends_with('}'),
+                    templated: op.path.contains('{'),
+                    segments: op.path.split('/').filter(|s| !s.is_empty()).count(),
                 });
             }
         }
@@ -187,6 +243,8 @@ impl Index {
         Ok(Index {
             searcher: reader.searcher(),
             fields,
+            field_terms,
+            postings,
             docs,
             tuning,
         })
@@ -204,14 +262,19 @@ impl Index {
     /// Ranked operations for `q`, best first, at most `q.limit`. With empty text, every
     /// operation passing the filters in document order (score 0).
     pub fn search(&self, q: &Query<'_>) -> Vec<Hit> {
+        self.search_total(q).0
+    }
+
+    /// [`Index::search`], plus how many operations matched and passed the filters in all
+    /// (before `limit`).
+    pub fn search_total(&self, q: &Query<'_>) -> (Vec<Hit>, usize) {
         let mut stems = Stems::new();
         let analyzed = vocab::analyze_query(q.text, &mut stems, self.tuning.synonyms);
         let keep = |d: &DocMeta| self.passes(d, q);
         if analyzed.concepts.is_empty() {
-            return self
-                .docs
+            let all: Vec<&DocMeta> = self.docs.iter().filter(|d| keep(d)).collect();
+            let hits = all
                 .iter()
-                .filter(|d| keep(d))
                 .take(q.limit)
                 .map(|d| Hit {
                     spec: d.spec,
@@ -219,16 +282,23 @@ impl Index {
                     score: 0.0,
                 })
                 .collect();
+            return (hits, all.len());
         }
+        let covered = self.coverage(&analyzed);
         let mut scored: Vec<(usize, f32)> = self
             .lexical(&analyzed)
             .into_iter()
             .filter(|&(doc, _)| keep(&self.docs[doc]))
-            .map(|(doc, score)| (doc, score * self.prior(&self.docs[doc], &analyzed)))
+            .map(|(doc, score)| {
+                let c = covered.get(doc).copied().unwrap_or(0);
+                (doc, score * self.prior(&self.docs[doc], &analyzed, c))
+            })
             .collect();
+        self.apply_spec_affinity(&mut scored);
         // Ties keep document order so results are deterministic.
         scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        scored
+        let total = scored.len();
+        let hits = scored
             .into_iter()
             .take(q.limit)
             .map(|(doc, score)| Hit {
@@ -236,7 +306,8 @@ impl Index {
                 op: self.docs[doc].op,
                 score,
             })
-            .collect()
+            .collect();
+        (hits, total)
     }
 
     /// Every document sharing a term with the query, with its BM25 score.
@@ -268,35 +339,50 @@ impl Index {
 
     fn tantivy_query(&self, analyzed: &Analyzed) -> BooleanQuery {
         let t = &self.tuning;
-        let alternative = |terms: &[String]| -> Box<dyn tantivy::query::Query> {
-            let mut clauses: Vec<(Occur, Box<dyn tantivy::query::Query>)> = Vec::new();
-            for term in terms {
-                for (field, boost) in self.fields.iter().zip(t.fields) {
-                    let tq = TermQuery::new(
-                        Term::from_field_text(*field, term),
-                        IndexRecordOption::WithFreqs,
-                    );
-                    clauses.push((
-                        Occur::Should,
-                        Box::new(BoostQuery::new(Box::new(tq), boost)),
-                    ));
+        // Only (term, field) pairs that occur in the index become clauses: a query expands to
+        // many alternatives, most of which match nothing.
+        let alternative =
+            |terms: &[String], fields: usize| -> Option<Box<dyn tantivy::query::Query>> {
+                let mut clauses: Vec<(Occur, Box<dyn tantivy::query::Query>)> = Vec::new();
+                for term in terms {
+                    for ((field, boost), known) in self
+                        .fields
+                        .iter()
+                        .zip(t.fields)
+                        .zip(&self.field_terms)
+                        .take(fields)
+                    {
+                        // Absent pairs match nothing; pairs in most documents add almost
+                        // nothing to BM25 (their IDF is near zero) but cost the longest
+                        // postings lists.
+                        match known.get(term) {
+                            Some(&df) if df as f32 <= t.common_df * self.docs.len() as f32 => {}
+                            _ => continue,
+                        }
+                        let tq = TermQuery::new(
+                            Term::from_field_text(*field, term),
+                            IndexRecordOption::WithFreqs,
+                        );
+                        clauses.push((
+                            Occur::Should,
+                            Box::new(BoostQuery::new(Box::new(tq), boost)),
+                        ));
+                    }
                 }
-            }
-            Box::new(BooleanQuery::new(clauses))
-        };
+                (!clauses.is_empty()).then(|| Box::new(BooleanQuery::new(clauses)) as Box<_>)
+            };
         let mut concepts: Vec<(Occur, Box<dyn tantivy::query::Query>)> = Vec::new();
         for c in &analyzed.concepts {
             let mut disjuncts: Vec<Box<dyn tantivy::query::Query>> = Vec::new();
-            if !c.terms.is_empty() {
-                disjuncts.push(alternative(&c.terms));
-            }
+            disjuncts.extend(alternative(&c.terms, FIELD_NAMES.len()));
             for alt in &c.alternatives {
-                disjuncts.push(Box::new(BoostQuery::new(
-                    alternative(alt),
-                    t.synonym_weight,
-                )));
+                if let Some(q) = alternative(alt, t.alternative_fields) {
+                    disjuncts.push(Box::new(BoostQuery::new(q, t.synonym_weight)));
+                }
             }
-            let q: Box<dyn tantivy::query::Query> = if disjuncts.len() == 1 {
+            let q: Box<dyn tantivy::query::Query> = if disjuncts.is_empty() {
+                continue;
+            } else if disjuncts.len() == 1 {
                 disjuncts.remove(0)
             } else {
                 Box::new(DisjunctionMaxQuery::with_tie_breaker(disjuncts, 0.1))
@@ -306,8 +392,80 @@ impl Index {
         BooleanQuery::new(concepts)
     }
 
+    fn apply_spec_affinity(&self, scored: &mut [(usize, f32)]) {
+        const K: usize = 5;
+        let Some(last) = self.docs.last() else { return };
+        if self.tuning.spec_affinity <= 0.0 || last.spec == 0 {
+            return;
+        }
+        let mut per_spec: Vec<Vec<f32>> = vec![Vec::new(); last.spec + 1];
+        for &(doc, score) in scored.iter() {
+            per_spec[self.docs[doc].spec].push(score);
+        }
+        let strength: Vec<f32> = per_spec
+            .iter_mut()
+            .map(|v| {
+                v.sort_by(|a, b| b.total_cmp(a));
+                v.iter().take(K).sum::<f32>() / K as f32
+            })
+            .collect();
+        let top = strength.iter().copied().fold(0.0f32, f32::max);
+        if top <= 0.0 {
+            return;
+        }
+        for (doc, score) in scored.iter_mut() {
+            *score *= (strength[self.docs[*doc].spec] / top).powf(self.tuning.spec_affinity);
+        }
+    }
+
     /// Non-lexical evidence: method intent and deprecation, as a score multiplier.
-    fn prior(&self, d: &DocMeta, analyzed: &Analyzed) -> f32 {
+    /// For each document, how many of the query's concepts it covers (any of the user's
+    /// terms, or every term of one alternative). Empty when coordination is off.
+    fn coverage(&self, analyzed: &Analyzed) -> Vec<u16> {
+        if self.tuning.coord <= 0.0 {
+            return Vec::new();
+        }
+        let mut covered = vec![0u16; self.docs.len()];
+        let mut stamp = vec![u32::MAX; self.docs.len()];
+        let mut counts: HashMap<u32, usize> = HashMap::new();
+        for (ci, c) in analyzed.concepts.iter().enumerate() {
+            let ci = ci as u32;
+            let mut mark = |doc: u32| {
+                let d = doc as usize;
+                if stamp[d] != ci {
+                    stamp[d] = ci;
+                    covered[d] += 1;
+                }
+            };
+            let singles = c.terms.iter().chain(
+                c.alternatives
+                    .iter()
+                    .filter(|a| a.len() == 1)
+                    .flat_map(|a| a.iter()),
+            );
+            for term in singles {
+                for &doc in self.postings.get(term).map_or(&[][..], Vec::as_slice) {
+                    mark(doc);
+                }
+            }
+            for alt in c.alternatives.iter().filter(|a| a.len() > 1) {
+                counts.clear();
+                for term in alt {
+                    for &doc in self.postings.get(term).map_or(&[][..], Vec::as_slice) {
+                        *counts.entry(doc).or_default() += 1;
+                    }
+                }
+                for (&doc, &n) in &counts {
+                    if n == alt.len() {
+                        mark(doc);
+                    }
+                }
+            }
+        }
+        covered
+    }
+
+    fn prior(&self, d: &DocMeta, analyzed: &Analyzed, covered: u16) -> f32 {
         let t = &self.tuning;
         let mut factor = 1.0;
         if let Some(fit) = intent_fit(&analyzed.intents, &d.method) {
@@ -316,7 +474,23 @@ impl Index {
         if d.deprecated {
             factor *= t.deprecated_factor;
         }
-        factor
+        if d.templated {
+            let wants_collection = match analyzed.intents.first() {
+                Some(Intent::Create) => Some(true),
+                Some(Intent::Update | Intent::Delete) => Some(false),
+                _ if analyzed.singular => Some(false),
+                _ if analyzed.plural => Some(true),
+                _ => None,
+            };
+            if wants_collection == Some(!d.item) {
+                factor *= 1.0 + t.shape_boost;
+            }
+        }
+        if t.coord > 0.0 {
+            let total = analyzed.concepts.len().max(1);
+            factor *= (f32::from(covered) / total as f32).powf(t.coord);
+        }
+        factor / (1.0 + t.depth_penalty * d.segments as f32)
     }
 
     fn passes(&self, d: &DocMeta, q: &Query<'_>) -> bool {
@@ -377,7 +551,7 @@ fn document_texts(spec: &Spec, op: &Operation) -> [String; 6] {
         summary,
         op.id.clone(),
         path.join(" "),
-        op.tags.join(" "),
+        format!("{} {}", op.tags.join(" "), spec.title),
         op.description.clone().unwrap_or_default(),
         params.join(" "),
     ]

@@ -23,7 +23,7 @@ make, generate, build: create, new
 insert: create, add
 register, enroll: create, add, register
 set up, setup, spin up: create, new, configure
-open: create, open, start
+open: open, start
 launch, start, begin, kick off, fire off: start, trigger, run, create
 trigger, dispatch: trigger, run, dispatch, start
 run, execute: run, execute, trigger, start
@@ -151,17 +151,18 @@ code, source, source code: code, content, file, source
 snippet, paste, gist: gist, snippet
 star, stars, starred, stargazer: star, starred, stargazer
 notification, alerts, inbox, mention, mentions: notification, mention, thread
-status, state, health, alive, up, down, heartbeat, reachable, liveness, readiness, uptime, ok: health, status, heartbeat, state
+status, state, health, alive, heartbeat, reachable, liveness, readiness, uptime, is it up, is it down: health, status, heartbeat, state
 error, errors, broken, failure, failed, failing, fail, problem, crash, crashed, crashing: error, fail, failure, problem, broken
-machine, host, server, vm, virtual machine, box, instance, worker: node, machine, host, server, instance
+machine, host, server, vm, virtual machine, instance, worker: node, machine, host, server, instance
 container, containers: container, pod
 cluster, kube, k8s, kubernetes: cluster, kubernetes
 namespace, project space, tenant: namespace, project
 storage, disk, volume, drive: volume, storage, disk, persistent
-cron, recurring, periodic, every day, daily, nightly, hourly, weekly: cron, schedule, cronjob, recurring, periodic
+cron, periodic, every day, daily, nightly, hourly, weekly: cron, schedule, cronjob, recurring, periodic
+recurring, monthly, yearly, annual, annually, recurring charge, recurring billing: subscription, plan, interval, recurring, schedule
 replica, replicas, instances, copies: replica, scale
 setting, settings, options, preferences: setting, config, configuration, option, preference
-variable, var, vars, env var: variable, environment
+variable, var, vars, env var, shared setting, global setting, key value: variable, environment
 money, funds, cash, balance, earnings, how much: balance, fund, money, amount
 payment, pay, charge, charges, transaction, purchase: charge, payment, transaction, intent
 refund, money back, reimburse, reimbursement, give back: refund
@@ -172,7 +173,8 @@ invoice, bill, billing, receipt, statement: invoice, bill, receipt
 customer, client, buyer, shopper, purchaser, payer, consumer: customer
 product, item, goods, merchandise, sku, offering: product, item, price
 price, cost, amount, fee, pricing, rate: price, amount, fee
-payout, withdrawal, cash out, bank transfer, send to bank: payout, transfer, bank
+send money, send funds, move money, move funds: transfer, payout
+payout, payouts, pay out, withdrawal, cash out, bank transfer, send to bank, to my bank: payout, transfer, bank
 card, credit card, debit card, payment method: card, payment method, source
 checkout, hosted page, payment page, pay link, payment link, checkout page: checkout session, payment link, checkout, session
 tax, vat, gst, sales tax: tax
@@ -180,7 +182,7 @@ song, songs, track, tracks, tune, tunes, music: track, song
 album, albums, record, lp, ep: album
 artist, band, singer, musician, performer, group: artist
 playlist, mixtape, mix: playlist
-podcast, show, episode: show, episode, podcast
+podcast, podcasts, episode, episodes: show, episode, podcast
 device, speaker, phone, player: device, player, playback
 playing, currently playing, now playing, listening to: currently playing, playback, player, current
 liked, favorites, favourites, library, collection: saved, library, save, track
@@ -200,11 +202,127 @@ order, orders, purchase order, purchase, buy: order, purchase
 inventory, stock, supply, quantity: inventory, stock, quantity
 shop, store, marketplace: store, shop
 notebook, notebooks, ipynb, file, files, document: contents, notebook, file
-kernel, kernels, runtime, interpreter, python, r, julia: kernel
+kernel, kernels, runtime, interpreter, python, julia: kernel
 terminal, terminals, shell, console, tty: terminal, shell
 session, sessions: session
 checkpoint, checkpoints, snapshot, snapshots, backup, restore point: checkpoint, snapshot, backup
 search, query, lookup: search, query
+
+project, projects: repository, project
+# --- code hosting ----------------------------------------------------------------------------
+watcher, watchers, watching: watcher, subscription, watch
+follower, followers, fans, who follows, following me, follows me: follower, follow
+milestone, deadline, sprint, due date: milestone
+invitation, invite, invites, invitations: invitation, invite
+license, licence, licensing: license
+readme, read me: readme
+traffic, visitors, visits, page views, views, clones: traffic, view, clone
+contributor, contributors, who contributed, committers, committed the most: contributor, author, commit
+language, languages, written in, programming language: language
+topic, topics, keywords: topic
+tarball, zip, zipball, archive file, source archive: tarball, zipball, archive, download
+diff, compare, comparison, difference, differences, changes between: compare, diff
+runner, runners, build agent, build machine, self hosted: runner
+artifact, artifacts, build output: artifact
+ssh key, public key, deploy key, signing key, gpg: key, ssh, gpg, public
+markdown, render, rendering: markdown, render
+protection, protect, protected, required reviews: protection, protect, rule
+review, reviews, code review, reviewer, reviewers: review, reviewer
+package, packages, container image, docker image, npm package, library: package
+codespace, codespaces, cloud ide, online ide, dev environment: codespace
+vulnerability, vulnerabilities, security alert, security alerts, cve, advisory: alert, vulnerability, advisory, dependabot, security
+visibility, private, public: visibility, private, public
+lock, locked, freeze conversation: lock
+pages, website, static site, site hosting: page, site
+emoji, emojis: emoji
+# --- payments --------------------------------------------------------------------------------
+top up, topup, add funds, fund: topup, fund
+connected account, sub merchant, seller, vendor, merchant, platform account: account, connect
+customer portal, billing portal, self serve: billing portal, portal, session
+quote, estimate, proposal: quote
+credit note, credit memo: credit note
+trial, free trial: trial
+usage, metered, metering: usage, usage record
+take payment, collect payment, charge card, charge a card: payment intent, charge, payment
+save card, store card, card for later, card on file: setup intent, payment method
+fraud, suspicious, risk, fraudulent: fraud, early fraud warning, radar, review
+identity verification, verify identity, kyc, id check: identity, verification session
+virtual card, issue card, card issuing, cardholder: issuing, card, cardholder
+write off, uncollectible, bad debt: uncollectible
+void, nullify: void
+exchange rate, currency conversion, fx: exchange rate
+card reader, pos, point of sale, reader: terminal, reader
+authorize, hold funds, capture funds, capture: capture, authorization
+shipping, delivery, shipping cost: shipping
+# --- clusters --------------------------------------------------------------------------------
+app, apps, application, applications, workload, web app, service deployment: deployment, app
+stateful, stateful app, stateful set: statefulset, stateful
+daemon, daemons, every node, each node, node agent: daemonset, daemon
+replica set, replicaset: replicaset, replica
+service, services, load balancer, expose, exposed: service
+ingress, route traffic, external traffic, domain routing, http route: ingress
+configmap, config map, config file, configuration file: configmap, config
+persistent volume, pvc, volume claim, disk claim: persistentvolumeclaim, persistent, volume, claim
+cordon, drain, unschedulable, taint, maintenance, out of rotation: node, patch, unschedulable
+autoscaler, autoscale, autoscaling, hpa: horizontal pod autoscaler, autoscaler
+quota, quotas, resource limits, resource limit: resource quota, quota, limit range
+rbac, access control, role binding: role, role binding, cluster role
+service account, robot account, bot account: service account
+exec, shell into, run command, execute command: exec, attach
+port forward, port forwarding, tunnel: portforward, proxy
+evict, eviction: eviction
+certificate, certificates, cert, certs, csr, tls: certificate signing request, certificate
+crd, custom resource, custom resources: custom resource definition
+network policy, firewall, firewall rule: network policy
+lease, leader election: lease
+control plane, component, components: component status
+# --- chat ------------------------------------------------------------------------------------
+ephemeral, only visible, visible only, private note, whisper: ephemeral
+send later, scheduled message, schedule message: schedule message, scheduled
+permalink, link to message, message link: permalink
+replies, thread replies, responses: replies, reply
+purpose, channel description, description: purpose, topic, description
+join, enter: join
+leave, exit, quit, part: leave
+kick, kick out, boot: kick, remove
+presence, online, away, active, offline: presence, active
+do not disturb, dnd, snooze, quiet hours, mute notifications: dnd, snooze
+user group, user groups, usergroup, handle, mention group: usergroup, group
+bot, bots, integration, integrations: bot, app
+workspace, workspaces, team, slack team: team, workspace
+# --- media -----------------------------------------------------------------------------------
+seek, jump to, fast forward, skip ahead, position: seek, position
+transfer playback, switch device, play on: transfer, playback, device
+recently played, listening history, played recently, listened: recently played, recent
+top artists, top tracks, most played, most listened, favorite artists, favourite artists: top, artist, track
+new releases, new music, latest releases, new albums: new releases, release
+featured, editorial, curated: featured
+genre, genres, mood, moods: genre, category, seed
+similar artists, related artists, artists like: related artist, related
+audio features, tempo, bpm, danceability, energy, loudness, acoustic: audio feature, audio analysis
+audiobook, audiobooks, book, books: audiobook, chapter
+artwork, cover, cover art, cover image: image, cover
+# --- workflows -------------------------------------------------------------------------------
+xcom, xcoms, task output, return value, intermediate result: xcom, entry
+plugin, plugins, provider, providers, extension, extensions: plugin, provider
+dataset, datasets, data asset: dataset
+mark success, mark failed, set state, force state: state, update, set
+warning, warnings, happenings, what happened, occurrences, incidents: warning, event, alert
+source, source code, dag code, dag file: source, dag source, file
+# --- forums ----------------------------------------------------------------------------------
+latest, newest, recent: latest
+trending, popular, hot, hottest, most popular, best: top
+reset password, forgot password, password reset, lost password: password reset, forgot password
+username, handle, user name, nickname: username
+anonymize, gdpr, erase personal data, forget me: anonymize
+bookmark, bookmarks: bookmark
+# --- shops -----------------------------------------------------------------------------------
+available, for sale, sold, pending: status, available, sold
+bulk, batch, several, multiple, many: list, array, bulk, batch
+# --- notebooks -------------------------------------------------------------------------------
+interrupt, stop execution, halt execution, cancel execution: interrupt
+kernelspec, kernel spec, kernel specs, installed kernels, available kernels, language, languages: kernelspec, spec
+restore, roll back to: restore, checkpoint
 "#;
 
 /// Verbs and question words that hint at an HTTP method.
@@ -214,7 +332,7 @@ const INTENTS: &[(Intent, &str)] = &[
         "create add new make generate build insert register enroll setup spin open launch start \
          begin kick trigger dispatch run execute rerun retry submit send post publish ship upload \
          attach write compose leave invite fork copy duplicate clone import signup join book \
-         schedule remind enqueue reply comment",
+         schedule remind enqueue reply comment categorize",
     ),
     (
         Intent::Delete,
@@ -227,7 +345,7 @@ const INTENTS: &[(Intent, &str)] = &[
          reopen set configure replace overwrite move transfer toggle switch turn enable \
          disable activate deactivate pause suspend freeze resume unpause archive lock unlock \
          mark assign scale resize ban block mute silence unban unblock approve reject star \
-         like heart favorite bookmark save follow subscribe watch",
+         like heart favorite bookmark save follow subscribe watch give grant allow share",
     ),
     (
         Intent::Read,
@@ -345,16 +463,28 @@ pub(crate) struct Analyzed {
     pub(crate) concepts: Vec<Concept>,
     /// Method intents in the order the query expresses them.
     pub(crate) intents: Vec<Intent>,
+    /// The query asks about many things (a plural noun, "all", "which", "list").
+    pub(crate) plural: bool,
+    /// The query names one particular thing ("by id", "a specific", "details of").
+    pub(crate) singular: bool,
 }
 
 /// Splits a query into concepts (longest vocabulary phrase first) and finds its intents.
 pub(crate) fn analyze_query(text: &str, stems: &mut Stems, synonyms: bool) -> Analyzed {
     let vocab = vocab();
-    let raw = words(text);
+    // A bound on the query's size keeps the tantivy query small whatever the caller sends.
+    const MAX_WORDS: usize = 48;
+    let mut raw = words(text);
+    raw.truncate(MAX_WORDS);
     let stemmed: Vec<String> = raw.iter().map(|w| stems.stem(w)).collect();
     let mut concepts: Vec<Concept> = Vec::new();
     let mut intents = Vec::new();
-    for s in &stemmed {
+    for (w, s) in raw.iter().zip(&stemmed) {
+        // Participles describe state ("running pods", "failed builds"), not the action wanted.
+        // Nor do plural nouns that look like verbs ("posts", "runs").
+        if w.ends_with("ing") || w.ends_with("ed") || (w.ends_with('s') && w != s) {
+            continue;
+        }
         if let Some(&i) = vocab.intents.get(s)
             && !intents.contains(&i)
         {
@@ -398,7 +528,28 @@ pub(crate) fn analyze_query(text: &str, stems: &mut Stems, synonyms: bool) -> An
             alternatives,
         });
     }
-    Analyzed { concepts, intents }
+    let plural = raw.iter().zip(&stemmed).any(|(w, s)| {
+        matches!(w.as_str(), "all" | "every" | "which" | "list" | "many")
+            || (!is_stop(w)
+                && w.len() > 3
+                && w.ends_with('s')
+                && !w.ends_with("ss")
+                && !w.ends_with("us")
+                && !w.ends_with("is")
+                && w != s)
+    });
+    let singular = raw.iter().any(|w| {
+        matches!(
+            w.as_str(),
+            "id" | "specific" | "single" | "particular" | "details" | "detail" | "named"
+        )
+    });
+    Analyzed {
+        concepts,
+        intents,
+        plural,
+        singular,
+    }
 }
 
 #[cfg(test)]
@@ -437,6 +588,12 @@ mod tests {
                 .alternatives
                 .contains(&vec!["authent".to_string(), "user".to_string()])
         );
+    }
+
+    #[test]
+    fn long_queries_are_bounded() {
+        let long = "pets ".repeat(10_000);
+        assert!(analyze(&long).concepts.len() <= 48);
     }
 
     #[test]

@@ -90,6 +90,7 @@ impl McpServer {
                 .and_then(|p| p.headers.get(crate::auth::SESSION_TOKEN_HEADER))
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_string),
+            cancelled: None,
         }
     }
 }
@@ -135,7 +136,8 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let caller = self.caller(&context.extensions);
+        let mut caller = self.caller(&context.extensions);
+        caller.cancelled = Some(context.ct.clone());
         let args = request.arguments.unwrap_or_default();
         let result = match self.engine.call(&caller, &request.name, args).await {
             Ok(value) => CallToolResult::structured(value),

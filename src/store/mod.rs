@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
-use sqlx::{FromRow, PgPool};
+use sqlx::{ConnectOptions, Connection, FromRow, PgPool};
 use uuid::Uuid;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!();
@@ -21,14 +21,11 @@ const INVALIDATION_CHANNEL: &str = "apigate_auth";
 pub enum StoreError {
     #[error("DATABASE_URL is not a valid Postgres URL: {0}")]
     BadUrl(String),
+    // The cause is in the message, not `source()`, so `{:#}` does not print it twice.
     #[error(
-        "cannot reach Postgres at {target}: {source}. Is the server running and DATABASE_URL right?"
+        "cannot reach Postgres at {target}: {cause}. Is the server running and DATABASE_URL right?"
     )]
-    Unreachable {
-        target: String,
-        #[source]
-        source: sqlx::Error,
-    },
+    Unreachable { target: String, cause: sqlx::Error },
     #[error("database migration failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("database error: {0}")]
@@ -88,15 +85,32 @@ impl Store {
     pub async fn connect(url: &str) -> Result<Store, StoreError> {
         let opts =
             PgConnectOptions::from_str(url).map_err(|e| StoreError::BadUrl(e.to_string()))?;
-        let pool = PgPoolOptions::new()
+        let pool = match PgPoolOptions::new()
             .max_connections(10)
             .acquire_timeout(Duration::from_secs(5))
-            .connect_with(opts)
+            .connect_with(opts.clone())
             .await
-            .map_err(|source| StoreError::Unreachable {
-                target: describe_target(url),
-                source,
-            })?;
+        {
+            Ok(pool) => pool,
+            Err(e) => {
+                // The pool retries until its timeout and then only says it timed out: one
+                // direct attempt tells why (refused, unknown host, bad password, …).
+                let cause = match e {
+                    sqlx::Error::PoolTimedOut => match opts.connect().await {
+                        Err(direct) => direct,
+                        Ok(conn) => {
+                            let _ = conn.close().await;
+                            sqlx::Error::PoolTimedOut
+                        }
+                    },
+                    other => other,
+                };
+                return Err(StoreError::Unreachable {
+                    target: describe_target(url),
+                    cause,
+                });
+            }
+        };
         Ok(Store { pool })
     }
 
@@ -347,9 +361,11 @@ impl Store {
 
     /// Subscribes to credential changes made by any instance sharing this database.
     pub(crate) async fn listen(&self) -> Result<InvalidationListener, StoreError> {
-        let mut listener = PgListener::connect_with(&self.pool).await?;
-        listener.listen(INVALIDATION_CHANNEL).await?;
-        Ok(InvalidationListener { listener })
+        let listener = InvalidationListener::subscribe(&self.pool).await?;
+        Ok(InvalidationListener {
+            pool: self.pool.clone(),
+            listener: Some(listener),
+        })
     }
 }
 
@@ -406,13 +422,34 @@ pub(crate) enum Heard {
 }
 
 pub(crate) struct InvalidationListener {
-    listener: PgListener,
+    pool: PgPool,
+    /// `None` after an error: the next call subscribes again and reports a [`Heard::Gap`].
+    listener: Option<PgListener>,
 }
 
 impl InvalidationListener {
+    async fn subscribe(pool: &PgPool) -> Result<PgListener, StoreError> {
+        let mut listener = PgListener::connect_with(pool).await?;
+        listener.listen(INVALIDATION_CHANNEL).await?;
+        Ok(listener)
+    }
+
     pub(crate) async fn next(&mut self) -> Result<Heard, StoreError> {
         loop {
-            match self.listener.try_recv().await? {
+            let Some(listener) = self.listener.as_mut() else {
+                // sqlx reconnects a failed listener silently on its next call, so changes
+                // announced while it was down would go unnoticed: subscribe afresh and say so.
+                self.listener = Some(InvalidationListener::subscribe(&self.pool).await?);
+                return Ok(Heard::Gap);
+            };
+            let received = match listener.try_recv().await {
+                Ok(r) => r,
+                Err(e) => {
+                    self.listener = None;
+                    return Err(e.into());
+                }
+            };
+            match received {
                 None => return Ok(Heard::Gap),
                 Some(n) => match Invalidation::parse(n.payload()) {
                     Some(i) => return Ok(Heard::Change(i)),

@@ -80,7 +80,8 @@ pub fn definition(name: &str, api_title: &str) -> Option<Value> {
                  `headers`, and the request body in `body` (JSON; form-encoded APIs are \
                  encoded for you). Credentials are added by the server: never pass \
                  Authorization or cookies. Use `dryRun: true` to see the exact request \
-                 without sending it. Step 3 of 3; mutating calls (POST, PUT, PATCH, DELETE) \
+                 without sending it. `ok` is false when the API answered 4xx (read its \
+                 body); 5xx answers, timeouts and connection failures come back as errors. Step 3 of 3; mutating calls (POST, PUT, PATCH, DELETE) \
                  change real data."),
             "inputSchema": {
                 "type": "object",

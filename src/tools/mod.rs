@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
 
 use crate::auth::{
     Auth, AuthError, KeyPrincipal, PermissionRules, Principal, add_session_token_param,
@@ -60,6 +61,10 @@ pub struct Caller {
     pub key_fingerprint: Option<String>,
     /// The `x-session-token` header of the connection, if any.
     pub session_token: Option<String>,
+    /// Cancelled when the client gives up on this call (MCP `notifications/cancelled`, or
+    /// its session closes). A call still waiting for the monitor then stops waiting and
+    /// never runs, so a late approval cannot execute it.
+    pub cancelled: Option<CancellationToken>,
 }
 
 /// What a tool call produced before it is shaped by an adapter.
@@ -225,6 +230,14 @@ impl Engine {
                 ),
             ));
         }
+        // The audit row names the operation the arguments name, even when a check below
+        // refuses the call.
+        if tool != defs::DISCOVER
+            && let Some(o) =
+                ops::named_operation(self, &args).and_then(|i| self.spec.operations.get(i))
+        {
+            trace.operation = Some((o.id.clone(), o.method.clone(), o.path.clone()));
+        }
         // 2. Permissions for the tool.
         principal.may_use_tool(tool).map_err(auth_error)?;
         // 3. Rate limit.
@@ -256,12 +269,37 @@ impl Engine {
                 path: &o.path,
             }),
         };
-        if let Some(monitor) = &self.monitor
-            && let Err(blocked) = monitor.pre_execute(&call).await
-        {
-            monitor.session_error(&session_id, "BLOCKED_BY_MONITOR");
-            return Err(ToolError::new(Code::BlockedByMonitor, blocked.to_string())
-                .with("monitor", Value::String(blocked.cause.as_str().into())));
+        if let Some(monitor) = &self.monitor {
+            let gate = monitor.pre_execute(&call);
+            let verdict = match &caller.cancelled {
+                // Dropping the gate's request tells the monitor nobody waits any more (the
+                // reference monitor records a held approval as abandoned).
+                Some(cancelled) => tokio::select! {
+                    biased;
+                    () = cancelled.cancelled() => None,
+                    v = gate => Some(v),
+                },
+                None => Some(gate.await),
+            };
+            match verdict {
+                Some(Ok(())) => {}
+                Some(Err(blocked)) => {
+                    monitor.session_error(&session_id, "BLOCKED_BY_MONITOR");
+                    return Err(ToolError::new(Code::BlockedByMonitor, blocked.to_string())
+                        .with("monitor", Value::String(blocked.cause.as_str().into())));
+                }
+                None => {
+                    tracing::info!(
+                        tool,
+                        "the client cancelled the call while the monitor decided"
+                    );
+                    return Err(ToolError::new(
+                        Code::BlockedByMonitor,
+                        "the call was cancelled by the client while it waited for the agent monitor; it did not run",
+                    )
+                    .with("monitor", Value::String("cancelled".into())));
+                }
+            }
         }
         // 6. Run.
         let result = ops::run(self, principal, prepared, &mut trace.upstream_status).await;

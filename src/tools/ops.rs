@@ -151,6 +151,22 @@ pub fn parse_discover(args: &Map<String, Value>) -> Result<Discover, ToolError> 
     })
 }
 
+/// The operation the arguments name, if they name one of this spec's (no errors, no permission
+/// check): what the audit row records when the call fails before it is fully prepared.
+pub fn named_operation(engine: &Engine, args: &Map<String, Value>) -> Option<usize> {
+    let spec = &engine.spec;
+    if let Some(Value::String(id)) = args.get("operationId") {
+        return spec.index_of(id.trim());
+    }
+    let (Some(Value::String(method)), Some(Value::String(path))) =
+        (args.get("method"), args.get("path"))
+    else {
+        return None;
+    };
+    let (op, _) = spec.find(method.trim(), path.trim())?;
+    spec.index_of(&op.id)
+}
+
 /// Finds the operation named by `operationId`, or by `method` + `path` (template or concrete);
 /// returns its index and the path values a concrete path carried.
 pub fn resolve(
@@ -393,7 +409,7 @@ pub async fn run(
     match prepared {
         Prepared::Discover(d) => {
             let allowed = visible(engine, principal);
-            let hits = engine.index.search(&Query {
+            let (hits, total) = engine.index.search_total(&Query {
                 text: &d.query,
                 method: d.method.as_deref(),
                 tag: d.tag.as_deref(),
@@ -415,7 +431,7 @@ pub async fn run(
                     })
                 })
                 .collect();
-            Ok(json!({"total": results.len(), "results": results}))
+            Ok(json!({"results": results, "total": total}))
         }
         Prepared::Schema(i) => Ok(engine.spec.describe(&engine.spec.operations[i])),
         Prepared::Execute { op, args, dry_run } => {

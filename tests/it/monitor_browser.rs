@@ -1,6 +1,8 @@
 //! The monitor's dashboard in a real browser: headless Chromium (Debian's `chromium`) opens
-//! the page, a held `tool.pre_execute` appears live (no reload), a mouse click on Approve
-//! releases the waiting call. Screenshots go to `<target dir>/test-artifacts/`.
+//! the page, an MCP `api_execute` DELETE sent to apigate (gate on, pointing at the monitor)
+//! appears live as a pending approval (no reload), a mouse click on Approve releases the
+//! waiting tool call, which then reaches the recording upstream; a typed reason and Deny
+//! block the next one. Screenshots go to `<target dir>/test-artifacts/`.
 //!
 //! Chromium is driven over the DevTools protocol with a minimal WebSocket client below (no
 //! extra crates). Without Chromium the test fails and says how to install it.
@@ -9,11 +11,14 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
-use apigate::monitor::{self, Monitor, MonitorConfig, OperationRef, ServerConfig, ToolCall};
+use apigate::monitor::{self, ServerConfig};
+use rmcp::service::{Peer, RoleClient};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::process::{Child, Command};
+
+use crate::support::{Server, Upstream, call, engine_args, spec_path};
 
 fn find_chromium() -> PathBuf {
     if let Some(p) = std::env::var_os("CHROMIUM") {
@@ -311,30 +316,10 @@ fn base64_decode(s: &str) -> Vec<u8> {
     out
 }
 
-/// A tool call through the real gate, waiting in the background for the monitor's answer.
-fn hold(
-    gate: &Monitor,
-    call_id: &'static str,
-    operation_id: &'static str,
-    method: &'static str,
-    path: &'static str,
-) -> tokio::task::JoinHandle<Result<(), apigate::monitor::Blocked>> {
-    let gate = gate.clone();
-    tokio::spawn(async move {
-        let args = json!({"method": method, "path": path, "pathParams": {"petId": 7}});
-        let call = ToolCall {
-            session_id: "browser-session",
-            call_id,
-            tool: "api_execute",
-            args: &args,
-            operation: Some(OperationRef {
-                operation_id,
-                method,
-                path,
-            }),
-        };
-        gate.pre_execute(&call).await
-    })
+/// An MCP tool call through apigate, waiting in the background for the monitor's answer.
+fn hold(client: &Peer<RoleClient>, args: Value) -> tokio::task::JoinHandle<(bool, Value)> {
+    let client = client.clone();
+    tokio::spawn(async move { call(&client, "api_execute", args).await })
 }
 
 #[tokio::test]
@@ -344,6 +329,16 @@ async fn dashboard_shows_a_pending_approval_live_and_approve_releases_the_call()
         .await
         .unwrap();
     let base = server.url();
+
+    // The agent side: apigate with the gate pointing at this monitor, in front of the
+    // recording petstore upstream.
+    let upstream = Upstream::start().await;
+    let mut args = engine_args(&spec_path("petstore-3.0.json"), Some(upstream.url()));
+    args.monitor.monitor = Some(base.clone());
+    args.monitor.monitor_timeout = Duration::from_secs(300);
+    let apigate = Server::start(args, false).await;
+    let client = apigate.client().await;
+
     let profile = tempfile::tempdir().unwrap();
     let (mut chromium, port) = launch(&format!("{base}/"), profile.path()).await;
 
@@ -376,39 +371,39 @@ async fn dashboard_shows_a_pending_approval_live_and_approve_releases_the_call()
     )
     .await;
 
-    // The agent side: a DELETE through the real gate, held by the default rules.
-    let mut cfg = MonitorConfig::new(base.clone());
-    cfg.timeout = Duration::from_secs(120);
-    cfg.project = "Petstore".into();
-    let gate = Monitor::new(cfg).unwrap();
-    gate.session_started("browser-session");
+    // A DELETE through apigate, held by the default rules.
     let held = hold(
-        &gate,
-        "call-delete-7",
-        "deletePet",
-        "DELETE",
-        "/pets/{petId}",
+        &client,
+        json!({"operationId": "deletePet", "pathParams": {"petId": 7}}),
     );
-
     page.wait_for(
         "the pending approval",
-        "[...document.querySelectorAll('.approval')].some(el => el.innerText.includes('api_execute DELETE /pets/{petId}'))",
+        "[...document.querySelectorAll('.approval')].some(el => el.innerText.includes('api_execute DELETE /pet/{petId}'))",
     )
     .await;
     page.wait_for(
         "the session row",
-        "!!document.querySelector('.session[data-id=\"browser-session\"]')",
+        "!!document.querySelector('.session[data-id]')",
     )
     .await;
     assert!(!held.is_finished(), "the call must wait for a person");
+    assert!(
+        upstream.requests().is_empty(),
+        "the DELETE reached the upstream before anyone approved it"
+    );
     let pending_png = page.screenshot("monitor-pending-approval.png").await;
 
     page.click(".approval button.approve").await;
-    let outcome = tokio::time::timeout(Duration::from_secs(60), held)
+    let (err, result) = tokio::time::timeout(Duration::from_secs(60), held)
         .await
         .expect("the approved call is still waiting")
         .unwrap();
-    assert_eq!(outcome, Ok(()));
+    assert!(!err, "the approved call failed: {result}");
+    assert_eq!(result["status"], 200, "{result}");
+    let got = upstream.requests();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].method, "DELETE");
+    assert_eq!(got[0].uri, "/v2/pet/7");
 
     page.wait_for(
         "the decision",
@@ -425,24 +420,33 @@ async fn dashboard_shows_a_pending_approval_live_and_approve_releases_the_call()
     let approved_png = page.screenshot("monitor-approved.png").await;
 
     // A second call is denied from the page, with a reason typed into the card.
-    let held = hold(&gate, "call-create-1", "createPet", "POST", "/pets");
+    let held = hold(
+        &client,
+        json!({"operationId": "addPet", "body": {"name": "Rex", "photoUrls": []}}),
+    );
     page.wait_for(
         "the second approval",
-        "[...document.querySelectorAll('.approval')].some(el => el.innerText.includes('api_execute POST /pets'))",
+        "[...document.querySelectorAll('.approval')].some(el => el.innerText.includes('api_execute POST /pet'))",
     )
     .await;
     page.click(".approval input").await;
     page.call("Input.insertText", json!({"text": "wrong pet"}))
         .await;
     page.click(".approval button.deny").await;
-    let blocked = tokio::time::timeout(Duration::from_secs(60), held)
+    let (err, result) = tokio::time::timeout(Duration::from_secs(60), held)
         .await
         .expect("the denied call is still waiting")
-        .unwrap()
-        .unwrap_err();
+        .unwrap();
+    assert!(err, "the denied call ran: {result}");
+    assert_eq!(result["code"], "BLOCKED_BY_MONITOR", "{result}");
     assert_eq!(
-        blocked.reason,
+        result["error"],
         "blocked by the agent monitor: denied by a person: wrong pet"
+    );
+    assert_eq!(
+        upstream.requests().len(),
+        1,
+        "the denied POST reached the upstream"
     );
     page.wait_for(
         "the denial",
@@ -459,5 +463,7 @@ async fn dashboard_shows_a_pending_approval_live_and_approve_releases_the_call()
 
     drop(page);
     chromium.kill().await.unwrap();
+    client.cancel().await.unwrap();
+    drop(apigate);
     server.shutdown().await.unwrap();
 }

@@ -14,7 +14,7 @@ use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::IntoResponse;
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
-use rmcp::service::{RoleClient, RunningService};
+use rmcp::service::{Peer, RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
@@ -82,16 +82,24 @@ impl Server {
 
     /// An rmcp client over Streamable HTTP, sending the API key.
     pub async fn client(&self) -> RunningService<RoleClient, ()> {
-        let mut headers = HashMap::new();
-        headers.insert(
-            axum::http::header::HeaderName::from_static("x-api-key"),
-            axum::http::header::HeaderValue::from_static(KEY),
-        );
-        let config =
-            StreamableHttpClientTransportConfig::with_uri(self.url("/mcp")).custom_headers(headers);
-        let transport = StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
-        ().serve(transport).await.expect("MCP client connects")
+        mcp_client(&self.url("/mcp"), &[("x-api-key", KEY)]).await
     }
+}
+
+/// An rmcp client over Streamable HTTP for any MCP endpoint URL, sending `headers`.
+pub async fn mcp_client(url: &str, headers: &[(&str, &str)]) -> RunningService<RoleClient, ()> {
+    let headers: HashMap<_, _> = headers
+        .iter()
+        .map(|(name, value)| {
+            (
+                axum::http::header::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                axum::http::header::HeaderValue::from_str(value).unwrap(),
+            )
+        })
+        .collect();
+    let config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(headers);
+    let transport = StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
+    ().serve(transport).await.expect("MCP client connects")
 }
 
 impl Drop for Server {
@@ -100,12 +108,9 @@ impl Drop for Server {
     }
 }
 
-/// Calls a tool and returns (isError, structured content).
-pub async fn call(
-    client: &RunningService<RoleClient, ()>,
-    tool: &str,
-    args: Value,
-) -> (bool, Value) {
+/// Calls a tool and returns (isError, structured content). Takes a running client (it
+/// derefs to its `Peer`) or a cloned `Peer` (for calls spawned in the background).
+pub async fn call(client: &Peer<RoleClient>, tool: &str, args: Value) -> (bool, Value) {
     let Value::Object(map) = args else {
         panic!("arguments must be an object")
     };
