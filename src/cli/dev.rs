@@ -233,20 +233,7 @@ pub async fn run_dev(args: DevArgs) -> anyhow::Result<ExitCode> {
     }
     let engine = Arc::new(engine);
     let url = format!("http://{addr}/mcp");
-    eprintln!(
-        "apigate dev: {} ({} operations) at {url}{}",
-        if engine.spec.title.is_empty() {
-            "API"
-        } else {
-            &engine.spec.title
-        },
-        engine.spec.operations.len(),
-        if args.http.stateless {
-            " (stateless)"
-        } else {
-            ""
-        }
-    );
+    eprintln!("{}", banner("dev", &engine, &url, args.http.stateless));
     match source {
         KeySource::Generated => {
             eprintln!(
@@ -295,6 +282,20 @@ pub async fn run_dev(args: DevArgs) -> anyhow::Result<ExitCode> {
     );
     http::serve(listener, router, shutdown).await?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The first line a server prints: what it serves, where, and how.
+pub fn banner(command: &str, engine: &crate::tools::Engine, url: &str, stateless: bool) -> String {
+    let title = if engine.spec.title.is_empty() {
+        "API"
+    } else {
+        engine.spec.title.as_str()
+    };
+    let mode = if stateless { " (stateless)" } else { "" };
+    format!(
+        "apigate {command}: {title} ({} operations) at {url}{mode}",
+        engine.spec.operations.len()
+    )
 }
 
 pub async fn run_stdio(args: StdioArgs) -> anyhow::Result<ExitCode> {

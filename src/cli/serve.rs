@@ -97,19 +97,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .await
         .with_context(|| format!("cannot listen on {}", args.http.listen))?;
     let addr = listener.local_addr()?;
+    let url = format!("http://{addr}/mcp");
     eprintln!(
-        "apigate serve: {} ({} operations) at http://{addr}/mcp{}; admin API at /admin/v1",
-        if engine.spec.title.is_empty() {
-            "API"
-        } else {
-            &engine.spec.title
-        },
-        engine.spec.operations.len(),
-        if args.http.stateless {
-            " (stateless)"
-        } else {
-            ""
-        }
+        "{}; admin API at /admin/v1",
+        super::dev::banner("serve", &engine, &url, args.http.stateless)
     );
     let shutdown = CancellationToken::new();
     http::cancel_on_signal(shutdown.clone());
