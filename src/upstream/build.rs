@@ -433,7 +433,7 @@ fn headers(
         if p.required && !given && !cfg.is_credential(&p.name) {
             let lower = p.name.to_ascii_lowercase();
             return Err(if AGENT_FORBIDDEN.contains(&lower.as_str()) {
-                UpstreamError::NoServer(format!(
+                UpstreamError::MissingCredential(format!(
                     "{} requires the {} header, which only the server's configuration may set: \
                      start apigate with --upstream-header \"{}: …\"",
                     op.key(),

@@ -164,6 +164,30 @@ impl UpstreamConfig {
             .collect()
     }
 
+    /// The secret strings an upstream might echo back (a header value, the token after
+    /// `Bearer `, a URL password), longest first; values shorter than 8 characters are not
+    /// treated as secrets (redacting them would mangle ordinary text).
+    pub(crate) fn secrets(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for (_, v) in &self.headers {
+            let Ok(s) = v.to_str() else { continue };
+            let s = s.trim();
+            out.push(s.to_string());
+            if let Some((_, token)) = s.split_once(' ') {
+                out.push(token.trim().to_string());
+            }
+        }
+        if let Some(p) = self.base_url.as_ref().and_then(Url::password) {
+            out.push(p.to_string());
+            let decoded = percent_encoding::percent_decode_str(p).decode_utf8_lossy();
+            out.push(decoded.into_owned());
+        }
+        out.retain(|s| s.len() >= 8);
+        out.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        out.dedup();
+        out
+    }
+
     /// Whether `name` is one of the configured credential headers.
     pub(crate) fn is_credential(&self, name: &str) -> bool {
         self.headers
@@ -209,6 +233,7 @@ mod tests {
         assert!(!shown.contains("pw"), "{shown}");
         assert!(shown.contains("authorization: [redacted]"));
         assert!(cfg.is_credential("AUTHORIZATION"));
+        assert_eq!(cfg.secrets(), ["Bearer sk_live_x", "sk_live_x"]);
     }
 
     #[test]

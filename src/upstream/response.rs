@@ -144,6 +144,41 @@ pub(crate) fn body_value(bytes: &[u8], truncated: bool, content_type: Option<&st
     }
 }
 
+/// Replaces every occurrence of a configured secret in the strings (and keys) of `v` with
+/// `[redacted]`: an upstream that echoes the request (or quotes a bad token in its error)
+/// must not hand the credential to the agent.
+pub(crate) fn redact(v: &mut Value, secrets: &[String]) {
+    if secrets.is_empty() {
+        return;
+    }
+    let clean = |s: &str| {
+        let mut s = s.to_string();
+        for secret in secrets {
+            if s.contains(secret.as_str()) {
+                s = s.replace(secret.as_str(), "[redacted]");
+            }
+        }
+        s
+    };
+    match v {
+        Value::String(s) if secrets.iter().any(|x| s.contains(x.as_str())) => *s = clean(s),
+        Value::Array(items) => items.iter_mut().for_each(|i| redact(i, secrets)),
+        Value::Object(map) => {
+            if map
+                .keys()
+                .any(|k| secrets.iter().any(|x| k.contains(x.as_str())))
+            {
+                *map = std::mem::take(map)
+                    .into_iter()
+                    .map(|(k, v)| (clean(&k), v))
+                    .collect();
+            }
+            map.values_mut().for_each(|c| redact(c, secrets));
+        }
+        _ => {}
+    }
+}
+
 #[derive(Clone, Copy)]
 enum Frame {
     Array,
@@ -351,6 +386,19 @@ mod tests {
         assert_eq!(body_value(&s[..3], true, Some("text/plain")), json!("ab"));
         let v = body_value(&[0xff, 0x00, 0xfe], false, Some("image/png"));
         assert!(v.as_str().unwrap().starts_with("[binary content"));
+    }
+
+    #[test]
+    fn echoed_secrets_are_redacted() {
+        let secrets = vec!["Bearer sk_test_123".to_string(), "sk_test_123".to_string()];
+        let mut v = json!({"headers": {"Authorization": "Bearer sk_test_123"},
+            "msg": ["bad key sk_test_123!"], "sk_test_123": 1, "n": 5});
+        redact(&mut v, &secrets);
+        assert_eq!(
+            v,
+            json!({"headers": {"Authorization": "[redacted]"},
+            "msg": ["bad key [redacted]!"], "[redacted]": 1, "n": 5})
+        );
     }
 
     #[test]

@@ -131,6 +131,28 @@ async fn handle(State(app): State<App>, req: Request) -> Response {
             let to = format!("{}/steal", app.other.lock().unwrap());
             (StatusCode::FOUND, [(header::LOCATION, to)]).into_response()
         }
+        "echo" => {
+            let headers: serde_json::Map<String, Value> = app
+                .seen
+                .lock()
+                .unwrap()
+                .last()
+                .map(|r| {
+                    r.headers
+                        .iter()
+                        .map(|(k, v)| (k.to_string(), json!(v.to_str().unwrap_or_default())))
+                        .collect()
+                })
+                .unwrap_or_default();
+            (
+                [(
+                    header::HeaderName::from_static("www-authenticate"),
+                    "Bearer error=\"invalid_token\" token=\"sk_test_SECRET\"",
+                )],
+                axum::Json(json!({"headers": headers})),
+            )
+                .into_response()
+        }
         "home" => (StatusCode::FOUND, [(header::LOCATION, "/v2/user/landed")]).into_response(),
         "loop" => (StatusCode::FOUND, [(header::LOCATION, "/v2/user/loop")]).into_response(),
         _ => (
@@ -751,4 +773,58 @@ async fn server_urls_resolve_from_spec_and_upstream() {
         .unwrap();
     call(&up, &spec, "ping", json!({})).await.unwrap();
     assert_eq!(srv.last().uri, "/api/v1/ping");
+}
+
+#[tokio::test]
+async fn dry_runs_send_nothing_and_echoed_credentials_are_scrubbed() {
+    let srv = Server::start().await;
+    let up = upstream_with(&srv.url(), |c| {
+        c.headers =
+            vec![UpstreamConfig::parse_header("Authorization: Bearer sk_test_SECRET").unwrap()];
+    });
+    let spec = petstore();
+    let op = spec.get("getUserByName").unwrap();
+    let a = args(json!({"pathParams": {"username": "echo"}}));
+    let dry = up.execute(&spec, op, &a, true).await.unwrap();
+    let shown = serde_json::to_value(&dry).unwrap();
+    assert_eq!(shown["dryRun"], true);
+    assert_eq!(
+        shown["request"]["url"],
+        format!("{}/v2/user/echo", srv.url())
+    );
+    assert_eq!(shown["request"]["headers"]["authorization"], "[redacted]");
+    assert!(srv.seen().is_empty());
+
+    let done = up.execute(&spec, op, &a, false).await.unwrap();
+    let shown = serde_json::to_value(&done).unwrap();
+    assert_eq!(
+        srv.last().header("authorization"),
+        Some("Bearer sk_test_SECRET")
+    );
+    assert_eq!(shown["body"]["headers"]["authorization"], "[redacted]");
+    assert!(!shown.to_string().contains("SECRET"), "{shown}");
+}
+
+#[tokio::test]
+async fn a_required_credential_header_must_be_configured() {
+    let srv = Server::start().await;
+    let doc = json!({
+        "openapi": "3.0.0", "info": {"title": "c", "version": "1"},
+        "servers": [{"url": "https://api.example.com"}],
+        "paths": {"/me": {"get": {"operationId": "me",
+            "parameters": [{"name": "Authorization", "in": "header", "required": true, "schema": {"type": "string"}}],
+            "responses": {"200": {"description": "ok"}}}}}
+    })
+    .to_string();
+    let spec = Spec::from_bytes(doc.as_bytes(), "c.json").unwrap();
+    let e = call(&upstream(&srv.url()), &spec, "me", json!({}))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, UpstreamError::MissingCredential(_)), "{e:?}");
+    assert!(e.to_string().contains("--upstream-header"), "{e}");
+    let up = upstream_with(&srv.url(), |c| {
+        c.headers = vec![UpstreamConfig::parse_header("Authorization: Basic dTpw").unwrap()];
+    });
+    call(&up, &spec, "me", json!({})).await.unwrap();
+    assert_eq!(srv.last().header("authorization"), Some("Basic dTpw"));
 }
