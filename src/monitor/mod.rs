@@ -1,2 +1,16 @@
-//! The agent-monitor protocol: the client gate every tool call passes (fail-closed) and the
-//! reference monitor server (`apigate monitor`).
+//! The agent-monitor protocol (`shared/reference/agent-monitor-protocol.md`, DESIGN.md §5):
+//! the client gate every tool call passes when `--monitor URL` is given (fail-closed), and
+//! the reference monitor server (`apigate monitor`: rules, approvals, live dashboard).
+//!
+//! `client` uses reqwest only; `server` is the only axum user here; `rules` is pure logic.
+
+mod client;
+pub mod rules;
+mod server;
+
+pub use client::{
+    BlockCause, Blocked, DEFAULT_TIMEOUT, MAX_ARG_CHARS, Monitor, MonitorConfig, MonitorError,
+    OperationRef, ToolCall, parse_duration, sanitize_args, session_id_for_secret,
+};
+pub use rules::RuleSet;
+pub use server::{MonitorArgs, RunningMonitor, ServerConfig, run, spawn};

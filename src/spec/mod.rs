@@ -17,7 +17,7 @@ use std::sync::OnceLock;
 use serde_json::Value;
 
 pub use args::Violation;
-pub use operation::{Dialect, MediaType, Operation, ParamIn, Parameter, RequestBody, Response};
+pub use operation::{METHODS_UPPER, Dialect, MediaType, Operation, ParamIn, Parameter, RequestBody, Response};
 pub use paths::match_template;
 pub use refs::InlineBudget;
 pub use source::{Location, MAX_DOCUMENT_BYTES};

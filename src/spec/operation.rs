@@ -15,6 +15,11 @@ pub const METHODS: [&str; 8] = [
     "get", "put", "post", "delete", "options", "head", "patch", "trace",
 ];
 
+/// The same methods, upper-case, as `Operation::method` holds them.
+pub const METHODS_UPPER: [&str; 8] = [
+    "GET", "PUT", "POST", "DELETE", "OPTIONS", "HEAD", "PATCH", "TRACE",
+];
+
 /// The document dialect.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum Dialect {

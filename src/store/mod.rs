@@ -1,1 +1,597 @@
-//! The only sqlx user: pool, embedded migrations, queries for `api_keys`, `roles`, `audit_log`.
+//! The only sqlx user: pool, embedded migrations, queries for `api_keys`, `roles`, `audit_log`,
+//! and the `LISTEN/NOTIFY` channel that tells every instance to drop cached credentials.
+//! Knows nothing about argon2, features or HTTP: it stores and returns rows.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
+use sqlx::{FromRow, PgPool};
+use uuid::Uuid;
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!();
+
+/// The channel on which credential changes are announced.
+const INVALIDATION_CHANNEL: &str = "apigate_auth";
+
+/// What went wrong talking to Postgres.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("DATABASE_URL is not a valid Postgres URL: {0}")]
+    BadUrl(String),
+    #[error(
+        "cannot reach Postgres at {target}: {source}. Is the server running and DATABASE_URL right?"
+    )]
+    Unreachable {
+        target: String,
+        #[source]
+        source: sqlx::Error,
+    },
+    #[error("database migration failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+}
+
+impl StoreError {
+    /// True when the pool was closed (the process is shutting down).
+    pub fn is_pool_closed(&self) -> bool {
+        matches!(self, StoreError::Database(sqlx::Error::PoolClosed))
+    }
+
+    /// True when the database could not be reached (as opposed to a query being wrong).
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            StoreError::Unreachable { .. } => true,
+            StoreError::Database(e) => matches!(
+                e,
+                sqlx::Error::Io(_)
+                    | sqlx::Error::PoolTimedOut
+                    | sqlx::Error::PoolClosed
+                    | sqlx::Error::Tls(_)
+                    | sqlx::Error::WorkerCrashed
+            ),
+            _ => false,
+        }
+    }
+}
+
+/// The connection pool. Cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    pool: PgPool,
+}
+
+impl fmt::Debug for Store {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Store").finish_non_exhaustive()
+    }
+}
+
+/// `host:port/database` of a URL, for error messages (never the password).
+pub fn describe_target(url: &str) -> String {
+    match PgConnectOptions::from_str(url) {
+        Ok(o) => format!(
+            "{}:{}/{}",
+            o.get_host(),
+            o.get_port(),
+            o.get_database().unwrap_or(o.get_username())
+        ),
+        Err(_) => "<invalid DATABASE_URL>".to_string(),
+    }
+}
+
+impl Store {
+    /// Connects (and checks the connection) with a small pool. The error names the host.
+    pub async fn connect(url: &str) -> Result<Store, StoreError> {
+        let opts =
+            PgConnectOptions::from_str(url).map_err(|e| StoreError::BadUrl(e.to_string()))?;
+        let pool = PgPoolOptions::new()
+            .max_connections(10)
+            .acquire_timeout(Duration::from_secs(5))
+            .connect_with(opts)
+            .await
+            .map_err(|source| StoreError::Unreachable {
+                target: describe_target(url),
+                source,
+            })?;
+        Ok(Store { pool })
+    }
+
+    /// Applies the embedded migrations (idempotent; safe with several replicas starting).
+    pub async fn migrate(&self) -> Result<(), StoreError> {
+        MIGRATOR.run(&self.pool).await?;
+        Ok(())
+    }
+
+    /// One round-trip, for `/health`.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
+    }
+
+    /// Closes the pool (waits for connections to be returned).
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    // ---- server keys and sessions ----------------------------------------------------------
+
+    pub(crate) async fn insert_server_key(
+        &self,
+        k: &NewServerKey<'_>,
+    ) -> Result<KeyRow, StoreError> {
+        let row = sqlx::query_as::<_, KeyRow>(
+            "INSERT INTO api_keys (id, kind, name, public_id, secret_hash, features, roles, \
+             read_only, created_by) \
+             VALUES ($1, 'server_key', $2, $3, $4, $5, $6, $7, $8) \
+             RETURNING *, '{}'::text[] AS role_features",
+        )
+        .bind(k.id)
+        .bind(k.name)
+        .bind(k.public_id)
+        .bind(k.secret_hash)
+        .bind(k.features)
+        .bind(k.roles)
+        .bind(k.read_only)
+        .bind(k.created_by)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(row)
+    }
+
+    pub(crate) async fn insert_session(&self, s: &NewSession<'_>) -> Result<KeyRow, StoreError> {
+        let row = sqlx::query_as::<_, KeyRow>(
+            "INSERT INTO api_keys (id, kind, token_digest, features, roles, read_only, user_id, \
+             tenant_id, organization_id, expires_at, created_by) \
+             VALUES ($1, 'session', $2, $3, $4, $5, $6, $7, $8, $9, $10) \
+             RETURNING *, '{}'::text[] AS role_features",
+        )
+        .bind(s.id)
+        .bind(s.token_digest)
+        .bind(s.features)
+        .bind(s.roles)
+        .bind(s.read_only)
+        .bind(s.user_id)
+        .bind(s.tenant_id)
+        .bind(s.organization_id)
+        .bind(s.expires_at)
+        .bind(s.created_by)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(row)
+    }
+
+    /// A server key by public id (revoked ones too), with the features of its roles.
+    pub(crate) async fn find_server_key(
+        &self,
+        public_id: &str,
+    ) -> Result<Option<KeyRow>, StoreError> {
+        let row = sqlx::query_as::<_, KeyRow>(
+            "SELECT k.*, COALESCE((SELECT array_agg(DISTINCT f) FROM roles r, unnest(r.features) f \
+             WHERE r.name = ANY(k.roles)), '{}') AS role_features \
+             FROM api_keys k WHERE k.kind = 'server_key' AND k.public_id = $1",
+        )
+        .bind(public_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row)
+    }
+
+    /// A session by token digest (revoked and expired ones too), with its roles' features.
+    pub(crate) async fn find_session(&self, digest: &[u8]) -> Result<Option<KeyRow>, StoreError> {
+        let row = sqlx::query_as::<_, KeyRow>(
+            "SELECT k.*, COALESCE((SELECT array_agg(DISTINCT f) FROM roles r, unnest(r.features) f \
+             WHERE r.name = ANY(k.roles)), '{}') AS role_features \
+             FROM api_keys k WHERE k.kind = 'session' AND k.token_digest = $1",
+        )
+        .bind(digest)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row)
+    }
+
+    pub(crate) async fn list_server_keys(&self) -> Result<Vec<KeyRow>, StoreError> {
+        let rows = sqlx::query_as::<_, KeyRow>(
+            "SELECT *, '{}'::text[] AS role_features FROM api_keys \
+             WHERE kind = 'server_key' ORDER BY created_at, id",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows)
+    }
+
+    /// Marks a credential revoked and announces it, in one transaction (the notification is
+    /// delivered at commit). Returns `None` when no such credential exists; revoking twice
+    /// keeps the first time.
+    pub(crate) async fn revoke(
+        &self,
+        target: RevokeTarget<'_>,
+    ) -> Result<Option<Revoked>, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let query = match target {
+            RevokeTarget::ServerKey(_) => {
+                "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()) \
+                 WHERE kind = 'server_key' AND id = $1 RETURNING id, revoked_at"
+            }
+            RevokeTarget::ServerKeyPublicId(_) => {
+                "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()) \
+                 WHERE kind = 'server_key' AND public_id = $1 RETURNING id, revoked_at"
+            }
+            RevokeTarget::SessionId(_) => {
+                "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()) \
+                 WHERE kind = 'session' AND id = $1 RETURNING id, revoked_at"
+            }
+            RevokeTarget::SessionDigest(_) => {
+                "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()) \
+                 WHERE kind = 'session' AND token_digest = $1 RETURNING id, revoked_at"
+            }
+        };
+        let q = sqlx::query_as::<_, (Uuid, DateTime<Utc>)>(query);
+        let q = match target {
+            RevokeTarget::ServerKey(id) | RevokeTarget::SessionId(id) => q.bind(id),
+            RevokeTarget::ServerKeyPublicId(p) => q.bind(p),
+            RevokeTarget::SessionDigest(d) => q.bind(d),
+        };
+        let Some((id, revoked_at)) = q.fetch_optional(&mut *tx).await? else {
+            return Ok(None);
+        };
+        let payload = match target {
+            RevokeTarget::ServerKey(_) | RevokeTarget::ServerKeyPublicId(_) => {
+                Invalidation::Key(id)
+            }
+            _ => Invalidation::Session(id),
+        };
+        notify(&mut tx, &payload).await?;
+        tx.commit().await?;
+        Ok(Some(Revoked { id, revoked_at }))
+    }
+
+    /// Records a use; called once per cache fill, not per request.
+    pub(crate) async fn touch(&self, id: Uuid) -> Result<(), StoreError> {
+        sqlx::query("UPDATE api_keys SET last_used_at = now() WHERE id = $1")
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    // ---- roles ------------------------------------------------------------------------------
+
+    /// Creates or replaces a role and announces the change.
+    pub(crate) async fn upsert_role(
+        &self,
+        name: &str,
+        features: &[String],
+    ) -> Result<RoleRow, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let row = sqlx::query_as::<_, RoleRow>(
+            "INSERT INTO roles (name, features) VALUES ($1, $2) \
+             ON CONFLICT (name) DO UPDATE SET features = EXCLUDED.features, updated_at = now() \
+             RETURNING name, features, created_at, updated_at",
+        )
+        .bind(name)
+        .bind(features)
+        .fetch_one(&mut *tx)
+        .await?;
+        notify(&mut tx, &Invalidation::Roles).await?;
+        tx.commit().await?;
+        Ok(row)
+    }
+
+    pub(crate) async fn list_roles(&self) -> Result<Vec<RoleRow>, StoreError> {
+        let rows = sqlx::query_as::<_, RoleRow>(
+            "SELECT name, features, created_at, updated_at FROM roles ORDER BY name",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows)
+    }
+
+    /// The names in `roles` that no role row has.
+    pub(crate) async fn missing_roles(&self, roles: &[String]) -> Result<Vec<String>, StoreError> {
+        if roles.is_empty() {
+            return Ok(Vec::new());
+        }
+        let rows = sqlx::query_as::<_, (String,)>(
+            "SELECT n FROM unnest($1::text[]) AS n WHERE NOT EXISTS \
+             (SELECT 1 FROM roles r WHERE r.name = n) ORDER BY n",
+        )
+        .bind(roles)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.into_iter().map(|(n,)| n).collect())
+    }
+
+    // ---- audit ------------------------------------------------------------------------------
+
+    pub async fn insert_audit(&self, e: &AuditEntry) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO audit_log (key_id, session_id, user_id, tenant_id, tool, operation, \
+             method, path, decision, upstream_status, duration_ms, error_code) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+        )
+        .bind(e.key_id)
+        .bind(e.session_id)
+        .bind(e.user_id.as_deref())
+        .bind(e.tenant_id.as_deref())
+        .bind(&e.tool)
+        .bind(e.operation.as_deref())
+        .bind(e.method.as_deref())
+        .bind(e.path.as_deref())
+        .bind(e.decision.as_str())
+        .bind(e.upstream_status.map(i32::from))
+        .bind(i64::try_from(e.duration_ms).unwrap_or(i64::MAX))
+        .bind(e.error_code.as_deref())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// The newest audit rows first.
+    pub async fn recent_audit(&self, limit: i64) -> Result<Vec<AuditRow>, StoreError> {
+        let rows = sqlx::query_as::<_, AuditRow>(
+            "SELECT id, at, key_id, session_id, user_id, tenant_id, tool, operation, method, path, \
+             decision, upstream_status, duration_ms, error_code \
+             FROM audit_log ORDER BY id DESC LIMIT $1",
+        )
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows)
+    }
+
+    // ---- invalidation -------------------------------------------------------------------------
+
+    /// Subscribes to credential changes made by any instance sharing this database.
+    pub(crate) async fn listen(&self) -> Result<InvalidationListener, StoreError> {
+        let mut listener = PgListener::connect_with(&self.pool).await?;
+        listener.listen(INVALIDATION_CHANNEL).await?;
+        Ok(InvalidationListener { listener })
+    }
+}
+
+async fn notify(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    what: &Invalidation,
+) -> Result<(), StoreError> {
+    sqlx::query("SELECT pg_notify($1, $2)")
+        .bind(INVALIDATION_CHANNEL)
+        .bind(what.to_payload())
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
+/// A credential change announced over `LISTEN/NOTIFY`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Invalidation {
+    Key(Uuid),
+    Session(Uuid),
+    /// Some role changed: every cached principal may have different features now.
+    Roles,
+}
+
+impl Invalidation {
+    fn to_payload(&self) -> String {
+        match self {
+            Invalidation::Key(id) => format!("key:{id}"),
+            Invalidation::Session(id) => format!("session:{id}"),
+            Invalidation::Roles => "roles".to_string(),
+        }
+    }
+
+    fn parse(payload: &str) -> Option<Invalidation> {
+        if payload == "roles" {
+            return Some(Invalidation::Roles);
+        }
+        let (kind, id) = payload.split_once(':')?;
+        let id = Uuid::parse_str(id).ok()?;
+        match kind {
+            "key" => Some(Invalidation::Key(id)),
+            "session" => Some(Invalidation::Session(id)),
+            _ => None,
+        }
+    }
+}
+
+/// What the listener saw.
+#[derive(Debug)]
+pub(crate) enum Heard {
+    Change(Invalidation),
+    /// The connection dropped (and was re-established): changes may have been missed.
+    Gap,
+}
+
+pub(crate) struct InvalidationListener {
+    listener: PgListener,
+}
+
+impl InvalidationListener {
+    pub(crate) async fn next(&mut self) -> Result<Heard, StoreError> {
+        loop {
+            match self.listener.try_recv().await? {
+                None => return Ok(Heard::Gap),
+                Some(n) => match Invalidation::parse(n.payload()) {
+                    Some(i) => return Ok(Heard::Change(i)),
+                    None => {
+                        tracing::warn!(payload = n.payload(), "ignoring unknown invalidation");
+                    }
+                },
+            }
+        }
+    }
+}
+
+// ---- rows -----------------------------------------------------------------------------------
+
+pub(crate) enum RevokeTarget<'a> {
+    ServerKey(Uuid),
+    ServerKeyPublicId(&'a str),
+    SessionId(Uuid),
+    SessionDigest(&'a [u8]),
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Revoked {
+    pub id: Uuid,
+    pub revoked_at: DateTime<Utc>,
+}
+
+pub(crate) struct NewServerKey<'a> {
+    pub id: Uuid,
+    pub name: &'a str,
+    pub public_id: &'a str,
+    pub secret_hash: &'a str,
+    pub features: &'a [String],
+    pub roles: &'a [String],
+    pub read_only: bool,
+    pub created_by: Option<&'a str>,
+}
+
+pub(crate) struct NewSession<'a> {
+    pub id: Uuid,
+    pub token_digest: &'a [u8],
+    pub features: &'a [String],
+    pub roles: &'a [String],
+    pub read_only: bool,
+    pub user_id: &'a str,
+    pub tenant_id: Option<&'a str>,
+    pub organization_id: Option<&'a str>,
+    pub expires_at: DateTime<Utc>,
+    pub created_by: Option<&'a str>,
+}
+
+/// A row of `api_keys` (either kind) plus the features its roles grant.
+#[derive(Clone, FromRow)]
+pub(crate) struct KeyRow {
+    pub id: Uuid,
+    pub kind: String,
+    pub name: Option<String>,
+    pub public_id: Option<String>,
+    pub secret_hash: Option<String>,
+    #[allow(dead_code)]
+    pub token_digest: Option<Vec<u8>>,
+    pub features: Vec<String>,
+    pub roles: Vec<String>,
+    pub read_only: bool,
+    pub user_id: Option<String>,
+    pub tenant_id: Option<String>,
+    pub organization_id: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub expires_at: Option<DateTime<Utc>>,
+    pub revoked_at: Option<DateTime<Utc>>,
+    pub last_used_at: Option<DateTime<Utc>>,
+    pub created_by: Option<String>,
+    pub role_features: Vec<String>,
+}
+
+impl fmt::Debug for KeyRow {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KeyRow")
+            .field("id", &self.id)
+            .field("kind", &self.kind)
+            .field("name", &self.name)
+            .field("public_id", &self.public_id)
+            .field("secret_hash", &"<redacted>")
+            .field("user_id", &self.user_id)
+            .field("revoked_at", &self.revoked_at)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A row of `roles`.
+#[derive(Debug, Clone, FromRow, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RoleRow {
+    pub name: String,
+    pub features: Vec<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// The outcome recorded for a tool call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// The call ran (whatever the upstream answered).
+    Allowed,
+    /// Authentication, permissions, rate limit or the monitor stopped it.
+    Denied,
+    /// It was allowed but failed (invalid arguments, upstream error, timeout).
+    Failed,
+}
+
+impl Decision {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Allowed => "allowed",
+            Decision::Denied => "denied",
+            Decision::Failed => "failed",
+        }
+    }
+}
+
+/// One tool call, for `audit_log`. Carries no argument values and no bodies: `path` must be the
+/// operation's path template (`/pets/{petId}`), not the concrete path.
+#[derive(Debug, Clone)]
+pub struct AuditEntry {
+    pub key_id: Option<Uuid>,
+    pub session_id: Option<Uuid>,
+    pub user_id: Option<String>,
+    pub tenant_id: Option<String>,
+    pub tool: String,
+    pub operation: Option<String>,
+    pub method: Option<String>,
+    pub path: Option<String>,
+    pub decision: Decision,
+    pub upstream_status: Option<u16>,
+    pub duration_ms: u64,
+    pub error_code: Option<String>,
+}
+
+/// A row of `audit_log`.
+#[derive(Debug, Clone, FromRow, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuditRow {
+    pub id: i64,
+    pub at: DateTime<Utc>,
+    pub key_id: Option<Uuid>,
+    pub session_id: Option<Uuid>,
+    pub user_id: Option<String>,
+    pub tenant_id: Option<String>,
+    pub tool: String,
+    pub operation: Option<String>,
+    pub method: Option<String>,
+    pub path: Option<String>,
+    pub decision: String,
+    pub upstream_status: Option<i32>,
+    pub duration_ms: i64,
+    pub error_code: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn invalidation_payloads_round_trip() {
+        let id = Uuid::new_v4();
+        for i in [
+            Invalidation::Key(id),
+            Invalidation::Session(id),
+            Invalidation::Roles,
+        ] {
+            assert_eq!(Invalidation::parse(&i.to_payload()), Some(i));
+        }
+        assert_eq!(Invalidation::parse("key:nope"), None);
+        assert_eq!(Invalidation::parse("other"), None);
+    }
+
+    #[test]
+    fn target_description_hides_password() {
+        let d = describe_target("postgres://u:secret@db.example:6543/app");
+        assert_eq!(d, "db.example:6543/app");
+    }
+}

@@ -1,0 +1,455 @@
+//! Managing credentials: create, list and revoke server keys; create and revoke sessions; set
+//! and list roles. The one implementation behind `/admin/v1/*` and `apigate keys|sessions|roles`.
+//! Works on a bare `Store` (the CLI has no caches); revocations are announced by the store, so
+//! running servers drop their cached entries at once.
+
+use std::fmt;
+
+use chrono::{DateTime, Duration as ChronoDuration, Utc};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::features::validate_feature;
+use super::secrets;
+use crate::store::{self, RevokeTarget, RoleRow, Store, StoreError};
+
+/// How long a session lives unless its creator says otherwise.
+pub const DEFAULT_SESSION_TTL_MINUTES: u32 = 120;
+/// The longest session TTL accepted (30 days).
+pub const MAX_SESSION_TTL_MINUTES: u32 = 30 * 24 * 60;
+
+/// Why an admin operation failed; adapters map these to 400 / 404 / 503 / 500.
+#[derive(Debug, thiserror::Error)]
+pub enum AdminError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("the database is unavailable: {0}")]
+    Unavailable(String),
+    #[error("internal error; see the server log")]
+    Internal,
+}
+
+impl AdminError {
+    /// The stable machine-readable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            AdminError::Invalid(_) => "INVALID_ARGUMENTS",
+            AdminError::NotFound(_) => "NOT_FOUND",
+            AdminError::Unavailable(_) => "UNAVAILABLE",
+            AdminError::Internal => "INTERNAL",
+        }
+    }
+}
+
+impl From<StoreError> for AdminError {
+    fn from(e: StoreError) -> Self {
+        if e.is_unavailable() {
+            AdminError::Unavailable(e.to_string())
+        } else {
+            tracing::error!(error = %e, "admin operation failed");
+            AdminError::Internal
+        }
+    }
+}
+
+/// A server key to create.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NewKey {
+    pub name: String,
+    #[serde(default)]
+    pub features: Vec<String>,
+    #[serde(default)]
+    pub roles: Vec<String>,
+    #[serde(default)]
+    pub read_only: bool,
+    /// Who asked (`cli`, `key:<public id>`, `bootstrap`); set by the adapter, not the client.
+    #[serde(skip)]
+    pub created_by: Option<String>,
+}
+
+/// A key just created: the only time the full key is available.
+#[derive(Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CreatedKey {
+    pub id: Uuid,
+    pub key: String,
+    pub name: String,
+    pub public_id: String,
+    pub features: Vec<String>,
+    pub roles: Vec<String>,
+    pub read_only: bool,
+    pub created_at: DateTime<Utc>,
+}
+
+impl fmt::Debug for CreatedKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CreatedKey")
+            .field("id", &self.id)
+            .field("key", &"<redacted>")
+            .field("name", &self.name)
+            .field("public_id", &self.public_id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A server key as listed (never its secret or hash).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KeyInfo {
+    pub id: Uuid,
+    pub name: String,
+    pub public_id: String,
+    pub features: Vec<String>,
+    pub roles: Vec<String>,
+    pub read_only: bool,
+    pub created_at: DateTime<Utc>,
+    pub expires_at: Option<DateTime<Utc>>,
+    pub revoked_at: Option<DateTime<Utc>>,
+    pub last_used_at: Option<DateTime<Utc>>,
+    pub created_by: Option<String>,
+}
+
+/// A session to create for a user.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NewSession {
+    pub user_id: String,
+    #[serde(default)]
+    pub tenant_id: Option<String>,
+    #[serde(default)]
+    pub organization_id: Option<String>,
+    #[serde(default)]
+    pub roles: Vec<String>,
+    #[serde(default)]
+    pub features: Vec<String>,
+    #[serde(default)]
+    pub read_only: bool,
+    /// Default [`DEFAULT_SESSION_TTL_MINUTES`]; at most [`MAX_SESSION_TTL_MINUTES`].
+    #[serde(default)]
+    pub ttl_minutes: Option<u32>,
+    #[serde(skip)]
+    pub created_by: Option<String>,
+}
+
+/// A session just created: the only time its token is available.
+#[derive(Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CreatedSession {
+    pub id: Uuid,
+    pub token: String,
+    pub expires_at: DateTime<Utc>,
+    pub user_id: String,
+    pub tenant_id: Option<String>,
+    pub organization_id: Option<String>,
+    pub roles: Vec<String>,
+    pub features: Vec<String>,
+    pub read_only: bool,
+}
+
+impl fmt::Debug for CreatedSession {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CreatedSession")
+            .field("id", &self.id)
+            .field("token", &"<redacted>")
+            .field("expires_at", &self.expires_at)
+            .field("user_id", &self.user_id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A session named by its id or by its token.
+#[derive(Clone, PartialEq, Eq)]
+pub enum SessionRef {
+    Id(Uuid),
+    Token(String),
+}
+
+impl fmt::Debug for SessionRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SessionRef::Id(id) => f.debug_tuple("Id").field(id).finish(),
+            SessionRef::Token(_) => f.write_str("Token(<redacted>)"),
+        }
+    }
+}
+
+impl SessionRef {
+    /// `sess_…` is a token; anything else must be a session id (UUID).
+    pub fn parse(text: &str) -> Result<SessionRef, AdminError> {
+        let text = text.trim();
+        if text.starts_with(secrets::SESSION_PREFIX) {
+            if secrets::is_session_token(text) {
+                return Ok(SessionRef::Token(text.to_string()));
+            }
+            return Err(AdminError::Invalid(
+                "a session token has the form sess_ followed by 32 hex digits".into(),
+            ));
+        }
+        Uuid::parse_str(text).map(SessionRef::Id).map_err(|_| {
+            AdminError::Invalid(format!(
+                "{text:?} is neither a session token (sess_…) nor a session id (UUID)"
+            ))
+        })
+    }
+}
+
+/// A revocation that happened (or had happened before: revoking twice keeps the first time).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Revocation {
+    pub id: Uuid,
+    pub revoked_at: DateTime<Utc>,
+}
+
+/// A role as listed.
+pub type Role = RoleRow;
+
+/// Admin operations over a store.
+#[derive(Debug, Clone)]
+pub struct Admin {
+    store: Store,
+}
+
+impl Admin {
+    pub fn new(store: Store) -> Admin {
+        Admin { store }
+    }
+
+    pub async fn create_key(&self, req: NewKey) -> Result<CreatedKey, AdminError> {
+        let name = req.name.trim();
+        if name.is_empty() || name.chars().count() > 100 {
+            return Err(AdminError::Invalid(
+                "a key needs a name of 1 to 100 characters".into(),
+            ));
+        }
+        let features = clean_features(&req.features)?;
+        let roles = self.checked_roles(&req.roles).await?;
+        let generated = secrets::generate_key();
+        let secret = generated.secret.clone();
+        let hash = tokio::task::spawn_blocking(move || secrets::hash_secret(&secret))
+            .await
+            .map_err(|e| {
+                tracing::error!(error = %e, "hashing task failed");
+                AdminError::Internal
+            })?
+            .map_err(|e| {
+                tracing::error!(error = %e, "argon2 hashing failed");
+                AdminError::Internal
+            })?;
+        let row = self
+            .store
+            .insert_server_key(&store::NewServerKey {
+                id: Uuid::new_v4(),
+                name,
+                public_id: &generated.public_id,
+                secret_hash: &hash,
+                features: &features,
+                roles: &roles,
+                read_only: req.read_only,
+                created_by: req.created_by.as_deref(),
+            })
+            .await?;
+        Ok(CreatedKey {
+            id: row.id,
+            key: generated.full,
+            name: name.to_string(),
+            public_id: generated.public_id,
+            features: row.features,
+            roles: row.roles,
+            read_only: row.read_only,
+            created_at: row.created_at,
+        })
+    }
+
+    pub async fn list_keys(&self) -> Result<Vec<KeyInfo>, AdminError> {
+        let rows = self.store.list_server_keys().await?;
+        Ok(rows
+            .into_iter()
+            .map(|r| KeyInfo {
+                id: r.id,
+                name: r.name.unwrap_or_default(),
+                public_id: r.public_id.unwrap_or_default(),
+                features: r.features,
+                roles: r.roles,
+                read_only: r.read_only,
+                created_at: r.created_at,
+                expires_at: r.expires_at,
+                revoked_at: r.revoked_at,
+                last_used_at: r.last_used_at,
+                created_by: r.created_by,
+            })
+            .collect())
+    }
+
+    /// Revokes a server key named by its id (UUID) or its public id (the 8 characters after
+    /// `agk_`).
+    pub async fn revoke_key(&self, id_or_public_id: &str) -> Result<Revocation, AdminError> {
+        let text = id_or_public_id.trim();
+        let target = match Uuid::parse_str(text) {
+            Ok(id) => RevokeTarget::ServerKey(id),
+            Err(_) if secrets::is_public_id(text) => RevokeTarget::ServerKeyPublicId(text),
+            Err(_) => {
+                return Err(AdminError::Invalid(format!(
+                    "{text:?} is neither a key id (UUID) nor a public id (8 characters)"
+                )));
+            }
+        };
+        match self.store.revoke(target).await? {
+            Some(r) => Ok(Revocation {
+                id: r.id,
+                revoked_at: r.revoked_at,
+            }),
+            None => Err(AdminError::NotFound(format!("no server key {text}"))),
+        }
+    }
+
+    pub async fn create_session(&self, req: NewSession) -> Result<CreatedSession, AdminError> {
+        let user_id = req.user_id.trim();
+        if user_id.is_empty() || user_id.chars().count() > 200 {
+            return Err(AdminError::Invalid(
+                "a session needs a userId of 1 to 200 characters".into(),
+            ));
+        }
+        let ttl = req.ttl_minutes.unwrap_or(DEFAULT_SESSION_TTL_MINUTES);
+        if ttl == 0 || ttl > MAX_SESSION_TTL_MINUTES {
+            return Err(AdminError::Invalid(format!(
+                "ttlMinutes must be between 1 and {MAX_SESSION_TTL_MINUTES}"
+            )));
+        }
+        let features = clean_features(&req.features)?;
+        let roles = self.checked_roles(&req.roles).await?;
+        let tenant_id = non_blank(req.tenant_id.as_deref());
+        let organization_id = non_blank(req.organization_id.as_deref());
+        let token = secrets::generate_session_token();
+        let digest = secrets::sha256(&token);
+        let expires_at = Utc::now() + ChronoDuration::minutes(i64::from(ttl));
+        let row = self
+            .store
+            .insert_session(&store::NewSession {
+                id: Uuid::new_v4(),
+                token_digest: &digest,
+                features: &features,
+                roles: &roles,
+                read_only: req.read_only,
+                user_id,
+                tenant_id,
+                organization_id,
+                expires_at,
+                created_by: req.created_by.as_deref(),
+            })
+            .await?;
+        Ok(CreatedSession {
+            id: row.id,
+            token,
+            expires_at: row.expires_at.unwrap_or(expires_at),
+            user_id: user_id.to_string(),
+            tenant_id: row.tenant_id,
+            organization_id: row.organization_id,
+            roles: row.roles,
+            features: row.features,
+            read_only: row.read_only,
+        })
+    }
+
+    pub async fn revoke_session(&self, which: &SessionRef) -> Result<Revocation, AdminError> {
+        let digest;
+        let target = match which {
+            SessionRef::Id(id) => RevokeTarget::SessionId(*id),
+            SessionRef::Token(t) => {
+                digest = secrets::sha256(t);
+                RevokeTarget::SessionDigest(&digest)
+            }
+        };
+        match self.store.revoke(target).await? {
+            Some(r) => Ok(Revocation {
+                id: r.id,
+                revoked_at: r.revoked_at,
+            }),
+            None => Err(AdminError::NotFound("no such session".into())),
+        }
+    }
+
+    /// Creates or replaces a role's feature list.
+    pub async fn set_role(&self, name: &str, features: &[String]) -> Result<Role, AdminError> {
+        let name = name.trim();
+        let valid_name = !name.is_empty()
+            && name.len() <= 100
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"._-:".contains(&b));
+        if !valid_name {
+            return Err(AdminError::Invalid(format!(
+                "invalid role name {name:?}: use 1 to 100 letters, digits, `.`, `_`, `-`, `:`"
+            )));
+        }
+        let features = clean_features(features)?;
+        Ok(self.store.upsert_role(name, &features).await?)
+    }
+
+    pub async fn list_roles(&self) -> Result<Vec<Role>, AdminError> {
+        Ok(self.store.list_roles().await?)
+    }
+
+    async fn checked_roles(&self, roles: &[String]) -> Result<Vec<String>, AdminError> {
+        let roles = dedup(roles);
+        let missing = self.store.missing_roles(&roles).await?;
+        if !missing.is_empty() {
+            return Err(AdminError::Invalid(format!(
+                "unknown role(s): {}; create them first (`apigate roles set NAME --features …`)",
+                missing.join(", ")
+            )));
+        }
+        Ok(roles)
+    }
+}
+
+fn non_blank(s: Option<&str>) -> Option<&str> {
+    s.map(str::trim).filter(|s| !s.is_empty())
+}
+
+fn dedup(items: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::with_capacity(items.len());
+    for i in items.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
+        if !out.iter().any(|o| o == i) {
+            out.push(i.to_string());
+        }
+    }
+    out
+}
+
+fn clean_features(features: &[String]) -> Result<Vec<String>, AdminError> {
+    let features = dedup(features);
+    for f in &features {
+        validate_feature(f).map_err(AdminError::Invalid)?;
+    }
+    Ok(features)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_refs() {
+        let id = Uuid::new_v4();
+        assert_eq!(
+            SessionRef::parse(&id.to_string()).unwrap(),
+            SessionRef::Id(id)
+        );
+        let t = secrets::generate_session_token();
+        assert_eq!(SessionRef::parse(&t).unwrap(), SessionRef::Token(t.clone()));
+        assert!(SessionRef::parse("sess_nothex").is_err());
+        assert!(SessionRef::parse("42").is_err());
+        assert!(!format!("{:?}", SessionRef::Token(t.clone())).contains(&t));
+    }
+
+    #[test]
+    fn features_are_cleaned() {
+        let f = clean_features(&[" a.b ".into(), "a.b".into(), "".into(), "c.*".into()]).unwrap();
+        assert_eq!(f, ["a.b", "c.*"]);
+        assert!(clean_features(&["a b".into()]).is_err());
+    }
+}

@@ -1,0 +1,285 @@
+//! Feature sets with wildcards (`*`, `billing.*`) and the configured permission rules
+//! (method + path glob → required features). Pure logic; no I/O.
+
+use std::collections::BTreeSet;
+use std::fmt;
+
+use globset::{GlobBuilder, GlobMatcher};
+use serde::Deserialize;
+
+/// The features a principal holds. A held feature may be a wildcard: `*` grants everything,
+/// `billing.*` grants `billing` and every feature below it (`billing.read`, `billing.a.b`).
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Features(BTreeSet<String>);
+
+impl Features {
+    /// The union of the given feature lists (empty and blank strings are dropped).
+    pub fn new<I, S>(features: I) -> Features
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        Features(
+            features
+                .into_iter()
+                .map(|f| f.as_ref().trim().to_string())
+                .filter(|f| !f.is_empty())
+                .collect(),
+        )
+    }
+
+    /// Everything (`*`): the dev-mode and bootstrap principal.
+    pub fn all() -> Features {
+        Features::new(["*"])
+    }
+
+    /// Whether a concrete feature (no wildcard) is granted.
+    pub fn allows(&self, feature: &str) -> bool {
+        self.0.iter().any(|held| grants(held, feature))
+    }
+
+    /// The first of `required` that is not granted.
+    pub fn first_missing<'a, I>(&self, required: I) -> Option<&'a str>
+    where
+        I: IntoIterator<Item = &'a str>,
+    {
+        required.into_iter().find(|f| !self.allows(f))
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().map(String::as_str)
+    }
+
+    pub fn to_vec(&self) -> Vec<String> {
+        self.0.iter().cloned().collect()
+    }
+}
+
+impl fmt::Debug for Features {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_set().entries(self.0.iter()).finish()
+    }
+}
+
+fn grants(held: &str, wanted: &str) -> bool {
+    if held == "*" || held == wanted {
+        return true;
+    }
+    match held.strip_suffix(".*") {
+        Some(prefix) => {
+            wanted == prefix
+                || (wanted.len() > prefix.len()
+                    && wanted.starts_with(prefix)
+                    && wanted.as_bytes()[prefix.len()] == b'.')
+        }
+        None => false,
+    }
+}
+
+/// Checks a feature name given to the admin surface: dotted words, optionally ending in `.*`,
+/// or `*` alone.
+pub(crate) fn validate_feature(f: &str) -> Result<(), String> {
+    if f == "*" {
+        return Ok(());
+    }
+    let body = f.strip_suffix(".*").unwrap_or(f);
+    let ok = !body.is_empty()
+        && body.split('.').all(|part| {
+            !part.is_empty()
+                && part
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b':')
+        });
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "invalid feature {f:?}: use dotted names such as `billing.read`, `billing.*` or `*`"
+        ))
+    }
+}
+
+/// One configured rule as written in TOML:
+/// `[[rule]] method = "DELETE"  path = "/repos/**"  features = ["github.admin"]`.
+///
+/// `method` is optional (any method) and may be `*`. `path` is a glob over the operation's path
+/// template: `*` stays within one segment, `**` crosses segments, and `{` `}` are literal so that
+/// `/pets/{petId}` matches that template.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuleSpec {
+    #[serde(default)]
+    pub method: Option<String>,
+    pub path: String,
+    pub features: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+struct Rule {
+    method: Option<String>,
+    path: GlobMatcher,
+    features: Vec<String>,
+}
+
+/// The compiled permission rules. Every matching rule adds its features to the requirement.
+#[derive(Debug, Clone, Default)]
+pub struct PermissionRules {
+    rules: Vec<Rule>,
+}
+
+/// A rule that could not be compiled.
+#[derive(Debug, thiserror::Error)]
+#[error("permission rule {index} ({path}): {reason}")]
+pub struct RuleError {
+    pub index: usize,
+    pub path: String,
+    pub reason: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RulesFile {
+    #[serde(default)]
+    rule: Vec<RuleSpec>,
+}
+
+impl PermissionRules {
+    pub fn compile(specs: Vec<RuleSpec>) -> Result<PermissionRules, RuleError> {
+        let mut rules = Vec::with_capacity(specs.len());
+        for (index, spec) in specs.into_iter().enumerate() {
+            let err = |reason: String| RuleError {
+                index,
+                path: spec.path.clone(),
+                reason,
+            };
+            if !spec.path.starts_with('/') {
+                return Err(err("the path must start with `/`".into()));
+            }
+            // Braces are literal (they appear in path templates), not glob alternations.
+            let pattern = spec.path.replace('{', "[{]").replace('}', "[}]");
+            let glob = GlobBuilder::new(&pattern)
+                .literal_separator(true)
+                .build()
+                .map_err(|e| err(e.to_string()))?;
+            for f in &spec.features {
+                validate_feature(f).map_err(&err)?;
+                if f.contains('*') {
+                    return Err(err(format!(
+                        "required feature {f:?} may not be a wildcard: name the feature a caller must hold"
+                    )));
+                }
+            }
+            let method = match spec.method.as_deref().map(str::trim) {
+                None | Some("*") | Some("") => None,
+                Some(m) => Some(m.to_ascii_uppercase()),
+            };
+            rules.push(Rule {
+                method,
+                path: glob.compile_matcher(),
+                features: spec.features.clone(),
+            });
+        }
+        Ok(PermissionRules { rules })
+    }
+
+    /// Parses a TOML document of `[[rule]]` tables.
+    pub fn from_toml(text: &str) -> Result<PermissionRules, RuleError> {
+        let file: RulesFile = toml::from_str(text).map_err(|e| RuleError {
+            index: 0,
+            path: String::new(),
+            reason: e.to_string(),
+        })?;
+        PermissionRules::compile(file.rule)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+
+    /// The features the rules require for `method path_template`.
+    pub fn required_for<'a>(
+        &'a self,
+        method: &str,
+        path_template: &str,
+    ) -> impl Iterator<Item = &'a str> {
+        let method = method.to_ascii_uppercase();
+        let path = path_template.to_string();
+        self.rules
+            .iter()
+            .filter(move |r| {
+                r.method.as_deref().is_none_or(|m| m == method) && r.path.is_match(&path)
+            })
+            .flat_map(|r| r.features.iter().map(String::as_str))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wildcards() {
+        let f = Features::new(["billing.*", "apigate.discover"]);
+        assert!(f.allows("billing"));
+        assert!(f.allows("billing.read"));
+        assert!(f.allows("billing.invoices.write"));
+        assert!(!f.allows("billingx"));
+        assert!(!f.allows("billingx.read"));
+        assert!(f.allows("apigate.discover"));
+        assert!(!f.allows("apigate.execute"));
+        assert!(Features::all().allows("anything.at.all"));
+        assert!(!Features::default().allows("a"));
+        assert_eq!(f.first_missing(["billing.x", "crm.read"]), Some("crm.read"));
+    }
+
+    #[test]
+    fn feature_names_are_validated() {
+        for ok in ["*", "a", "billing.*", "a.b-c.d_e", "x:y"] {
+            assert!(validate_feature(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", ".", "a..b", "a.", "*.a", "a b", "a.**"] {
+            assert!(validate_feature(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn rules_match_method_and_template() {
+        let rules = PermissionRules::from_toml(
+            r#"
+            [[rule]]
+            method = "delete"
+            path = "/repos/**"
+            features = ["github.admin"]
+
+            [[rule]]
+            path = "/pets/{petId}"
+            features = ["pets.read"]
+
+            [[rule]]
+            method = "*"
+            path = "/orgs/*"
+            features = ["orgs.write"]
+            "#,
+        )
+        .unwrap();
+        let req = |m: &str, p: &str| rules.required_for(m, p).collect::<Vec<_>>();
+        assert_eq!(req("DELETE", "/repos/{owner}/{repo}"), ["github.admin"]);
+        assert!(req("GET", "/repos/{owner}/{repo}").is_empty());
+        assert_eq!(req("GET", "/pets/{petId}"), ["pets.read"]);
+        assert!(req("GET", "/pets/other").is_empty());
+        assert_eq!(req("PATCH", "/orgs/{org}"), ["orgs.write"]);
+        assert!(req("PATCH", "/orgs/{org}/members").is_empty());
+    }
+
+    #[test]
+    fn bad_rules_are_reported() {
+        assert!(PermissionRules::from_toml("[[rule]]\npath = \"repos\"\nfeatures = []").is_err());
+        assert!(
+            PermissionRules::from_toml("[[rule]]\npath = \"/a\"\nfeatures = [\"a..b\"]").is_err()
+        );
+        assert!(PermissionRules::from_toml("[[rule]]\npath = \"/a\"\nfeature = []").is_err());
+        assert!(
+            PermissionRules::from_toml("[[rule]]\npath = \"/a\"\nfeatures = [\"a.*\"]").is_err()
+        );
+    }
+}

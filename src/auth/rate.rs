@@ -1,0 +1,170 @@
+//! In-process token buckets per server key and per session. Each instance limits on its own;
+//! with N replicas behind a load balancer the effective limit is at most N times the setting.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+
+/// A bucket's shape: `burst` calls at once, refilled at `per_second`. `per_second = 0` turns the
+/// limit off.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct RateLimit {
+    pub per_second: f64,
+    pub burst: u32,
+}
+
+impl RateLimit {
+    pub const OFF: RateLimit = RateLimit {
+        per_second: 0.0,
+        burst: 0,
+    };
+
+    fn is_off(&self) -> bool {
+        self.per_second <= 0.0 || self.burst == 0
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Bucket {
+    tokens: f64,
+    at: Instant,
+}
+
+impl Bucket {
+    fn refill(&mut self, limit: RateLimit, now: Instant) {
+        let elapsed = now.saturating_duration_since(self.at).as_secs_f64();
+        self.tokens = (self.tokens + elapsed * limit.per_second).min(f64::from(limit.burst));
+        self.at = now;
+    }
+
+    fn wait_for_one(&self, limit: RateLimit) -> Duration {
+        let missing = (1.0 - self.tokens).max(0.0);
+        Duration::from_secs_f64(missing / limit.per_second)
+    }
+}
+
+/// What the caller is limited as.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum Subject {
+    Key(String),
+    Session(String),
+}
+
+const PRUNE_ABOVE: usize = 10_000;
+
+#[derive(Debug)]
+pub(crate) struct Limiter {
+    key: RateLimit,
+    session: RateLimit,
+    buckets: Mutex<HashMap<Subject, Bucket>>,
+}
+
+impl Limiter {
+    pub(crate) fn new(key: RateLimit, session: RateLimit) -> Limiter {
+        Limiter {
+            key,
+            session,
+            buckets: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn limit_for(&self, s: &Subject) -> RateLimit {
+        match s {
+            Subject::Key(_) => self.key,
+            Subject::Session(_) => self.session,
+        }
+    }
+
+    /// Takes one token from every subject's bucket, or none and the time until all have one.
+    pub(crate) fn take(&self, subjects: &[Subject]) -> Result<(), Duration> {
+        let now = Instant::now();
+        let mut buckets = match self.buckets.lock() {
+            Ok(b) => b,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if buckets.len() > PRUNE_ABOVE {
+            // Full buckets carry no state worth keeping.
+            buckets.retain(|s, b| {
+                let limit = self.limit_for(s);
+                let mut b = *b;
+                b.refill(limit, now);
+                b.tokens < f64::from(limit.burst)
+            });
+        }
+        let mut wait = Duration::ZERO;
+        for s in subjects {
+            let limit = self.limit_for(s);
+            if limit.is_off() {
+                continue;
+            }
+            let b = buckets.entry(s.clone()).or_insert(Bucket {
+                tokens: f64::from(limit.burst),
+                at: now,
+            });
+            b.refill(limit, now);
+            if b.tokens < 1.0 {
+                wait = wait.max(b.wait_for_one(limit));
+            }
+        }
+        if wait > Duration::ZERO {
+            return Err(wait);
+        }
+        for s in subjects {
+            if let Some(b) = buckets.get_mut(s) {
+                b.tokens -= 1.0;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn burst_then_refusal_then_other_subjects_unaffected() {
+        let l = Limiter::new(
+            RateLimit {
+                per_second: 0.001,
+                burst: 2,
+            },
+            RateLimit::OFF,
+        );
+        let a = [Subject::Key("a".into())];
+        assert!(l.take(&a).is_ok());
+        assert!(l.take(&a).is_ok());
+        let wait = l.take(&a).unwrap_err();
+        assert!(wait > Duration::from_secs(100));
+        assert!(l.take(&[Subject::Key("b".into())]).is_ok());
+        for _ in 0..100 {
+            assert!(l.take(&[Subject::Session("s".into())]).is_ok());
+        }
+    }
+
+    #[test]
+    fn refusal_consumes_nothing() {
+        let l = Limiter::new(
+            RateLimit {
+                per_second: 0.001,
+                burst: 5,
+            },
+            RateLimit {
+                per_second: 0.001,
+                burst: 1,
+            },
+        );
+        let both = [Subject::Key("k".into()), Subject::Session("s".into())];
+        assert!(l.take(&both).is_ok());
+        assert!(l.take(&both).is_err());
+        assert!(l.take(&both).is_err());
+        // The key bucket lost only the one token taken with the successful call.
+        for _ in 0..4 {
+            assert!(l.take(&[Subject::Key("k".into())]).is_ok());
+        }
+        assert!(l.take(&[Subject::Key("k".into())]).is_err());
+    }
+}

@@ -1,0 +1,534 @@
+//! `apigate migrate`, `apigate keys …`, `apigate sessions …`, `apigate roles …`: the same admin
+//! operations as `/admin/v1/*`, printed as a table or, with `--json`, as JSON. All read
+//! `DATABASE_URL` (or `--database-url`). The command names and flags are a contract.
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use serde::Serialize;
+
+use crate::auth::{Admin, NewKey, NewSession, SessionRef};
+use crate::store::{Store, describe_target};
+
+/// Where the database is.
+#[derive(Debug, Clone, Args)]
+pub struct DbArgs {
+    /// Postgres URL, e.g. postgres://user:pass@host:5432/apigate
+    #[arg(
+        long = "database-url",
+        env = "DATABASE_URL",
+        hide_env_values = true,
+        global = true
+    )]
+    pub database_url: Option<String>,
+}
+
+impl DbArgs {
+    fn url(&self) -> anyhow::Result<&str> {
+        self.database_url
+            .as_deref()
+            .filter(|u| !u.trim().is_empty())
+            .context("DATABASE_URL is not set: export it (postgres://user:pass@host:5432/db) or pass --database-url")
+    }
+
+    async fn store(&self) -> anyhow::Result<Store> {
+        Ok(Store::connect(self.url()?).await?)
+    }
+}
+
+/// `apigate migrate`
+#[derive(Debug, Clone, Args)]
+pub struct MigrateArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// `apigate keys …`
+#[derive(Debug, Clone, Args)]
+pub struct KeysArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    #[command(subcommand)]
+    pub command: KeysCommand,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum KeysCommand {
+    /// Create a server key; the full key is printed once and never again
+    Create {
+        #[arg(long)]
+        name: String,
+        /// Comma-separated features, e.g. apigate.discover,apigate.schema,billing.*
+        #[arg(long, value_delimiter = ',')]
+        features: Vec<String>,
+        /// Comma-separated role names (roles must exist)
+        #[arg(long, value_delimiter = ',')]
+        roles: Vec<String>,
+        /// Sessions over this key may only call GET, HEAD and OPTIONS
+        #[arg(long)]
+        read_only: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List server keys (never their secrets)
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke a server key by id or public id; running servers refuse it at once
+    Revoke {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `apigate sessions …`
+#[derive(Debug, Clone, Args)]
+pub struct SessionsArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    #[command(subcommand)]
+    pub command: SessionsCommand,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum SessionsCommand {
+    /// Create a session for a user; the token is printed once and never again
+    Create {
+        #[arg(long)]
+        user: String,
+        #[arg(long)]
+        tenant: Option<String>,
+        #[arg(long)]
+        organization: Option<String>,
+        /// Comma-separated role names (roles must exist)
+        #[arg(long, value_delimiter = ',')]
+        roles: Vec<String>,
+        /// Comma-separated features
+        #[arg(long, value_delimiter = ',')]
+        features: Vec<String>,
+        #[arg(long)]
+        read_only: bool,
+        /// Lifetime in minutes (default 120)
+        #[arg(long)]
+        ttl_minutes: Option<u32>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke a session by token (sess_…) or id
+    Revoke {
+        #[arg(value_name = "TOKEN|ID")]
+        token_or_id: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `apigate roles …`
+#[derive(Debug, Clone, Args)]
+pub struct RolesArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    #[command(subcommand)]
+    pub command: RolesCommand,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum RolesCommand {
+    /// Create or replace a role's features (`--features ""` empties it)
+    Set {
+        name: String,
+        #[arg(long, value_delimiter = ',', required = true)]
+        features: Vec<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List roles
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Applies the embedded migrations.
+pub async fn run_migrate(args: MigrateArgs) -> anyhow::Result<()> {
+    let store = args.db.store().await?;
+    store.migrate().await?;
+    println!("migrations applied to {}", describe_target(args.db.url()?));
+    Ok(())
+}
+
+pub async fn run_keys(args: KeysArgs) -> anyhow::Result<()> {
+    let admin = Admin::new(args.db.store().await?);
+    print!("{}", keys(&admin, args.command).await?);
+    Ok(())
+}
+
+pub async fn run_sessions(args: SessionsArgs) -> anyhow::Result<()> {
+    let admin = Admin::new(args.db.store().await?);
+    print!("{}", sessions(&admin, args.command).await?);
+    Ok(())
+}
+
+pub async fn run_roles(args: RolesArgs) -> anyhow::Result<()> {
+    let admin = Admin::new(args.db.store().await?);
+    print!("{}", roles(&admin, args.command).await?);
+    Ok(())
+}
+
+const CREATED_BY: &str = "cli";
+
+/// Runs a `keys` command and returns what it prints.
+pub async fn keys(admin: &Admin, cmd: KeysCommand) -> anyhow::Result<String> {
+    match cmd {
+        KeysCommand::Create {
+            name,
+            features,
+            roles,
+            read_only,
+            json,
+        } => {
+            let k = admin
+                .create_key(NewKey {
+                    name,
+                    features,
+                    roles,
+                    read_only,
+                    created_by: Some(CREATED_BY.into()),
+                })
+                .await
+                .context("cannot create the key")?;
+            if json {
+                return to_json(&k);
+            }
+            Ok(format!(
+                "Created server key {:?} (id {}, public id {}).\n\
+                 Key — shown only now, store it safely:\n\n  {}\n\n\
+                 features: {}\nroles: {}\nread-only: {}\n",
+                k.name,
+                k.id,
+                k.public_id,
+                k.key,
+                list_or_dash(&k.features),
+                list_or_dash(&k.roles),
+                k.read_only
+            ))
+        }
+        KeysCommand::List { json } => {
+            let keys = admin.list_keys().await.context("cannot list keys")?;
+            if json {
+                return to_json(&keys);
+            }
+            let rows = keys
+                .iter()
+                .map(|k| {
+                    vec![
+                        k.id.to_string(),
+                        k.public_id.clone(),
+                        k.name.clone(),
+                        list_or_dash(&k.features),
+                        list_or_dash(&k.roles),
+                        yes_no(k.read_only),
+                        k.created_at.format("%Y-%m-%d %H:%M").to_string(),
+                        k.last_used_at
+                            .map_or("-".into(), |t| t.format("%Y-%m-%d %H:%M").to_string()),
+                        k.revoked_at.map_or("active".into(), |t| {
+                            format!("revoked {}", t.format("%Y-%m-%d %H:%M"))
+                        }),
+                    ]
+                })
+                .collect::<Vec<_>>();
+            Ok(table(
+                &[
+                    "ID",
+                    "PUBLIC ID",
+                    "NAME",
+                    "FEATURES",
+                    "ROLES",
+                    "READ-ONLY",
+                    "CREATED",
+                    "LAST USED",
+                    "STATUS",
+                ],
+                &rows,
+            ))
+        }
+        KeysCommand::Revoke { id, json } => {
+            let r = admin
+                .revoke_key(&id)
+                .await
+                .context("cannot revoke the key")?;
+            if json {
+                return to_json(&r);
+            }
+            Ok(format!(
+                "Revoked server key {} at {}.\n",
+                r.id, r.revoked_at
+            ))
+        }
+    }
+}
+
+/// Runs a `sessions` command and returns what it prints.
+pub async fn sessions(admin: &Admin, cmd: SessionsCommand) -> anyhow::Result<String> {
+    match cmd {
+        SessionsCommand::Create {
+            user,
+            tenant,
+            organization,
+            roles,
+            features,
+            read_only,
+            ttl_minutes,
+            json,
+        } => {
+            let s = admin
+                .create_session(NewSession {
+                    user_id: user,
+                    tenant_id: tenant,
+                    organization_id: organization,
+                    roles,
+                    features,
+                    read_only,
+                    ttl_minutes,
+                    created_by: Some(CREATED_BY.into()),
+                })
+                .await
+                .context("cannot create the session")?;
+            if json {
+                return to_json(&s);
+            }
+            Ok(format!(
+                "Created session {} for user {:?}, expires {}.\n\
+                 Token — shown only now:\n\n  {}\n\n\
+                 features: {}\nroles: {}\nread-only: {}\n",
+                s.id,
+                s.user_id,
+                s.expires_at,
+                s.token,
+                list_or_dash(&s.features),
+                list_or_dash(&s.roles),
+                s.read_only
+            ))
+        }
+        SessionsCommand::Revoke { token_or_id, json } => {
+            let which = SessionRef::parse(&token_or_id)?;
+            let r = admin
+                .revoke_session(&which)
+                .await
+                .context("cannot revoke the session")?;
+            if json {
+                return to_json(&r);
+            }
+            Ok(format!("Revoked session {} at {}.\n", r.id, r.revoked_at))
+        }
+    }
+}
+
+/// Runs a `roles` command and returns what it prints.
+pub async fn roles(admin: &Admin, cmd: RolesCommand) -> anyhow::Result<String> {
+    match cmd {
+        RolesCommand::Set {
+            name,
+            features,
+            json,
+        } => {
+            let r = admin
+                .set_role(&name, &features)
+                .await
+                .context("cannot set the role")?;
+            if json {
+                return to_json(&r);
+            }
+            Ok(format!(
+                "Role {:?}: {}\n",
+                r.name,
+                list_or_dash(&r.features)
+            ))
+        }
+        RolesCommand::List { json } => {
+            let roles = admin.list_roles().await.context("cannot list roles")?;
+            if json {
+                return to_json(&roles);
+            }
+            let rows = roles
+                .iter()
+                .map(|r| {
+                    vec![
+                        r.name.clone(),
+                        list_or_dash(&r.features),
+                        r.updated_at.format("%Y-%m-%d %H:%M").to_string(),
+                    ]
+                })
+                .collect::<Vec<_>>();
+            Ok(table(&["NAME", "FEATURES", "UPDATED"], &rows))
+        }
+    }
+}
+
+fn to_json<T: Serialize>(v: &T) -> anyhow::Result<String> {
+    Ok(format!("{}\n", serde_json::to_string_pretty(v)?))
+}
+
+fn list_or_dash(items: &[String]) -> String {
+    if items.is_empty() {
+        "-".into()
+    } else {
+        items.join(",")
+    }
+}
+
+fn yes_no(b: bool) -> String {
+    if b { "yes" } else { "no" }.into()
+}
+
+/// Left-aligned columns separated by two spaces.
+fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let mut line = |cells: &mut dyn Iterator<Item = &str>| {
+        let text = cells
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect::<Vec<_>>()
+            .join("  ");
+        out.push_str(text.trim_end());
+        out.push('\n');
+    };
+    line(&mut headers.iter().copied());
+    for row in rows {
+        line(&mut row.iter().map(String::as_str));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser, Debug)]
+    struct Cli {
+        #[command(subcommand)]
+        command: Cmd,
+    }
+
+    #[derive(Subcommand, Debug)]
+    enum Cmd {
+        Migrate(MigrateArgs),
+        Keys(KeysArgs),
+        Sessions(SessionsArgs),
+        Roles(RolesArgs),
+    }
+
+    fn parse(args: &[&str]) -> Cmd {
+        let mut full = vec!["apigate"];
+        full.extend(args);
+        full.extend(["--database-url", "postgres://x@h/db"]);
+        match Cli::try_parse_from(full) {
+            Ok(c) => c.command,
+            Err(e) => panic!("{args:?}: {e}"),
+        }
+    }
+
+    #[test]
+    fn the_documented_command_lines_parse() {
+        match parse(&[
+            "keys",
+            "create",
+            "--name",
+            "ci",
+            "--features",
+            "a.b,c.*",
+            "--roles",
+            "r1,r2",
+            "--read-only",
+            "--json",
+        ]) {
+            Cmd::Keys(KeysArgs {
+                command:
+                    KeysCommand::Create {
+                        name,
+                        features,
+                        roles,
+                        read_only,
+                        json,
+                    },
+                ..
+            }) => {
+                assert_eq!(name, "ci");
+                assert_eq!(features, ["a.b", "c.*"]);
+                assert_eq!(roles, ["r1", "r2"]);
+                assert!(read_only && json);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(parse(&["keys", "list", "--json"]), Cmd::Keys(_)));
+        assert!(matches!(parse(&["keys", "revoke", "abc"]), Cmd::Keys(_)));
+        match parse(&[
+            "sessions",
+            "create",
+            "--user",
+            "u1",
+            "--tenant",
+            "t",
+            "--organization",
+            "o",
+            "--roles",
+            "r",
+            "--features",
+            "f",
+            "--read-only",
+            "--ttl-minutes",
+            "30",
+            "--json",
+        ]) {
+            Cmd::Sessions(SessionsArgs {
+                command:
+                    SessionsCommand::Create {
+                        user,
+                        tenant,
+                        organization,
+                        ttl_minutes,
+                        read_only,
+                        ..
+                    },
+                ..
+            }) => {
+                assert_eq!(user, "u1");
+                assert_eq!(tenant.as_deref(), Some("t"));
+                assert_eq!(organization.as_deref(), Some("o"));
+                assert_eq!(ttl_minutes, Some(30));
+                assert!(read_only);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            parse(&["sessions", "revoke", "sess_x"]),
+            Cmd::Sessions(_)
+        ));
+        match parse(&["roles", "set", "viewer", "--features", "a,b"]) {
+            Cmd::Roles(RolesArgs {
+                command: RolesCommand::Set { name, features, .. },
+                ..
+            }) => {
+                assert_eq!(name, "viewer");
+                assert_eq!(features, ["a", "b"]);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(parse(&["roles", "list"]), Cmd::Roles(_)));
+        assert!(matches!(parse(&["migrate"]), Cmd::Migrate(_)));
+    }
+
+    #[test]
+    fn tables_align() {
+        let t = table(&["A", "BB"], &[vec!["xxx".into(), "y".into()]]);
+        assert_eq!(t, "A    BB\nxxx  y\n");
+    }
+}

@@ -1,0 +1,247 @@
+//! `/admin/v1/*`: server keys, sessions and roles over HTTP, described by
+//! `openapi/apigate-admin.yaml`. A thin adapter over `auth::Auth`'s admin operations: every
+//! request needs an `x-api-key` holding `apigate.admin`; errors are JSON `{error, code}`.
+
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get, post, put};
+use axum::{Extension, Json, Router};
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::auth::{
+    ADMIN_FEATURE, AdminError, Auth, AuthError, KeyPrincipal, NewKey, NewSession, SessionRef,
+};
+
+/// The admin routes, with absolute paths (`/admin/v1/…`): merge into the main router.
+pub fn router(auth: Auth) -> Router {
+    Router::new()
+        .route("/admin/v1/keys", post(create_key).get(list_keys))
+        .route("/admin/v1/keys/{id}", delete(revoke_key))
+        .route("/admin/v1/sessions", post(create_session))
+        .route("/admin/v1/sessions/revoke", post(revoke_session_by_token))
+        .route("/admin/v1/sessions/{id}", delete(revoke_session))
+        .route("/admin/v1/roles", get(list_roles))
+        .route("/admin/v1/roles/{name}", put(set_role))
+        .layer(middleware::from_fn_with_state(auth.clone(), require_admin))
+        .with_state(auth)
+}
+
+/// An error body `{error, code, …details}` with its status.
+struct ApiError {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+    details: serde_json::Map<String, serde_json::Value>,
+    retry_after_secs: Option<u64>,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+            details: serde_json::Map::new(),
+            retry_after_secs: None,
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut body = serde_json::Map::new();
+        body.insert("error".into(), self.message.into());
+        body.insert("code".into(), self.code.into());
+        body.extend(self.details);
+        let mut resp = (self.status, Json(serde_json::Value::Object(body))).into_response();
+        if let Some(secs) = self.retry_after_secs {
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        resp
+    }
+}
+
+impl From<AuthError> for ApiError {
+    fn from(e: AuthError) -> ApiError {
+        let status = match &e {
+            AuthError::Unauthorized(_) | AuthError::SessionExpired => StatusCode::UNAUTHORIZED,
+            AuthError::Forbidden { .. } | AuthError::ReadOnly { .. } => StatusCode::FORBIDDEN,
+            AuthError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            AuthError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+        };
+        let retry_after_secs = match &e {
+            AuthError::RateLimited { retry_after_ms } => Some(retry_after_ms.div_ceil(1000)),
+            _ => None,
+        };
+        let message = match &e {
+            // Internal details stay in the log.
+            AuthError::Unavailable(_) => "authentication is unavailable; try again later".into(),
+            other => other.to_string(),
+        };
+        ApiError {
+            status,
+            code: e.code(),
+            message,
+            details: e.details(),
+            retry_after_secs,
+        }
+    }
+}
+
+impl From<AdminError> for ApiError {
+    fn from(e: AdminError) -> ApiError {
+        let status = match &e {
+            AdminError::Invalid(_) => StatusCode::BAD_REQUEST,
+            AdminError::NotFound(_) => StatusCode::NOT_FOUND,
+            AdminError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            AdminError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        let message = match &e {
+            AdminError::Unavailable(_) => "the database is unavailable; try again later".into(),
+            other => other.to_string(),
+        };
+        ApiError::new(status, e.code(), message)
+    }
+}
+
+impl From<JsonRejection> for ApiError {
+    fn from(e: JsonRejection) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, "INVALID_ARGUMENTS", e.body_text())
+    }
+}
+
+async fn require_admin(
+    State(auth): State<Auth>,
+    headers: HeaderMap,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    let presented = headers
+        .get("x-api-key")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let key = match auth.authenticate_key(presented).await {
+        Ok(k) => k,
+        Err(e) => return ApiError::from(e).into_response(),
+    };
+    if !key.features.allows(ADMIN_FEATURE) {
+        return ApiError::from(AuthError::Forbidden {
+            missing: ADMIN_FEATURE.into(),
+        })
+        .into_response();
+    }
+    if let Err(e) = auth.check_rate(&key.principal()) {
+        return ApiError::from(e).into_response();
+    }
+    req.extensions_mut().insert(key);
+    let mut resp = next.run(req).await;
+    // Keys and tokens appear in these responses: never cache them anywhere.
+    resp.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    resp
+}
+
+async fn create_key(
+    State(auth): State<Auth>,
+    Extension(caller): Extension<KeyPrincipal>,
+    body: Result<Json<NewKey>, JsonRejection>,
+) -> Result<Response, ApiError> {
+    let Json(mut req) = body?;
+    req.created_by = Some(caller.label());
+    let created = auth.create_key(req).await?;
+    Ok((StatusCode::CREATED, Json(created)).into_response())
+}
+
+async fn list_keys(State(auth): State<Auth>) -> Result<Response, ApiError> {
+    let keys = auth.list_keys().await?;
+    Ok(Json(json!({ "keys": keys })).into_response())
+}
+
+async fn revoke_key(
+    State(auth): State<Auth>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let r = auth.revoke_key(&id).await?;
+    Ok(Json(r).into_response())
+}
+
+async fn create_session(
+    State(auth): State<Auth>,
+    Extension(caller): Extension<KeyPrincipal>,
+    body: Result<Json<NewSession>, JsonRejection>,
+) -> Result<Response, ApiError> {
+    let Json(mut req) = body?;
+    req.created_by = Some(caller.label());
+    let created = auth.create_session(req).await?;
+    Ok((StatusCode::CREATED, Json(created)).into_response())
+}
+
+async fn revoke_session(
+    State(auth): State<Auth>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let which = match SessionRef::parse(&id)? {
+        SessionRef::Id(id) => SessionRef::Id(id),
+        SessionRef::Token(_) => {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "INVALID_ARGUMENTS",
+                "do not put session tokens in URLs: use the session id here, or POST the token \
+                 to /admin/v1/sessions/revoke",
+            ));
+        }
+    };
+    let r = auth.revoke_session(&which).await?;
+    Ok(Json(r).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RevokeByToken {
+    token: String,
+}
+
+async fn revoke_session_by_token(
+    State(auth): State<Auth>,
+    body: Result<Json<RevokeByToken>, JsonRejection>,
+) -> Result<Response, ApiError> {
+    let Json(req) = body?;
+    let which = match SessionRef::parse(&req.token)? {
+        t @ SessionRef::Token(_) => t,
+        SessionRef::Id(_) => {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "INVALID_ARGUMENTS",
+                "`token` must be a session token (sess_…); revoke by id with DELETE /admin/v1/sessions/{id}",
+            ));
+        }
+    };
+    let r = auth.revoke_session(&which).await?;
+    Ok(Json(r).into_response())
+}
+
+async fn list_roles(State(auth): State<Auth>) -> Result<Response, ApiError> {
+    let roles = auth.list_roles().await?;
+    Ok(Json(json!({ "roles": roles })).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SetRole {
+    features: Vec<String>,
+}
+
+async fn set_role(
+    State(auth): State<Auth>,
+    Path(name): Path<String>,
+    body: Result<Json<SetRole>, JsonRejection>,
+) -> Result<Response, ApiError> {
+    let Json(req) = body?;
+    let role = auth.set_role(&name, &req.features).await?;
+    Ok(Json(role).into_response())
+}

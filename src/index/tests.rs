@@ -1,0 +1,111 @@
+//! Unit tests of ranking on small inline documents.
+
+use super::*;
+
+const PETS: &str = r#"{
+  "openapi": "3.0.0",
+  "info": {"title": "t", "version": "1"},
+  "paths": {
+    "/pets": {
+      "get": {"operationId": "listPets", "summary": "List all pets", "tags": ["pets"]},
+      "post": {"operationId": "createPet", "summary": "Create a pet", "tags": ["pets"]}
+    },
+    "/pets/{petId}": {
+      "get": {"operationId": "showPetById", "summary": "Info for a specific pet", "tags": ["pets"]},
+      "delete": {"operationId": "deletePet", "summary": "Deletes a pet", "tags": ["pets"]},
+      "patch": {"operationId": "updatePet", "summary": "Update a pet", "tags": ["pets"]}
+    },
+    "/repos/{owner}/{repo}/pulls": {
+      "get": {"operationId": "pulls/list", "summary": "List pull requests", "tags": ["pulls"]}
+    },
+    "/chat.postMessage": {
+      "post": {"operationId": "chat_postMessage", "description": "Sends a message to a channel.", "tags": ["chat"]}
+    },
+    "/users/{id}/suspend": {
+      "put": {"operationId": "suspendUser", "summary": "Suspend a user", "tags": ["users"]}
+    },
+    "/legacy/suspend": {
+      "put": {"operationId": "suspendUserLegacy", "summary": "Suspend a user", "deprecated": true, "tags": ["users"]}
+    }
+  }
+}"#;
+
+fn spec() -> Spec {
+    Spec::from_bytes(PETS.as_bytes(), "pets.json").unwrap()
+}
+
+fn top(index: &Index, spec: &Spec, q: &Query<'_>) -> Vec<String> {
+    index
+        .search(q)
+        .iter()
+        .map(|h| spec.operations[h.op].id.clone())
+        .collect()
+}
+
+#[test]
+fn method_intent_picks_the_verb() {
+    let s = spec();
+    let index = Index::build(&[&s]).unwrap();
+    assert_eq!(top(&index, &s, &Query::text("remove a pet", 5))[0], "deletePet");
+    assert_eq!(top(&index, &s, &Query::text("add a new pet", 5))[0], "createPet");
+    assert_eq!(top(&index, &s, &Query::text("change the pet's name", 5))[0], "updatePet");
+}
+
+#[test]
+fn identifiers_and_synonyms_match() {
+    let s = spec();
+    let index = Index::build(&[&s]).unwrap();
+    assert_eq!(top(&index, &s, &Query::text("list the PRs", 5))[0], "pulls/list");
+    assert_eq!(top(&index, &s, &Query::text("post a message", 5))[0], "chat_postMessage");
+    assert_eq!(top(&index, &s, &Query::text("ban this user", 5))[0], "suspendUser");
+}
+
+#[test]
+fn deprecated_operations_rank_below_their_replacement() {
+    let s = spec();
+    let index = Index::build(&[&s]).unwrap();
+    let ids = top(&index, &s, &Query::text("suspend a user", 5));
+    assert_eq!(ids[..2], ["suspendUser", "suspendUserLegacy"]);
+}
+
+#[test]
+fn filters_restrict_results() {
+    let s = spec();
+    let index = Index::build(&[&s]).unwrap();
+    let q = Query {
+        method: Some("delete"),
+        ..Query::text("pet", 10)
+    };
+    assert_eq!(top(&index, &s, &q), ["deletePet"]);
+    let q = Query {
+        tag: Some("Chat"),
+        ..Query::text("", 10)
+    };
+    assert_eq!(top(&index, &s, &q), ["chat_postMessage"]);
+    let only_reads = |_: usize, op: usize| !s.operations[op].mutating();
+    let q = Query {
+        allowed: Some(&only_reads),
+        ..Query::text("pet", 10)
+    };
+    let ids = top(&index, &s, &q);
+    assert!(!ids.is_empty());
+    assert!(ids.iter().all(|id| s.get(id).is_some_and(|o| !o.mutating())));
+}
+
+#[test]
+fn limit_caps_hits_and_pooled_indexes_name_their_spec() {
+    let a = spec();
+    let b = spec();
+    let index = Index::build(&[&a, &b]).unwrap();
+    assert_eq!(index.len(), 2 * a.operations.len());
+    let hits = index.search(&Query::text("pet", 3));
+    assert_eq!(hits.len(), 3);
+    let all = index.search(&Query::text("delete pet", 50));
+    assert!(all.iter().any(|h| h.spec == 0) && all.iter().any(|h| h.spec == 1));
+}
+
+#[test]
+fn index_is_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<Index>();
+}

@@ -1,0 +1,861 @@
+//! The agent-monitor gate against real HTTP monitors: small axum apps that each answer one
+//! way (allow, block, 500, invalid JSON, no `block`, never) or are down, and the reference
+//! monitor (`apigate monitor`) with rules, approvals, its HTTP API and its JSONL log.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use apigate::monitor::{
+    self, BlockCause, Blocked, Monitor, MonitorConfig, OperationRef, RuleSet, RunningMonitor,
+    ServerConfig, ToolCall,
+};
+use axum::Router;
+use axum::http::StatusCode;
+use axum::routing::{any, post};
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+
+const SESSION_TOKEN: &str = "sess_0123456789abcdef0123456789abcdef";
+const API_KEY: &str = "agk_AbCdEfGh_supersecretkeymaterial0123456789";
+
+/// How a test monitor answers `tool.pre_execute`.
+#[derive(Clone)]
+enum Behavior {
+    Answer(StatusCode, &'static str),
+    Hang,
+}
+
+type Received = Arc<Mutex<Vec<Value>>>;
+
+/// A monitor that records every event it receives and answers as told.
+async fn test_monitor(behavior: Behavior) -> (String, Received) {
+    let received: Received = Arc::default();
+    let rec = received.clone();
+    let app = Router::new().route(
+        "/agent-monitor",
+        post(move |body: String| {
+            let rec = rec.clone();
+            let behavior = behavior.clone();
+            async move {
+                let event: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+                let is_pre = event["type"] == "tool.pre_execute";
+                rec.lock().unwrap().push(event);
+                if !is_pre {
+                    return (StatusCode::OK, "OK".to_owned());
+                }
+                match behavior {
+                    Behavior::Answer(status, body) => (status, body.to_owned()),
+                    Behavior::Hang => std::future::pending().await,
+                }
+            }
+        }),
+    );
+    let addr = serve(app).await;
+    (format!("http://{addr}"), received)
+}
+
+async fn serve(app: Router) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    addr
+}
+
+/// The upstream API a tool call would reach; counts the requests it received.
+async fn upstream() -> (String, Arc<AtomicUsize>) {
+    let hits = Arc::new(AtomicUsize::new(0));
+    let h = hits.clone();
+    let app = Router::new().fallback(any(move || {
+        let h = h.clone();
+        async move {
+            h.fetch_add(1, Ordering::SeqCst);
+            "{}"
+        }
+    }));
+    (format!("http://{}", serve(app).await), hits)
+}
+
+fn client(url: &str, timeout: Duration) -> Monitor {
+    let mut cfg = MonitorConfig::new(url);
+    cfg.timeout = timeout;
+    cfg.project = "Petstore".into();
+    cfg.directory = "/srv/petstore".into();
+    cfg.worktree = "/srv/petstore-wt".into();
+    Monitor::new(cfg).unwrap()
+}
+
+/// Arguments as an agent sends them, full of things that must not reach the monitor.
+fn execute_args(method: &str, path: &str) -> Value {
+    json!({
+        "method": method,
+        "path": path,
+        "pathParams": {"petId": 42},
+        "headers": {"Authorization": format!("Bearer {API_KEY}"), "X-Request-Id": "abc"},
+        "query": {"api_key": API_KEY},
+        "body": {"password": "hunter2-body-secret"},
+        "_sessionToken": SESSION_TOKEN,
+    })
+}
+
+/// What the tools pipeline does around the gate: the upstream is called only when allowed.
+async fn gated_call(
+    gate: &Monitor,
+    upstream_url: &str,
+    session: &str,
+    call_id: &str,
+    method: &str,
+    path: &str,
+) -> Result<(), Blocked> {
+    let args = execute_args(method, path);
+    let op_id = format!(
+        "{}{}",
+        method.to_lowercase(),
+        path.replace(['/', '{', '}'], "_")
+    );
+    let call = ToolCall {
+        session_id: session,
+        call_id,
+        tool: "api_execute",
+        args: &args,
+        operation: Some(OperationRef {
+            operation_id: &op_id,
+            method,
+            path,
+        }),
+    };
+    match gate.pre_execute(&call).await {
+        Ok(()) => {
+            let resp = reqwest::Client::new()
+                .request(method.parse().unwrap(), format!("{upstream_url}{path}"))
+                .send()
+                .await
+                .unwrap();
+            let len = resp.bytes().await.unwrap().len();
+            gate.post_execute(&call, len);
+            Ok(())
+        }
+        Err(blocked) => {
+            gate.session_error(session, "BLOCKED_BY_MONITOR");
+            Err(blocked)
+        }
+    }
+}
+
+/// Polls until `f` gives `Some` (events sent in the background arrive a little later).
+async fn eventually<T, F, Fut>(what: &str, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    for _ in 0..1000 {
+        if let Some(v) = f().await {
+            return v;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("gave up waiting for {what}");
+}
+
+fn assert_no_secrets(events: &[Value]) {
+    let text = serde_json::to_string(events).unwrap();
+    for secret in [
+        SESSION_TOKEN,
+        "0123456789abcdef0123456789abcdef",
+        API_KEY,
+        "supersecretkeymaterial",
+        "hunter2",
+        "Bearer",
+        "_sessionToken",
+    ] {
+        assert!(
+            !text.contains(secret),
+            "{secret:?} reached the monitor: {text}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn gate_allows_and_sends_the_protocol_events() {
+    let (url, received) =
+        test_monitor(Behavior::Answer(StatusCode::OK, r#"{"block": false}"#)).await;
+    let (up, hits) = upstream().await;
+    let gate = client(&url, Duration::from_secs(10));
+
+    gated_call(
+        &gate,
+        &up,
+        "mcp-session-1",
+        "call-1",
+        "GET",
+        "/pets/{petId}",
+    )
+    .await
+    .unwrap();
+    assert_eq!(hits.load(Ordering::SeqCst), 1);
+    // A second tool in the same session: the stats count both.
+    let args = json!({"query": "list pets", "limit": 5, "_sessionToken": SESSION_TOKEN});
+    let discover = ToolCall {
+        session_id: "mcp-session-1",
+        call_id: "call-2",
+        tool: "api_discover",
+        args: &args,
+        operation: None,
+    };
+    gate.pre_execute(&discover).await.unwrap();
+    gate.session_idle("mcp-session-1");
+
+    let events = eventually("5 events at the monitor", || async {
+        let ev = received.lock().unwrap().clone();
+        (ev.len() >= 5).then_some(ev)
+    })
+    .await;
+    assert_no_secrets(&events);
+    let of = |kind: &str| -> Vec<Value> {
+        events
+            .iter()
+            .filter(|e| e["type"] == kind)
+            .cloned()
+            .collect()
+    };
+    // session.started is sent (and awaited) before the first pre_execute of a new session.
+    assert_eq!(events[0]["type"], "session.started");
+    assert_eq!(events[1]["type"], "tool.pre_execute");
+    assert_eq!(of("session.started").len(), 1);
+    for e in &events {
+        assert!(e["timestamp"].as_i64().unwrap() > 1_600_000_000_000, "{e}");
+        assert_eq!(e["project"], "Petstore");
+        assert_eq!(e["directory"], "/srv/petstore");
+        assert_eq!(e["worktree"], "/srv/petstore-wt");
+        assert_eq!(e["sessionID"], "mcp-session-1");
+    }
+    let started = &of("session.started")[0];
+    assert_eq!(started["startTime"], started["timestamp"]);
+
+    let pre = of("tool.pre_execute");
+    assert_eq!(pre[0]["tool"], "api_execute");
+    assert_eq!(pre[0]["callID"], "call-1");
+    assert_eq!(
+        pre[0]["args"],
+        json!({
+            "method": "GET", "path": "/pets/{petId}", "operationId": "get_pets__petId_",
+            "pathParams": "object", "headers": "object", "query": "object", "body": "object",
+        })
+    );
+    assert_eq!(pre[0]["sessionStats"]["toolCallCount"], 1);
+    assert_eq!(pre[0]["sessionStats"]["uniqueTools"], 1);
+    assert!(pre[0]["sessionStats"]["duration"].is_u64());
+    assert_eq!(
+        pre[1]["args"],
+        json!({"query": "list pets", "limit": "number"})
+    );
+    assert_eq!(pre[1]["sessionStats"]["toolCallCount"], 2);
+    assert_eq!(pre[1]["sessionStats"]["uniqueTools"], 2);
+
+    let post = &of("tool.post_execute")[0];
+    assert_eq!(post["callID"], "call-1");
+    assert_eq!(post["tool"], "api_execute");
+    assert_eq!(post["outputLength"], 2);
+    assert!(
+        post["title"]
+            .as_str()
+            .unwrap()
+            .contains("GET /pets/{petId}")
+    );
+
+    let idle = &of("session.idle")[0];
+    assert_eq!(idle["finalStats"]["totalToolCalls"], 2);
+    assert_eq!(
+        idle["finalStats"]["uniqueTools"],
+        json!(["api_discover", "api_execute"])
+    );
+    assert_eq!(gate.tracked_sessions(), 0);
+}
+
+#[tokio::test]
+async fn explicit_session_start_is_sent_once() {
+    let (url, received) =
+        test_monitor(Behavior::Answer(StatusCode::OK, r#"{"block": false}"#)).await;
+    let gate = client(&url, Duration::from_secs(10));
+    gate.session_started("s-1");
+    gate.session_started("s-1");
+    let args = json!({"operationId": "listPets"});
+    let call = ToolCall {
+        session_id: "s-1",
+        call_id: "c-1",
+        tool: "api_schema",
+        args: &args,
+        operation: None,
+    };
+    gate.pre_execute(&call).await.unwrap();
+    gate.session_error("s-1", "UPSTREAM_TIMEOUT with token=abc123secret");
+    let events = eventually("3 events", || async {
+        let ev = received.lock().unwrap().clone();
+        (ev.len() >= 3).then_some(ev)
+    })
+    .await;
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "session.started").count(),
+        1,
+        "{kinds:?}"
+    );
+    let error = events
+        .iter()
+        .find(|e| e["type"] == "session.error")
+        .unwrap();
+    assert_eq!(error["error"], "UPSTREAM_TIMEOUT with [redacted]");
+    let pre = events
+        .iter()
+        .find(|e| e["type"] == "tool.pre_execute")
+        .unwrap();
+    assert_eq!(pre["args"], json!({"operationId": "listPets"}));
+}
+
+/// Runs one call against a misbehaving monitor; it must be blocked and the upstream untouched.
+async fn assert_blocked(url: &str, timeout: Duration, cause: BlockCause, needle: &str) {
+    let (up, hits) = upstream().await;
+    let gate = client(url, timeout);
+    let blocked = gated_call(&gate, &up, "s", "c", "DELETE", "/pets/{petId}")
+        .await
+        .unwrap_err();
+    assert_eq!(blocked.cause, cause, "{blocked}");
+    assert!(
+        blocked.to_string().contains(needle),
+        "{needle:?} not in {blocked}"
+    );
+    assert_eq!(
+        hits.load(Ordering::SeqCst),
+        0,
+        "the upstream was called although the monitor blocked"
+    );
+}
+
+#[tokio::test]
+async fn gate_blocks_with_the_monitors_reason() {
+    let (url, received) = test_monitor(Behavior::Answer(
+        StatusCode::OK,
+        r#"{"block": true, "reason": "No deletes on Fridays"}"#,
+    ))
+    .await;
+    assert_blocked(
+        &url,
+        Duration::from_secs(10),
+        BlockCause::Monitor,
+        "blocked by the agent monitor: No deletes on Fridays",
+    )
+    .await;
+    assert_no_secrets(&received.lock().unwrap());
+}
+
+#[tokio::test]
+async fn gate_blocks_when_the_monitor_is_down() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    assert_blocked(
+        &format!("http://{addr}"),
+        Duration::from_secs(10),
+        BlockCause::Unreachable,
+        "is unreachable",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn gate_blocks_when_the_monitor_is_too_slow() {
+    let (url, received) = test_monitor(Behavior::Hang).await;
+    assert_blocked(
+        &url,
+        Duration::from_millis(300),
+        BlockCause::Timeout,
+        "did not answer within 300ms",
+    )
+    .await;
+    // It did receive the call; it just never answered.
+    assert!(
+        received
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|e| e["type"] == "tool.pre_execute")
+    );
+}
+
+#[tokio::test]
+async fn gate_blocks_on_a_server_error() {
+    let (url, _) = test_monitor(Behavior::Answer(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        r#"{"block": false}"#,
+    ))
+    .await;
+    assert_blocked(
+        &url,
+        Duration::from_secs(10),
+        BlockCause::Status(500),
+        "returned HTTP 500",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn gate_blocks_on_a_redirect() {
+    let (url, _) = test_monitor(Behavior::Answer(StatusCode::TEMPORARY_REDIRECT, "")).await;
+    assert_blocked(
+        &url,
+        Duration::from_secs(10),
+        BlockCause::Status(307),
+        "returned HTTP 307",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn gate_blocks_on_invalid_json() {
+    let (url, _) = test_monitor(Behavior::Answer(StatusCode::OK, "OK")).await;
+    assert_blocked(
+        &url,
+        Duration::from_secs(10),
+        BlockCause::InvalidJson,
+        "invalid JSON",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn gate_blocks_without_a_boolean_block() {
+    let (url, _) = test_monitor(Behavior::Answer(StatusCode::OK, r#"{"allow": true}"#)).await;
+    assert_blocked(
+        &url,
+        Duration::from_secs(10),
+        BlockCause::MissingBlock,
+        "boolean `block`",
+    )
+    .await;
+    let (url, _) = test_monitor(Behavior::Answer(StatusCode::OK, r#"{"block": "false"}"#)).await;
+    assert_blocked(
+        &url,
+        Duration::from_secs(10),
+        BlockCause::MissingBlock,
+        "boolean `block`",
+    )
+    .await;
+}
+
+// ---- the reference monitor -------------------------------------------------------------
+
+async fn reference_monitor(rules: &str, approval_timeout: Duration) -> RunningMonitor {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let config = ServerConfig {
+        rules: RuleSet::from_toml_str(rules).unwrap(),
+        approval_timeout,
+        ..ServerConfig::default()
+    };
+    monitor::spawn(listener, config).await.unwrap()
+}
+
+async fn get_json(url: &str) -> Value {
+    reqwest::get(url).await.unwrap().json().await.unwrap()
+}
+
+/// Waits for the one pending approval of `call_id` and returns its id.
+async fn pending_approval(base: &str, call_id: &str) -> String {
+    eventually("a pending approval", || async {
+        let approvals = get_json(&format!("{base}/api/approvals")).await;
+        approvals
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["callID"] == call_id)
+            .map(|a| a["id"].as_str().unwrap().to_owned())
+    })
+    .await
+}
+
+const RULES: &str = r#"
+[[rule]]
+name = "no-admin"
+action = "block"
+reason = "The admin API is off limits."
+path = "/admin/**"
+
+[[rule]]
+name = "approve-writes"
+action = "require_approval"
+tool = "api_execute"
+mutating = true
+"#;
+
+#[tokio::test]
+async fn reference_monitor_allows_blocks_and_holds_for_approval() {
+    let server = reference_monitor(RULES, Duration::from_secs(120)).await;
+    let base = server.url();
+    let gate = client(&base, Duration::from_secs(120));
+    let (up, hits) = upstream().await;
+
+    gated_call(&gate, &up, "s-1", "get-1", "GET", "/pets")
+        .await
+        .unwrap();
+    let blocked = gated_call(&gate, &up, "s-1", "admin-1", "GET", "/admin/users/{id}")
+        .await
+        .unwrap_err();
+    assert_eq!(blocked.cause, BlockCause::Monitor);
+    assert!(blocked.to_string().contains("The admin API is off limits."));
+
+    // A DELETE is held until a person approves it through the API.
+    let held = tokio::spawn({
+        let (gate, up) = (gate.clone(), up.clone());
+        async move { gated_call(&gate, &up, "s-1", "del-1", "DELETE", "/pets/{petId}").await }
+    });
+    let id = pending_approval(&base, "del-1").await;
+    assert!(!held.is_finished());
+    assert_eq!(
+        hits.load(Ordering::SeqCst),
+        1,
+        "only the GET went through so far"
+    );
+    let resp = reqwest::Client::new()
+        .post(format!("{base}/api/approvals/{id}/approve"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.json::<Value>().await.unwrap()["status"], "approved");
+    held.await.unwrap().unwrap();
+    assert_eq!(hits.load(Ordering::SeqCst), 2);
+
+    // Another is denied, with a reason the agent gets to read.
+    let held = tokio::spawn({
+        let (gate, up) = (gate.clone(), up.clone());
+        async move { gated_call(&gate, &up, "s-1", "del-2", "DELETE", "/pets/{petId}").await }
+    });
+    let id = pending_approval(&base, "del-2").await;
+    let resp = reqwest::Client::new()
+        .post(format!("{base}/api/approvals/{id}/deny"))
+        .json(&json!({"reason": "not this pet"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let blocked = held.await.unwrap().unwrap_err();
+    assert_eq!(blocked.cause, BlockCause::Monitor);
+    assert!(
+        blocked
+            .to_string()
+            .contains("denied by a person: not this pet"),
+        "{blocked}"
+    );
+    assert_eq!(
+        hits.load(Ordering::SeqCst),
+        2,
+        "a denied call never reached the upstream"
+    );
+
+    // Deciding twice is a 404.
+    let resp = reqwest::Client::new()
+        .post(format!("{base}/api/approvals/{id}/approve"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 404);
+
+    let decisions = get_json(&format!("{base}/api/decisions")).await;
+    let brief: Vec<(String, bool, String)> = decisions
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["callID"].as_str().unwrap().to_owned(),
+                d["block"].as_bool().unwrap(),
+                d["by"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        brief,
+        [
+            ("get-1".to_owned(), false, "default".to_owned()),
+            ("admin-1".to_owned(), true, "rule".to_owned()),
+            ("del-1".to_owned(), false, "approved".to_owned()),
+            ("del-2".to_owned(), true, "denied".to_owned()),
+        ]
+    );
+    let sessions = eventually("session stats", || async {
+        let sessions = get_json(&format!("{base}/api/sessions")).await;
+        let s = sessions[0].clone();
+        (s["toolCallCount"] == 4 && s["errors"] == 2).then_some(s)
+    })
+    .await;
+    assert_eq!(sessions["sessionID"], "s-1");
+    assert_eq!(sessions["blocked"], 2);
+    assert_eq!(sessions["project"], "Petstore");
+    let events = get_json(&format!("{base}/api/events")).await;
+    assert_no_secrets(events.as_array().unwrap());
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn reference_monitor_blocks_when_approval_times_out() {
+    let server = reference_monitor(RULES, Duration::from_millis(200)).await;
+    let gate = client(&server.url(), Duration::from_secs(30));
+    let (up, hits) = upstream().await;
+    let blocked = gated_call(&gate, &up, "s", "c", "PATCH", "/pets/{petId}")
+        .await
+        .unwrap_err();
+    assert_eq!(
+        blocked.reason,
+        "blocked by the agent monitor: approval timed out"
+    );
+    assert_eq!(hits.load(Ordering::SeqCst), 0);
+    let approvals = get_json(&format!("{}/api/approvals", server.url())).await;
+    assert_eq!(approvals, json!([]));
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn reference_monitor_drops_an_approval_the_agent_gave_up_on() {
+    let server = reference_monitor(RULES, Duration::from_secs(600)).await;
+    let base = server.url();
+    // The agent side waits 300 ms only: far less than a person needs.
+    let gate = client(&base, Duration::from_millis(300));
+    let (up, hits) = upstream().await;
+    let blocked = gated_call(&gate, &up, "s", "gone-1", "DELETE", "/pets/{petId}")
+        .await
+        .unwrap_err();
+    assert_eq!(blocked.cause, BlockCause::Timeout);
+    assert!(
+        blocked.to_string().contains("longer monitor timeout"),
+        "{blocked}"
+    );
+    assert_eq!(hits.load(Ordering::SeqCst), 0);
+    // The monitor notices the closed connection: no stale card waits for a person.
+    let decision = eventually("the abandoned decision", || async {
+        let decisions = get_json(&format!("{base}/api/decisions")).await;
+        decisions
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["callID"] == "gone-1")
+            .cloned()
+    })
+    .await;
+    assert_eq!(decision["by"], "abandoned");
+    assert_eq!(decision["block"], true);
+    assert_eq!(get_json(&format!("{base}/api/approvals")).await, json!([]));
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn reference_monitor_shutdown_blocks_held_calls() {
+    let server = reference_monitor(RULES, Duration::from_secs(600)).await;
+    let base = server.url();
+    let gate = client(&base, Duration::from_secs(600));
+    let (up, hits) = upstream().await;
+    let held = tokio::spawn({
+        let gate = gate.clone();
+        async move { gated_call(&gate, &up, "s", "c", "POST", "/pets").await }
+    });
+    pending_approval(&base, "c").await;
+    server.shutdown().await.unwrap();
+    let blocked = held.await.unwrap().unwrap_err();
+    assert!(blocked.to_string().contains("shutting down"), "{blocked}");
+    assert_eq!(hits.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn reference_monitor_counts_calls_and_matches_arguments() {
+    let rules = r#"
+        [[rule]]
+        name = "budget"
+        action = "block"
+        max_tool_calls = 3
+        [[rule]]
+        name = "burst"
+        action = "block"
+        tool = "api_discover"
+        max_calls_per_minute = 1
+        [[rule]]
+        name = "sql"
+        action = "block"
+        tool = "api_schema"
+        args = { operationId = "(?i)^drop" }
+    "#;
+    let server = reference_monitor(rules, Duration::from_secs(10)).await;
+    let gate = client(&server.url(), Duration::from_secs(10));
+    let call = |session: &'static str, tool: &'static str, args: Value| {
+        let gate = gate.clone();
+        async move {
+            let c = ToolCall {
+                session_id: session,
+                call_id: "c",
+                tool,
+                args: &args,
+                operation: None,
+            };
+            gate.pre_execute(&c).await
+        }
+    };
+    // burst: one discover a minute per session.
+    call("a", "api_discover", json!({"query": "pets"}))
+        .await
+        .unwrap();
+    let b = call("a", "api_discover", json!({"query": "pets"}))
+        .await
+        .unwrap_err();
+    assert!(b.reason.contains("burst"), "{b}");
+    call("b", "api_discover", json!({"query": "pets"}))
+        .await
+        .unwrap();
+    // argument regex on the sanitized args.
+    let b = call("c", "api_schema", json!({"operationId": "dropTables"}))
+        .await
+        .unwrap_err();
+    assert!(b.reason.contains("sql"), "{b}");
+    // budget: the 4th call of a session.
+    for _ in 0..3 {
+        call("d", "api_schema", json!({"operationId": "listPets"}))
+            .await
+            .unwrap();
+    }
+    let b = call("d", "api_schema", json!({"operationId": "listPets"}))
+        .await
+        .unwrap_err();
+    assert!(b.reason.contains("4 calls in this session, limit 3"), "{b}");
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn reference_monitor_speaks_http_properly() {
+    let server = reference_monitor(RULES, Duration::from_secs(10)).await;
+    let base = server.url();
+    let http = reqwest::Client::new();
+    let endpoint = format!("{base}/agent-monitor");
+    let status = |r: reqwest::Response| r.status().as_u16();
+
+    assert_eq!(
+        status(http.post(&endpoint).body("{nope").send().await.unwrap()),
+        400
+    );
+    assert_eq!(
+        status(http.post(&endpoint).body("[1]").send().await.unwrap()),
+        400
+    );
+    assert_eq!(status(http.get(&endpoint).send().await.unwrap()), 404);
+    assert_eq!(
+        status(
+            http.post(format!("{endpoint}/x"))
+                .body("{}")
+                .send()
+                .await
+                .unwrap()
+        ),
+        404
+    );
+    for kind in [
+        "session.started",
+        "tool.post_execute",
+        "session.error",
+        "session.idle",
+    ] {
+        let r = http
+            .post(&endpoint)
+            .json(
+                &json!({"type": kind, "timestamp": 1, "project": "p", "directory": "d",
+                "worktree": "w", "sessionID": "s"}),
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "{kind}");
+    }
+    let r = http
+        .post(&endpoint)
+        .json(&json!({"type": "tool.pre_execute", "timestamp": 1, "project": "p",
+            "directory": "d", "worktree": "w", "sessionID": "s", "callID": "c", "tool": "api_discover",
+            "args": {"query": "x"}, "sessionStats": {"toolCallCount": 1, "uniqueTools": 1, "duration": 0}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.json::<Value>().await.unwrap(), json!({"block": false}));
+
+    // Another web site cannot approve calls or post events from a browser.
+    let r = http
+        .post(format!("{base}/api/approvals/ap-1/approve"))
+        .header("Origin", "https://evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    let r = http
+        .post(&endpoint)
+        .header("Origin", "https://evil.example")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    // Nor read it through DNS rebinding.
+    let r = http
+        .get(format!("{base}/api/state"))
+        .header("Host", "evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    assert_eq!(
+        status(
+            http.post(format!("{base}/api/approvals/ap-9/deny"))
+                .send()
+                .await
+                .unwrap()
+        ),
+        404
+    );
+
+    let page = http.get(&base).send().await.unwrap().text().await.unwrap();
+    assert!(page.contains("apigate monitor"));
+    let state = get_json(&format!("{base}/api/state")).await;
+    assert_eq!(state["events"].as_array().unwrap().len(), 5);
+    assert_eq!(state["rules"]["rules"][0]["name"], "no-admin");
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn reference_monitor_appends_to_its_jsonl_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("events.jsonl");
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let server = monitor::spawn(
+        listener,
+        ServerConfig {
+            log: Some(log.clone()),
+            ..ServerConfig::default()
+        },
+    )
+    .await
+    .unwrap();
+    let gate = client(&server.url(), Duration::from_secs(10));
+    let (up, _) = upstream().await;
+    gated_call(&gate, &up, "s", "c", "GET", "/pets")
+        .await
+        .unwrap();
+    server.shutdown().await.unwrap();
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["kind"] == "event" && l["event"]["type"] == "tool.pre_execute")
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["kind"] == "decision" && l["block"] == false)
+    );
+    assert_no_secrets(&lines);
+}
