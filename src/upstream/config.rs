@@ -99,6 +99,31 @@ impl fmt::Debug for UpstreamConfig {
 }
 
 impl UpstreamConfig {
+    /// The configuration from command-line values: `--upstream` (optional), each
+    /// `--upstream-header`, and the `APIGATE_UPSTREAM_HEADERS` variable (its headers first, so
+    /// a flag with the same name wins). Timeouts and budget keep their defaults; set the
+    /// fields afterwards.
+    pub fn from_flags(
+        upstream: Option<&str>,
+        header_flags: &[String],
+        env_headers: Option<&str>,
+    ) -> Result<UpstreamConfig, ConfigError> {
+        let mut headers = match env_headers {
+            Some(v) => Self::headers_from_env(v)?,
+            None => Vec::new(),
+        };
+        for flag in header_flags {
+            let (name, value) = Self::parse_header(flag)?;
+            headers.retain(|(n, _)| n != name);
+            headers.push((name, value));
+        }
+        Ok(UpstreamConfig {
+            base_url: upstream.map(Self::parse_base_url).transpose()?,
+            headers,
+            ..Default::default()
+        })
+    }
+
     /// Parses an `--upstream` value: an absolute `http(s)` URL without query or fragment.
     pub fn parse_base_url(s: &str) -> Result<Url, ConfigError> {
         let err = |message: &str| ConfigError::BaseUrl {
@@ -263,6 +288,19 @@ mod tests {
                 .unwrap();
         assert_eq!(h.len(), 2);
         assert!(UpstreamConfig::headers_from_env(r#"{"X": 1}"#).is_err());
+    }
+
+    #[test]
+    fn flags_override_the_environment() {
+        let cfg = UpstreamConfig::from_flags(
+            Some("http://localhost:8080"),
+            &["Authorization: Bearer flag".to_string()],
+            Some("Authorization: Bearer env\nX-Org: 1"),
+        )
+        .unwrap();
+        assert_eq!(cfg.headers.len(), 2);
+        assert_eq!(cfg.headers[1].1.to_str().unwrap(), "Bearer flag");
+        assert!(UpstreamConfig::from_flags(Some("nope"), &[], None).is_err());
     }
 
     #[test]

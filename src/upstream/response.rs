@@ -366,6 +366,25 @@ mod tests {
     }
 
     #[test]
+    fn envelopes_and_pretty_printing() {
+        let items: Vec<Value> = (0..100)
+            .map(|i| json!({"id": i, "tags": ["a", "b"]}))
+            .collect();
+        let doc = json!({"total": 100, "data": items, "next": "x"});
+        let pretty = serde_json::to_string_pretty(&doc).unwrap();
+        let v = cut(&pretty, 600).unwrap();
+        assert_eq!(v["total"], 100);
+        let data = v["data"].as_array().unwrap();
+        assert!(!data.is_empty() && data.len() < 100);
+        assert_eq!(data[0], json!({"id": 0, "tags": ["a", "b"]}));
+        // One huge string inside an envelope is cut, not dropped.
+        let doc = json!({"id": 1, "content": "x".repeat(10_000)});
+        let v = cut(&doc.to_string(), 1000).unwrap();
+        assert_eq!(v["id"], 1);
+        assert!(v["content"].as_str().unwrap().len() > 900);
+    }
+
+    #[test]
     fn numbers_need_a_delimiter() {
         assert_eq!(cut("[1, 23, 456]", 10).unwrap(), json!([1, 23]));
         assert_eq!(cut("12345", 3), None);

@@ -127,6 +127,27 @@ async fn handle(State(app): State<App>, req: Request) -> Response {
                 .body(Body::from_stream(futures::stream::iter(chunks)))
                 .unwrap()
         }
+        "trickle" => {
+            // Headers and a first chunk at once, then nothing.
+            let chunks = futures::stream::unfold(0u8, |n| async move {
+                if n > 0 {
+                    tokio::time::sleep(Duration::from_secs(30)).await;
+                }
+                Some((Ok::<_, std::io::Error>("[1,".to_string()), n + 1))
+            });
+            Response::builder()
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(Body::from_stream(chunks))
+                .unwrap()
+        }
+        "text" => {
+            // 1 MB of text with two-byte characters.
+            let chunks = (0..1000).map(|_| Ok::<_, std::io::Error>("é".repeat(500)));
+            Response::builder()
+                .header(header::CONTENT_TYPE, "text/plain; charset=utf-8")
+                .body(Body::from_stream(futures::stream::iter(chunks)))
+                .unwrap()
+        }
         "away" => {
             let to = format!("{}/steal", app.other.lock().unwrap());
             (StatusCode::FOUND, [(header::LOCATION, to)]).into_response()
@@ -827,4 +848,36 @@ async fn a_required_credential_header_must_be_configured() {
     });
     call(&up, &spec, "me", json!({})).await.unwrap();
     assert_eq!(srv.last().header("authorization"), Some("Basic dTpw"));
+}
+
+#[tokio::test]
+async fn a_body_that_stalls_times_out() {
+    let srv = Server::start().await;
+    let up = upstream_with(&srv.url(), |c| c.timeout = Duration::from_millis(500));
+    let e = call(
+        &up,
+        &petstore(),
+        "getUserByName",
+        json!({"pathParams": {"username": "trickle"}}),
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(e, UpstreamError::Timeout { .. }), "{e:?}");
+}
+
+#[tokio::test]
+async fn long_text_is_cut_on_a_character_boundary() {
+    let srv = Server::start().await;
+    let up = upstream_with(&srv.url(), |c| c.max_body_bytes = 1001);
+    let r = call(
+        &up,
+        &petstore(),
+        "getUserByName",
+        json!({"pathParams": {"username": "text"}}),
+    )
+    .await
+    .unwrap();
+    assert!(r.truncated);
+    let text = r.body.as_str().unwrap();
+    assert_eq!(text, "é".repeat(500));
 }
