@@ -197,7 +197,10 @@ fn server(
         .or_else(|| spec.servers.first())
         .map(String::as_str)
         .unwrap_or("/");
-    let absolute = Url::parse(declared).ok().filter(|u| u.has_host());
+    // `{variable}`s without a default are left in the URL by the loader: not a usable host.
+    let absolute = Url::parse(declared)
+        .ok()
+        .filter(|u| u.has_host() && !declared.contains(['{', '}']));
     if let Some(u) = &absolute
         && !matches!(u.scheme(), "http" | "https")
     {
@@ -205,6 +208,18 @@ fn server(
             "the spec's server {declared:?} is not an http(s) URL; pass --upstream URL"
         )));
     }
+    // An absolute server URL that does not parse or holds an unfilled `{variable}`:
+    // usable only for its path, under `--upstream`.
+    let unparsable = absolute.is_none() && declared.contains("://");
+    if unparsable && cfg.base_url.is_none() {
+        return Err(UpstreamError::NoServer(format!(
+            "the spec's server {declared:?} is not a valid URL; pass --upstream URL"
+        )));
+    }
+    let declared = match declared.split_once("://") {
+        Some((_, rest)) if unparsable => rest.find('/').map_or("/", |i| &rest[i..]),
+        _ => declared,
+    };
     let server_path = |u: &Url| u.path().trim_end_matches('/').to_string();
     if let Some(upstream) = &cfg.base_url {
         let own = upstream.path().trim_end_matches('/');
@@ -529,4 +544,82 @@ fn body(spec: &Spec, op: &Operation, value: Option<&Value>) -> Result<Option<Bod
         }
     };
     Ok(Some(body))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec_with_server(url: &str) -> Spec {
+        let doc = json!({
+            "openapi": "3.0.0", "info": {"title": "t", "version": "1"},
+            "servers": [{"url": url}],
+            "paths": {"/x": {"get": {"operationId": "x", "responses": {"200": {"description": "ok"}}}}}
+        });
+        Spec::from_bytes(doc.to_string().as_bytes(), "t.json").unwrap()
+    }
+
+    fn resolve(server_url: &str, upstream: Option<&str>) -> Result<String, UpstreamError> {
+        let spec = spec_with_server(server_url);
+        let cfg = UpstreamConfig::from_flags(upstream, &[], None).unwrap();
+        let op = spec.get("x").unwrap();
+        prepare(&cfg, &spec, op, &CallArgs::default()).map(|r| r.url.to_string())
+    }
+
+    #[test]
+    fn servers_and_upstream_combine() {
+        let ok = |s: &str, u: Option<&str>| resolve(s, u).unwrap();
+        assert_eq!(
+            ok("https://api.example.com/v2/", None),
+            "https://api.example.com/v2/x"
+        );
+        assert_eq!(
+            ok("https://api.example.com", None),
+            "https://api.example.com/x"
+        );
+        assert_eq!(
+            ok("https://api.example.com/v2", Some("http://127.0.0.1:9")),
+            "http://127.0.0.1:9/v2/x"
+        );
+        assert_eq!(
+            ok("https://api.example.com/v2", Some("http://127.0.0.1:9/")),
+            "http://127.0.0.1:9/v2/x"
+        );
+        assert_eq!(
+            ok("https://api.example.com/v2", Some("http://h/mock/")),
+            "http://h/mock/x"
+        );
+        assert_eq!(ok("/api/v1", Some("http://h")), "http://h/api/v1/x");
+        assert_eq!(ok("api/v1", Some("http://h")), "http://h/api/v1/x");
+        assert_eq!(
+            ok("https://{region}.example.com/v3", Some("http://h")),
+            "http://h/v3/x"
+        );
+        for (server, upstream) in [
+            ("/api/v1", None),
+            ("https://{region}.example.com/v3", None),
+            ("ftp://files.example.com", None),
+        ] {
+            let e = resolve(server, upstream).unwrap_err();
+            assert!(matches!(e, UpstreamError::NoServer(_)), "{server}: {e:?}");
+            assert!(e.to_string().contains("--upstream"), "{e}");
+        }
+    }
+
+    #[test]
+    fn dry_run_view_hides_user_info() {
+        let spec = spec_with_server("https://api.example.com");
+        let cfg = UpstreamConfig::from_flags(
+            Some("https://user:hunter2hunter2@api.example.com"),
+            &["X-Api-Key: k_0123456789".to_string()],
+            None,
+        )
+        .unwrap();
+        let op = spec.get("x").unwrap();
+        let req = prepare(&cfg, &spec, op, &CallArgs::default()).unwrap();
+        let view = req.view();
+        assert_eq!(view["url"], "https://api.example.com/x");
+        assert_eq!(view["headers"]["x-api-key"], "[redacted]");
+        assert!(!format!("{req:?}").contains("hunter2"));
+    }
 }
