@@ -456,7 +456,11 @@ fn headers(
                     p.name
                 ))
             } else {
-                invalid(format!("missing required header headers.{}", p.name))
+                invalid(format!(
+                    "missing required header headers.{} (pass it in `headers`; if it is a \
+                     credential, the operator configures it with --upstream-header)",
+                    p.name
+                ))
             });
         }
     }
