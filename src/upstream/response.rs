@@ -95,7 +95,9 @@ pub(crate) async fn read_limited(
         .content_length()
         .and_then(|n| usize::try_from(n).ok())
         .unwrap_or(8 * 1024);
-    let mut buf = Vec::with_capacity(hint.min(max));
+    // A `Content-Length` is a hint from the upstream, not a promise: never preallocate more
+    // than the budget or 1 MiB.
+    let mut buf = Vec::with_capacity(hint.min(max).min(1 << 20));
     while let Some(chunk) = resp.chunk().await? {
         let room = max - buf.len();
         if chunk.len() > room {
