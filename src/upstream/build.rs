@@ -50,6 +50,41 @@ impl CallArgs {
     }
 }
 
+/// Puts the values a concrete path carried (`/pets/42` → `petId = "42"`, from
+/// [`Spec::find`]) into `args.pathParams`, before validation (which coerces `"42"` to `42`).
+/// A value the agent also gave explicitly must agree with the path.
+pub fn merge_path_values(
+    args: &mut Value,
+    values: &[(String, String)],
+) -> Result<(), UpstreamError> {
+    if values.is_empty() {
+        return Ok(());
+    }
+    if !args.is_object() {
+        *args = json!({});
+    }
+    let section = args
+        .as_object_mut()
+        .map(|a| a.entry("pathParams").or_insert_with(|| json!({})));
+    let Some(Value::Object(params)) = section else {
+        return Err(invalid("`pathParams` must be an object"));
+    };
+    for (name, value) in values {
+        match params.get(name) {
+            Some(given) if encode::scalar(given) != *value => {
+                return Err(invalid(format!(
+                    "pathParams.{name} is {given} but the path says {value:?}; give one or the \
+                     other"
+                )));
+            }
+            _ => {
+                params.insert(name.clone(), Value::String(value.clone()));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A request ready to send, without credentials. Its `Serialize` form is the dry-run view:
 /// configured credential headers appear by name with the value `[redacted]`.
 #[derive(Clone)]
@@ -608,6 +643,20 @@ mod tests {
             assert!(matches!(e, UpstreamError::NoServer(_)), "{server}: {e:?}");
             assert!(e.to_string().contains("--upstream"), "{e}");
         }
+    }
+
+    #[test]
+    fn concrete_path_values_merge() {
+        let values = vec![("petId".to_string(), "42".to_string())];
+        let mut args = json!({"query": {"a": 1}});
+        merge_path_values(&mut args, &values).unwrap();
+        assert_eq!(args["pathParams"], json!({"petId": "42"}));
+        let mut args = json!({"pathParams": {"petId": 42}});
+        merge_path_values(&mut args, &values).unwrap();
+        let mut args = json!({"pathParams": {"petId": 7}});
+        assert!(merge_path_values(&mut args, &values).is_err());
+        let mut args = json!({"pathParams": "x"});
+        assert!(merge_path_values(&mut args, &values).is_err());
     }
 
     #[test]

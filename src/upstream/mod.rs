@@ -20,7 +20,7 @@ use url::Url;
 
 use crate::spec::{Operation, Spec};
 
-pub use build::{CallArgs, PreparedRequest};
+pub use build::{CallArgs, PreparedRequest, merge_path_values};
 pub use config::{
     ConfigError, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_REDIRECTS,
     DEFAULT_TIMEOUT, UpstreamConfig,

@@ -930,3 +930,24 @@ async fn every_curated_operation_prepares_on_the_upstream() {
     }
     assert!(prepared > 3000, "{prepared}");
 }
+
+/// The path `api_execute` takes: a concrete path matched to its template, its values merged,
+/// validated (coerced), then executed.
+#[tokio::test]
+async fn a_concrete_path_goes_through_find_validate_execute() {
+    let srv = Server::start().await;
+    let up = upstream(&srv.url());
+    let spec = petstore();
+    let (op, values) = spec.find("get", "/pet/42").unwrap();
+    assert_eq!(op.id, "getPetById");
+    let mut a = json!({});
+    apigate::upstream::merge_path_values(&mut a, &values).unwrap();
+    assert!(spec.validate(op, &mut a).is_empty());
+    assert_eq!(a["pathParams"]["petId"], 42);
+    let done = up
+        .execute(&spec, op, &CallArgs::from_value(&a).unwrap(), false)
+        .await
+        .unwrap();
+    assert_eq!(srv.last().uri, "/v2/pet/42");
+    assert_eq!(serde_json::to_value(&done).unwrap()["status"], 200);
+}
