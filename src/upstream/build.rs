@@ -50,6 +50,41 @@ impl CallArgs {
     }
 }
 
+/// Puts the values a concrete path carried (`/pets/42` → `petId = "42"`, from
+/// [`Spec::find`]) into `args.pathParams`, before validation (which coerces `"42"` to `42`).
+/// A value the agent also gave explicitly must agree with the path.
+pub fn merge_path_values(
+    args: &mut Value,
+    values: &[(String, String)],
+) -> Result<(), UpstreamError> {
+    if values.is_empty() {
+        return Ok(());
+    }
+    if !args.is_object() {
+        *args = json!({});
+    }
+    let section = args
+        .as_object_mut()
+        .map(|a| a.entry("pathParams").or_insert_with(|| json!({})));
+    let Some(Value::Object(params)) = section else {
+        return Err(invalid("`pathParams` must be an object"));
+    };
+    for (name, value) in values {
+        match params.get(name) {
+            Some(given) if encode::scalar(given) != *value => {
+                return Err(invalid(format!(
+                    "pathParams.{name} is {given} but the path says {value:?}; give one or the \
+                     other"
+                )));
+            }
+            _ => {
+                params.insert(name.clone(), Value::String(value.clone()));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A request ready to send, without credentials. Its `Serialize` form is the dry-run view:
 /// configured credential headers appear by name with the value `[redacted]`.
 #[derive(Clone)]
@@ -197,7 +232,10 @@ fn server(
         .or_else(|| spec.servers.first())
         .map(String::as_str)
         .unwrap_or("/");
-    let absolute = Url::parse(declared).ok().filter(|u| u.has_host());
+    // `{variable}`s without a default are left in the URL by the loader: not a usable host.
+    let absolute = Url::parse(declared)
+        .ok()
+        .filter(|u| u.has_host() && !declared.contains(['{', '}']));
     if let Some(u) = &absolute
         && !matches!(u.scheme(), "http" | "https")
     {
@@ -205,6 +243,18 @@ fn server(
             "the spec's server {declared:?} is not an http(s) URL; pass --upstream URL"
         )));
     }
+    // An absolute server URL that does not parse or holds an unfilled `{variable}`:
+    // usable only for its path, under `--upstream`.
+    let unparsable = absolute.is_none() && declared.contains("://");
+    if unparsable && cfg.base_url.is_none() {
+        return Err(UpstreamError::NoServer(format!(
+            "the spec's server {declared:?} is not a valid URL; pass --upstream URL"
+        )));
+    }
+    let declared = match declared.split_once("://") {
+        Some((_, rest)) if unparsable => rest.find('/').map_or("/", |i| &rest[i..]),
+        _ => declared,
+    };
     let server_path = |u: &Url| u.path().trim_end_matches('/').to_string();
     if let Some(upstream) = &cfg.base_url {
         let own = upstream.path().trim_end_matches('/');
@@ -433,7 +483,7 @@ fn headers(
         if p.required && !given && !cfg.is_credential(&p.name) {
             let lower = p.name.to_ascii_lowercase();
             return Err(if AGENT_FORBIDDEN.contains(&lower.as_str()) {
-                UpstreamError::NoServer(format!(
+                UpstreamError::MissingCredential(format!(
                     "{} requires the {} header, which only the server's configuration may set: \
                      start apigate with --upstream-header \"{}: …\"",
                     op.key(),
@@ -441,7 +491,11 @@ fn headers(
                     p.name
                 ))
             } else {
-                invalid(format!("missing required header headers.{}", p.name))
+                invalid(format!(
+                    "missing required header headers.{} (pass it in `headers`; if it is a \
+                     credential, the operator configures it with --upstream-header)",
+                    p.name
+                ))
             });
         }
     }
@@ -529,4 +583,96 @@ fn body(spec: &Spec, op: &Operation, value: Option<&Value>) -> Result<Option<Bod
         }
     };
     Ok(Some(body))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec_with_server(url: &str) -> Spec {
+        let doc = json!({
+            "openapi": "3.0.0", "info": {"title": "t", "version": "1"},
+            "servers": [{"url": url}],
+            "paths": {"/x": {"get": {"operationId": "x", "responses": {"200": {"description": "ok"}}}}}
+        });
+        Spec::from_bytes(doc.to_string().as_bytes(), "t.json").unwrap()
+    }
+
+    fn resolve(server_url: &str, upstream: Option<&str>) -> Result<String, UpstreamError> {
+        let spec = spec_with_server(server_url);
+        let cfg = UpstreamConfig::from_flags(upstream, &[], None).unwrap();
+        let op = spec.get("x").unwrap();
+        prepare(&cfg, &spec, op, &CallArgs::default()).map(|r| r.url.to_string())
+    }
+
+    #[test]
+    fn servers_and_upstream_combine() {
+        let ok = |s: &str, u: Option<&str>| resolve(s, u).unwrap();
+        assert_eq!(
+            ok("https://api.example.com/v2/", None),
+            "https://api.example.com/v2/x"
+        );
+        assert_eq!(
+            ok("https://api.example.com", None),
+            "https://api.example.com/x"
+        );
+        assert_eq!(
+            ok("https://api.example.com/v2", Some("http://127.0.0.1:9")),
+            "http://127.0.0.1:9/v2/x"
+        );
+        assert_eq!(
+            ok("https://api.example.com/v2", Some("http://127.0.0.1:9/")),
+            "http://127.0.0.1:9/v2/x"
+        );
+        assert_eq!(
+            ok("https://api.example.com/v2", Some("http://h/mock/")),
+            "http://h/mock/x"
+        );
+        assert_eq!(ok("/api/v1", Some("http://h")), "http://h/api/v1/x");
+        assert_eq!(ok("api/v1", Some("http://h")), "http://h/api/v1/x");
+        assert_eq!(
+            ok("https://{region}.example.com/v3", Some("http://h")),
+            "http://h/v3/x"
+        );
+        for (server, upstream) in [
+            ("/api/v1", None),
+            ("https://{region}.example.com/v3", None),
+            ("ftp://files.example.com", None),
+        ] {
+            let e = resolve(server, upstream).unwrap_err();
+            assert!(matches!(e, UpstreamError::NoServer(_)), "{server}: {e:?}");
+            assert!(e.to_string().contains("--upstream"), "{e}");
+        }
+    }
+
+    #[test]
+    fn concrete_path_values_merge() {
+        let values = vec![("petId".to_string(), "42".to_string())];
+        let mut args = json!({"query": {"a": 1}});
+        merge_path_values(&mut args, &values).unwrap();
+        assert_eq!(args["pathParams"], json!({"petId": "42"}));
+        let mut args = json!({"pathParams": {"petId": 42}});
+        merge_path_values(&mut args, &values).unwrap();
+        let mut args = json!({"pathParams": {"petId": 7}});
+        assert!(merge_path_values(&mut args, &values).is_err());
+        let mut args = json!({"pathParams": "x"});
+        assert!(merge_path_values(&mut args, &values).is_err());
+    }
+
+    #[test]
+    fn dry_run_view_hides_user_info() {
+        let spec = spec_with_server("https://api.example.com");
+        let cfg = UpstreamConfig::from_flags(
+            Some("https://user:hunter2hunter2@api.example.com"),
+            &["X-Api-Key: k_0123456789".to_string()],
+            None,
+        )
+        .unwrap();
+        let op = spec.get("x").unwrap();
+        let req = prepare(&cfg, &spec, op, &CallArgs::default()).unwrap();
+        let view = req.view();
+        assert_eq!(view["url"], "https://api.example.com/x");
+        assert_eq!(view["headers"]["x-api-key"], "[redacted]");
+        assert!(!format!("{req:?}").contains("hunter2"));
+    }
 }

@@ -99,6 +99,31 @@ impl fmt::Debug for UpstreamConfig {
 }
 
 impl UpstreamConfig {
+    /// The configuration from command-line values: `--upstream` (optional), each
+    /// `--upstream-header`, and the `APIGATE_UPSTREAM_HEADERS` variable (its headers first, so
+    /// a flag with the same name wins). Timeouts and budget keep their defaults; set the
+    /// fields afterwards.
+    pub fn from_flags(
+        upstream: Option<&str>,
+        header_flags: &[String],
+        env_headers: Option<&str>,
+    ) -> Result<UpstreamConfig, ConfigError> {
+        let mut headers = match env_headers {
+            Some(v) => Self::headers_from_env(v)?,
+            None => Vec::new(),
+        };
+        for flag in header_flags {
+            let (name, value) = Self::parse_header(flag)?;
+            headers.retain(|(n, _)| n != name);
+            headers.push((name, value));
+        }
+        Ok(UpstreamConfig {
+            base_url: upstream.map(Self::parse_base_url).transpose()?,
+            headers,
+            ..Default::default()
+        })
+    }
+
     /// Parses an `--upstream` value: an absolute `http(s)` URL without query or fragment.
     pub fn parse_base_url(s: &str) -> Result<Url, ConfigError> {
         let err = |message: &str| ConfigError::BaseUrl {
@@ -164,6 +189,30 @@ impl UpstreamConfig {
             .collect()
     }
 
+    /// The secret strings an upstream might echo back (a header value, the token after
+    /// `Bearer `, a URL password), longest first; values shorter than 8 characters are not
+    /// treated as secrets (redacting them would mangle ordinary text).
+    pub(crate) fn secrets(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for (_, v) in &self.headers {
+            let Ok(s) = v.to_str() else { continue };
+            let s = s.trim();
+            out.push(s.to_string());
+            if let Some((_, token)) = s.split_once(' ') {
+                out.push(token.trim().to_string());
+            }
+        }
+        if let Some(p) = self.base_url.as_ref().and_then(Url::password) {
+            out.push(p.to_string());
+            let decoded = percent_encoding::percent_decode_str(p).decode_utf8_lossy();
+            out.push(decoded.into_owned());
+        }
+        out.retain(|s| s.len() >= 8);
+        out.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        out.dedup();
+        out
+    }
+
     /// Whether `name` is one of the configured credential headers.
     pub(crate) fn is_credential(&self, name: &str) -> bool {
         self.headers
@@ -209,6 +258,7 @@ mod tests {
         assert!(!shown.contains("pw"), "{shown}");
         assert!(shown.contains("authorization: [redacted]"));
         assert!(cfg.is_credential("AUTHORIZATION"));
+        assert_eq!(cfg.secrets(), ["Bearer sk_live_x", "sk_live_x"]);
     }
 
     #[test]
@@ -238,6 +288,19 @@ mod tests {
                 .unwrap();
         assert_eq!(h.len(), 2);
         assert!(UpstreamConfig::headers_from_env(r#"{"X": 1}"#).is_err());
+    }
+
+    #[test]
+    fn flags_override_the_environment() {
+        let cfg = UpstreamConfig::from_flags(
+            Some("http://localhost:8080"),
+            &["Authorization: Bearer flag".to_string()],
+            Some("Authorization: Bearer env\nX-Org: 1"),
+        )
+        .unwrap();
+        assert_eq!(cfg.headers.len(), 2);
+        assert_eq!(cfg.headers[1].1.to_str().unwrap(), "Bearer flag");
+        assert!(UpstreamConfig::from_flags(Some("nope"), &[], None).is_err());
     }
 
     #[test]

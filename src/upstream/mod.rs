@@ -20,7 +20,7 @@ use url::Url;
 
 use crate::spec::{Operation, Spec};
 
-pub use build::{CallArgs, PreparedRequest};
+pub use build::{CallArgs, PreparedRequest, merge_path_values};
 pub use config::{
     ConfigError, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_REDIRECTS,
     DEFAULT_TIMEOUT, UpstreamConfig,
@@ -35,9 +35,13 @@ pub enum UpstreamError {
     /// or undeclared header, path injection, body of the wrong shape).
     #[error("{0}")]
     InvalidArguments(String),
-    /// No usable server URL: the operator must configure one.
+    /// No usable server URL: the operator must configure one (`--upstream`).
     #[error("{0}")]
     NoServer(String),
+    /// The operation requires a header only configuration may set (`Authorization`, `Cookie`)
+    /// and none is configured.
+    #[error("{0}")]
+    MissingCredential(String),
     #[error(
         "the upstream did not {} within {} ms; try again later, or ask the operator to raise the timeout",
         if *.connect { "accept the connection" } else { "answer" },
@@ -68,6 +72,20 @@ impl UpstreamError {
     }
 }
 
+/// What `api_execute` returns: the upstream's response, or with `dryRun` the request that
+/// would have been sent (`{"dryRun": true, "request": {method, url, headers, body,
+/// contentType}}`, credentials redacted).
+#[derive(Debug, serde::Serialize)]
+#[serde(untagged)]
+pub enum Execution {
+    DryRun {
+        #[serde(rename = "dryRun")]
+        dry_run: bool,
+        request: PreparedRequest,
+    },
+    Response(UpstreamResponse),
+}
+
 /// A redirect the policy refused because it leaves the origin.
 #[derive(Debug)]
 struct OffOrigin {
@@ -95,10 +113,20 @@ impl std::fmt::Display for TooMany {
 impl std::error::Error for TooMany {}
 
 /// The HTTP client for one upstream configuration; build once, share (cheap to clone).
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Upstream {
     client: reqwest::Client,
     cfg: Arc<UpstreamConfig>,
+    /// Credential strings scrubbed from every response.
+    secrets: Arc<Vec<String>>,
+}
+
+impl std::fmt::Debug for Upstream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Upstream")
+            .field("cfg", &self.cfg)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Upstream {
@@ -128,6 +156,7 @@ impl Upstream {
             .map_err(|e| UpstreamError::Other(format!("cannot build the HTTP client: {e}")))?;
         Ok(Upstream {
             client,
+            secrets: Arc::new(cfg.secrets()),
             cfg: Arc::new(cfg),
         })
     }
@@ -144,6 +173,25 @@ impl Upstream {
         args: &CallArgs,
     ) -> Result<PreparedRequest, UpstreamError> {
         build::prepare(&self.cfg, spec, op, args)
+    }
+
+    /// `api_execute`'s HTTP part: prepares the request, then returns it as the dry-run view or
+    /// sends it.
+    pub async fn execute(
+        &self,
+        spec: &Spec,
+        op: &Operation,
+        args: &CallArgs,
+        dry_run: bool,
+    ) -> Result<Execution, UpstreamError> {
+        let request = self.prepare(spec, op, args)?;
+        if dry_run {
+            return Ok(Execution::DryRun {
+                dry_run: true,
+                request,
+            });
+        }
+        self.send(&request).await.map(Execution::Response)
     }
 
     /// Sends a prepared request with the configured credentials and reads the response within
@@ -187,7 +235,12 @@ impl Upstream {
             .map_err(|e| self.map_error(e))?;
         // Stop reading: dropping the response closes the connection if bytes are left.
         drop(resp);
-        let body = response::body_value(&bytes, truncated, content_type.as_deref());
+        let mut body = response::body_value(&bytes, truncated, content_type.as_deref());
+        response::redact(&mut body, &self.secrets);
+        let mut safe_headers = safe_headers;
+        for v in safe_headers.values_mut() {
+            response::redact(v, &self.secrets);
+        }
         let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         tracing::debug!(method = %req.method, url = %shown_url, status = status.as_u16(),
             bytes = bytes.len(), truncated, duration_ms, "upstream call");

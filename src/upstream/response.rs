@@ -95,7 +95,9 @@ pub(crate) async fn read_limited(
         .content_length()
         .and_then(|n| usize::try_from(n).ok())
         .unwrap_or(8 * 1024);
-    let mut buf = Vec::with_capacity(hint.min(max));
+    // A `Content-Length` is a hint from the upstream, not a promise: never preallocate more
+    // than the budget or 1 MiB.
+    let mut buf = Vec::with_capacity(hint.min(max).min(1 << 20));
     while let Some(chunk) = resp.chunk().await? {
         let room = max - buf.len();
         if chunk.len() > room {
@@ -141,6 +143,41 @@ pub(crate) fn body_value(bytes: &[u8], truncated: bool, content_type: Option<&st
             bytes.len(),
             if ct.is_empty() { "unknown type" } else { &ct },
         )),
+    }
+}
+
+/// Replaces every occurrence of a configured secret in the strings (and keys) of `v` with
+/// `[redacted]`: an upstream that echoes the request (or quotes a bad token in its error)
+/// must not hand the credential to the agent.
+pub(crate) fn redact(v: &mut Value, secrets: &[String]) {
+    if secrets.is_empty() {
+        return;
+    }
+    let clean = |s: &str| {
+        let mut s = s.to_string();
+        for secret in secrets {
+            if s.contains(secret.as_str()) {
+                s = s.replace(secret.as_str(), "[redacted]");
+            }
+        }
+        s
+    };
+    match v {
+        Value::String(s) if secrets.iter().any(|x| s.contains(x.as_str())) => *s = clean(s),
+        Value::Array(items) => items.iter_mut().for_each(|i| redact(i, secrets)),
+        Value::Object(map) => {
+            if map
+                .keys()
+                .any(|k| secrets.iter().any(|x| k.contains(x.as_str())))
+            {
+                *map = std::mem::take(map)
+                    .into_iter()
+                    .map(|(k, v)| (clean(&k), v))
+                    .collect();
+            }
+            map.values_mut().for_each(|c| redact(c, secrets));
+        }
+        _ => {}
     }
 }
 
@@ -331,6 +368,25 @@ mod tests {
     }
 
     #[test]
+    fn envelopes_and_pretty_printing() {
+        let items: Vec<Value> = (0..100)
+            .map(|i| json!({"id": i, "tags": ["a", "b"]}))
+            .collect();
+        let doc = json!({"total": 100, "data": items, "next": "x"});
+        let pretty = serde_json::to_string_pretty(&doc).unwrap();
+        let v = cut(&pretty, 600).unwrap();
+        assert_eq!(v["total"], 100);
+        let data = v["data"].as_array().unwrap();
+        assert!(!data.is_empty() && data.len() < 100);
+        assert_eq!(data[0], json!({"id": 0, "tags": ["a", "b"]}));
+        // One huge string inside an envelope is cut, not dropped.
+        let doc = json!({"id": 1, "content": "x".repeat(10_000)});
+        let v = cut(&doc.to_string(), 1000).unwrap();
+        assert_eq!(v["id"], 1);
+        assert!(v["content"].as_str().unwrap().len() > 900);
+    }
+
+    #[test]
     fn numbers_need_a_delimiter() {
         assert_eq!(cut("[1, 23, 456]", 10).unwrap(), json!([1, 23]));
         assert_eq!(cut("12345", 3), None);
@@ -351,6 +407,19 @@ mod tests {
         assert_eq!(body_value(&s[..3], true, Some("text/plain")), json!("ab"));
         let v = body_value(&[0xff, 0x00, 0xfe], false, Some("image/png"));
         assert!(v.as_str().unwrap().starts_with("[binary content"));
+    }
+
+    #[test]
+    fn echoed_secrets_are_redacted() {
+        let secrets = vec!["Bearer sk_test_123".to_string(), "sk_test_123".to_string()];
+        let mut v = json!({"headers": {"Authorization": "Bearer sk_test_123"},
+            "msg": ["bad key sk_test_123!"], "sk_test_123": 1, "n": 5});
+        redact(&mut v, &secrets);
+        assert_eq!(
+            v,
+            json!({"headers": {"Authorization": "[redacted]"},
+            "msg": ["bad key [redacted]!"], "[redacted]": 1, "n": 5})
+        );
     }
 
     #[test]
