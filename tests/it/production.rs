@@ -1066,3 +1066,53 @@ async fn health_follows_the_database_and_recovers() {
     }
     client.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_legacy_sse_stream_takes_messages_only_from_the_key_that_opened_it() {
+    use futures::StreamExt;
+
+    let db = TestDb::new().await;
+    let upstream = Upstream::start().await;
+    let server = Prod::start(&db.url, &upstream, Options::petstore()).await;
+    let owner = server.agent_key().await;
+    let other = server.agent_key().await;
+    let http = reqwest::Client::new();
+    let response = http
+        .get(server.url("/sse"))
+        .header("x-api-key", &owner)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    // The first event names the message endpoint.
+    let mut stream = response.bytes_stream();
+    let mut text = String::new();
+    while !text.contains("\n\n") {
+        let chunk = stream.next().await.unwrap().unwrap();
+        text.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    let endpoint = text
+        .lines()
+        .find_map(|l| l.strip_prefix("data:"))
+        .unwrap()
+        .trim()
+        .to_string();
+    assert!(endpoint.starts_with("/message?sessionId="), "{endpoint}");
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+    let r = http
+        .post(server.url(&endpoint))
+        .header("x-api-key", &other)
+        .json(&ping)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404, "another key must not reach this stream");
+    let r = http
+        .post(server.url(&endpoint))
+        .header("x-api-key", &owner)
+        .json(&ping)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+}
