@@ -199,3 +199,16 @@ impl ServerHandler for McpServer {
         self.engine.session_started(&session);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::fingerprint;
+
+    #[test]
+    fn fingerprints_are_stable_and_not_reversible() {
+        let id = fingerprint("sess_0123456789abcdef0123456789abcdef");
+        assert!(id.starts_with("key-"));
+        assert!(!id.contains("0123456789abcdef"));
+        assert_eq!(id, fingerprint("sess_0123456789abcdef0123456789abcdef"));
+    }
+}

@@ -15,7 +15,6 @@ use std::time::{Duration, Instant};
 
 use regex::Regex;
 use serde_json::{Map, Value, json};
-use sha2::{Digest, Sha256};
 
 /// The longest a string argument may be once sanitized (the protocol's "first 100 chars").
 pub const MAX_ARG_CHARS: usize = 100;
@@ -127,7 +126,8 @@ pub enum MonitorError {
 /// One tool call as the gate sees it (after auth and argument validation).
 #[derive(Debug, Clone, Copy)]
 pub struct ToolCall<'a> {
-    /// The MCP session id or the auth session's id — never a token (see [`session_id_for_secret`]).
+    /// The MCP session id or the auth session's id — never a token (stateless dev mode uses
+    /// [`crate::mcp::fingerprint`] of the API key).
     pub session_id: &'a str,
     pub call_id: &'a str,
     pub tool: &'a str,
@@ -709,13 +709,6 @@ pub fn sanitize_args(tool: &str, args: &Value, operation: Option<&OperationRef>)
     Value::Object(out)
 }
 
-/// A stable, non-reversible session id for a secret (an API key or a session token), for
-/// stateless mode where no MCP session id exists: `anon-` + 16 hex digits of its SHA-256.
-pub fn session_id_for_secret(secret: &str) -> String {
-    let digest = Sha256::digest(secret.as_bytes());
-    format!("anon-{}", hex::encode(&digest[..8]))
-}
-
 /// Does this key name look like it holds a credential?
 fn is_secret_key(key: &str) -> bool {
     let k: String = key
@@ -998,16 +991,5 @@ mod tests {
         assert!(parse_duration("3d").is_err());
         assert_eq!(human_duration(Duration::from_secs(10)), "10s");
         assert_eq!(human_duration(Duration::from_millis(300)), "300ms");
-    }
-
-    #[test]
-    fn secret_session_ids_are_not_reversible() {
-        let id = session_id_for_secret("sess_0123456789abcdef0123456789abcdef");
-        assert!(id.starts_with("anon-"));
-        assert!(!id.contains("0123456789abcdef"));
-        assert_eq!(
-            id,
-            session_id_for_secret("sess_0123456789abcdef0123456789abcdef")
-        );
     }
 }
