@@ -10,6 +10,7 @@ mod admin;
 mod features;
 mod rate;
 mod secrets;
+pub use secrets::secrets_equal;
 mod token_arg;
 
 use std::fmt;

@@ -93,7 +93,7 @@ pub(crate) fn sha256(text: &str) -> [u8; 32] {
 }
 
 /// Constant-time equality of two secrets of any length (compares their digests).
-pub(crate) fn secrets_equal(a: &str, b: &str) -> bool {
+pub fn secrets_equal(a: &str, b: &str) -> bool {
     sha256(a).ct_eq(&sha256(b)).into()
 }
 

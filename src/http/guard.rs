@@ -8,10 +8,9 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
-use subtle::ConstantTimeEq;
 
 use super::AppState;
-use crate::auth::Auth;
+use crate::auth::{Auth, secrets_equal};
 use crate::http::admin::auth_error_response;
 use crate::mcp::{HttpCaller, fingerprint};
 
@@ -150,11 +149,6 @@ fn presented_key(headers: &HeaderMap) -> Option<&str> {
         .and_then(|v| v.to_str().ok())
         .map(str::trim)
         .filter(|k| !k.is_empty())
-}
-
-/// Constant-time equality of two secrets (length leaks, content does not).
-pub fn secrets_equal(a: &str, b: &str) -> bool {
-    a.as_bytes().ct_eq(b.as_bytes()).into()
 }
 
 /// 401 unless the request carries a valid `x-api-key` (dev: the one key; production: an

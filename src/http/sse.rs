@@ -37,7 +37,7 @@ impl SseSessions {
     fn sender(&self, id: &str, key: &str) -> Option<Sender> {
         let map = self.inner.lock().ok()?;
         let (owner, sender) = map.get(id)?;
-        super::guard::secrets_equal(owner, key).then(|| sender.clone())
+        crate::auth::secrets_equal(owner, key).then(|| sender.clone())
     }
 }
 
