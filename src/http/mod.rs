@@ -123,7 +123,10 @@ pub fn router(engine: Arc<Engine>, opts: HttpOptions, shutdown: CancellationToke
         .merge(protected)
         .route("/health", get(health))
         .route("/metrics", get(render_metrics))
-        .route("/.well-known/{*rest}", any(not_found))
+        .route("/.well-known/{*rest}", any(no_oauth))
+        .route("/register", any(no_oauth))
+        .route("/authorize", any(no_oauth))
+        .route("/token", any(no_oauth))
         .fallback(not_found)
         .with_state(state.clone());
     if let Some(admin) = opts.admin {
@@ -194,6 +197,18 @@ async fn count_requests(request: Request, next: Next) -> Response {
 
 async fn not_found() -> Response {
     guard::json_error(StatusCode::NOT_FOUND, "NOT_FOUND", "not found")
+}
+
+/// MCP clients that get a 401 go looking for OAuth (metadata, dynamic client registration)
+/// and show whatever that last request answered. Say what to fix instead of "not found".
+async fn no_oauth() -> Response {
+    guard::json_error(
+        StatusCode::NOT_FOUND,
+        "NOT_FOUND",
+        "apigate does not use OAuth: it authenticates with an API key in the x-api-key header, \
+         and the key this client sent was missing or wrong (check the client's MCP server \
+         configuration; `apigate config claude|opencode` prints a working one)",
+    )
 }
 
 async fn health(State(state): State<Arc<AppState>>) -> Response {

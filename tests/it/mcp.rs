@@ -302,13 +302,25 @@ async fn http_guards_answer_before_mcp() {
         .await
         .unwrap();
     assert!(r.status().is_client_error(), "{}", r.status());
-    // OAuth discovery probes: a quick 404.
-    let r = http
-        .get(server.url("/.well-known/oauth-protected-resource"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 404);
+    // OAuth discovery and registration probes (what clients try after a 401): a quick 404
+    // whose message is what clients show, so it says how to fix the key.
+    for (method, path) in [
+        (
+            reqwest::Method::GET,
+            "/.well-known/oauth-protected-resource",
+        ),
+        (
+            reqwest::Method::GET,
+            "/.well-known/oauth-authorization-server",
+        ),
+        (reqwest::Method::POST, "/register"),
+    ] {
+        let r = http.request(method, server.url(path)).send().await.unwrap();
+        assert_eq!(r.status(), 404, "{path}");
+        let body: Value = r.json().await.unwrap();
+        let message = body["error"].as_str().unwrap_or_default();
+        assert!(message.contains("x-api-key"), "{path}: {body}");
+    }
     // Health and metrics.
     let health: Value = http
         .get(server.url("/health"))
