@@ -309,12 +309,31 @@ const BOOTSTRAP: &str = "bootstrap-key-for-the-fault-tests-0123456789";
 /// The client id of calls made outside the loops.
 const HOLDER: usize = usize::MAX;
 
+/// How the database goes away.
+#[derive(Debug, Clone, Copy)]
+enum Outage {
+    /// Connections are closed, new ones closed once accepted (the network drops them).
+    Cut,
+    /// Connections are closed and new ones refused (Postgres is down): every query then
+    /// waits for the pool's 5 s acquire timeout.
+    Refused,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_cut_mid_load_fails_cleanly_recovers_and_keeps_every_audit_row() {
+    database_outage_under_load(Outage::Cut).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_that_refuses_connections_mid_load_fails_cleanly_and_recovers() {
+    database_outage_under_load(Outage::Refused).await;
+}
+
 /// `apigate serve` against the database through a proxy the test cuts while four MCP clients
 /// call in a loop (two authenticate with a server key from the database, two with the
 /// bootstrap key, so both the HTTP and the tool-call refusals happen) and three calls are held
 /// by the upstream across the cut.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_database_cut_mid_load_fails_cleanly_recovers_and_keeps_every_audit_row() {
+async fn database_outage_under_load(outage: Outage) {
     let db = TestDb::new().await;
     let upstream = FaultyUpstream::start().await;
     let (proxy, proxied_url) = CutProxy::for_database(&db.url).await;
@@ -419,7 +438,10 @@ async fn a_database_cut_mid_load_fails_cleanly_recovers_and_keeps_every_audit_ro
     })
     .await;
 
-    proxy.cut();
+    match outage {
+        Outage::Cut => proxy.cut(),
+        Outage::Refused => proxy.refuse(),
+    }
     let cut_at = log.len();
     let body = wait_for_health(&base, StatusCode::SERVICE_UNAVAILABLE).await;
     assert_eq!(body["database"], "unreachable", "{body}");

@@ -380,13 +380,17 @@ impl Proc {
     }
 }
 
-/// A TCP proxy to Postgres that can be cut (every connection closed, new ones closed at once)
-/// and restored.
+/// A TCP proxy to Postgres that can be cut and restored. [`CutProxy::cut`] closes every
+/// connection and closes new ones as soon as they are accepted (a network failure);
+/// [`CutProxy::refuse`] closes every connection and the port itself, so new connections are
+/// refused (the database is down).
 pub struct CutProxy {
     pub addr: SocketAddr,
+    target: String,
     cut: Arc<AtomicBool>,
     connections: Arc<Mutex<Vec<AbortHandle>>>,
-    accept: AbortHandle,
+    /// The accept loop; `None` while the port is closed.
+    accept: Mutex<Option<AbortHandle>>,
 }
 
 impl CutProxy {
@@ -407,37 +411,42 @@ impl CutProxy {
     pub async fn start(target: String) -> CutProxy {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let cut = Arc::new(AtomicBool::new(false));
-        let connections: Arc<Mutex<Vec<AbortHandle>>> = Arc::default();
-        let accept = tokio::spawn({
-            let (cut, connections) = (cut.clone(), connections.clone());
-            async move {
-                loop {
-                    let Ok((mut inbound, _)) = listener.accept().await else {
-                        continue;
-                    };
-                    if cut.load(Ordering::SeqCst) {
-                        drop(inbound);
-                        continue;
-                    }
-                    let target = target.clone();
-                    let task = tokio::spawn(async move {
-                        if let Ok(mut outbound) = tokio::net::TcpStream::connect(&target).await {
-                            let _ =
-                                tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
-                        }
-                    });
-                    connections.lock().unwrap().push(task.abort_handle());
-                }
-            }
-        })
-        .abort_handle();
-        CutProxy {
+        let proxy = CutProxy {
             addr,
-            cut,
-            connections,
-            accept,
-        }
+            target,
+            cut: Arc::new(AtomicBool::new(false)),
+            connections: Arc::default(),
+            accept: Mutex::new(None),
+        };
+        proxy.accept_on(listener);
+        proxy
+    }
+
+    fn accept_on(&self, listener: tokio::net::TcpListener) {
+        let (cut, connections, target) = (
+            self.cut.clone(),
+            self.connections.clone(),
+            self.target.clone(),
+        );
+        let accept = tokio::spawn(async move {
+            loop {
+                let Ok((mut inbound, _)) = listener.accept().await else {
+                    continue;
+                };
+                if cut.load(Ordering::SeqCst) {
+                    drop(inbound);
+                    continue;
+                }
+                let target = target.clone();
+                let task = tokio::spawn(async move {
+                    if let Ok(mut outbound) = tokio::net::TcpStream::connect(&target).await {
+                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                    }
+                });
+                connections.lock().unwrap().push(task.abort_handle());
+            }
+        });
+        *self.accept.lock().unwrap() = Some(accept.abort_handle());
     }
 
     pub fn cut(&self) {
@@ -447,14 +456,30 @@ impl CutProxy {
         }
     }
 
+    /// Cuts, and closes the port: connecting is refused until [`CutProxy::restore`].
+    pub fn refuse(&self) {
+        self.cut();
+        if let Some(accept) = self.accept.lock().unwrap().take() {
+            accept.abort();
+        }
+    }
+
+    /// Forwards again (on the same port, listening again after [`CutProxy::refuse`]).
     pub fn restore(&self) {
+        if self.accept.lock().unwrap().is_none() {
+            let socket = tokio::net::TcpSocket::new_v4().unwrap();
+            socket.set_reuseaddr(true).unwrap();
+            socket
+                .bind(self.addr)
+                .unwrap_or_else(|e| panic!("cannot listen again on {}: {e}", self.addr));
+            self.accept_on(socket.listen(128).unwrap());
+        }
         self.cut.store(false, Ordering::SeqCst);
     }
 }
 
 impl Drop for CutProxy {
     fn drop(&mut self) {
-        self.cut();
-        self.accept.abort();
+        self.refuse();
     }
 }
