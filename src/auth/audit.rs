@@ -98,11 +98,6 @@ impl AuditWriter {
         self.held.push(entry);
     }
 
-    /// How many rows wait for the database.
-    pub(crate) fn held(&self) -> usize {
-        self.held.len()
-    }
-
     /// Waits until every held row is written, at most `limit`; returns how many are left.
     pub(crate) async fn drain(&self, limit: Duration) -> usize {
         let deadline = tokio::time::Instant::now() + limit;

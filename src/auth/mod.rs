@@ -836,11 +836,6 @@ impl Auth {
         self.inner.audit.record(entry).await;
     }
 
-    /// How many audit rows wait in memory for the database.
-    pub fn held_audit_rows(&self) -> usize {
-        self.inner.audit.held()
-    }
-
     /// At shutdown: waits up to `limit` for held audit rows to be written; returns how many
     /// could not be.
     pub async fn drain_audit(&self, limit: Duration) -> usize {
