@@ -7,6 +7,7 @@
 //! every instance's cache at once through the store's `LISTEN/NOTIFY` channel.
 
 mod admin;
+mod audit;
 mod features;
 mod rate;
 mod secrets;
@@ -38,6 +39,7 @@ pub use token_arg::{
 use crate::store::{
     AuditEntry, Decision, Heard, Invalidation, InvalidationListener, KeyRow, Store, StoreError,
 };
+use audit::AuditWriter;
 use rate::{Limiter, Subject};
 
 /// The longest time a verified credential is trusted without asking the database.
@@ -320,6 +322,8 @@ impl Principal {
             upstream_status: None,
             duration_ms: 0,
             error_code: None,
+            at: Utc::now(),
+            call_id: Uuid::new_v4(),
         }
     }
 
@@ -484,6 +488,7 @@ struct Inner {
     /// features) is still read every time.
     verified: Cache<String, Arc<(Digest, String)>>,
     listener: JoinHandle<()>,
+    audit: AuditWriter,
 }
 
 impl Drop for Inner {
@@ -523,7 +528,7 @@ impl Auth {
         }
         Ok(Auth {
             inner: Arc::new(Inner {
-                store,
+                store: store.clone(),
                 bootstrap_key: cfg.bootstrap_key.filter(|k| !k.is_empty()),
                 caches,
                 limiter: Limiter::new(cfg.key_rate, cfg.session_rate, cfg.verify_rate),
@@ -533,6 +538,7 @@ impl Auth {
                     .time_to_live(Duration::from_secs(24 * 3600))
                     .build(),
                 listener: task,
+                audit: AuditWriter::start(store.clone()),
             }),
         })
     }
@@ -824,11 +830,16 @@ impl Auth {
             })
     }
 
-    /// Writes one audit row. Never fails the call: a database error is logged.
+    /// Writes one audit row. Never fails the call: while the database is unreachable the row
+    /// is held in memory and written when it is back (`auth/audit.rs`).
     pub async fn record_audit(&self, entry: AuditEntry) {
-        if let Err(e) = self.inner.store.insert_audit(&entry).await {
-            tracing::warn!(error = %e, tool = %entry.tool, "could not write the audit row");
-        }
+        self.inner.audit.record(entry).await;
+    }
+
+    /// At shutdown: waits up to `limit` for held audit rows to be written; returns how many
+    /// could not be.
+    pub async fn drain_audit(&self, limit: Duration) -> usize {
+        self.inner.audit.drain(limit).await
     }
 
     // ---- admin, with immediate local invalidation ------------------------------------------------

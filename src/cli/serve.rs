@@ -118,6 +118,13 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         shutdown.clone(),
     );
     http::serve(listener, router, shutdown).await?;
+    let lost = auth.drain_audit(std::time::Duration::from_secs(5)).await;
+    if lost > 0 {
+        tracing::error!(
+            rows = lost,
+            "shutting down with audit rows the database never took; they are lost"
+        );
+    }
     auth.store().close().await;
     Ok(ExitCode::SUCCESS)
 }

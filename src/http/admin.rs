@@ -86,8 +86,8 @@ impl From<AuthError> for ApiError {
             _ => None,
         };
         let message = match &e {
-            // Internal details stay in the log.
-            AuthError::Unavailable(_) => "authentication is unavailable; try again later".into(),
+            // Says the database cannot be reached; its error stays in the log.
+            AuthError::Unavailable(_) => format!("{e}; try again later"),
             other => other.to_string(),
         };
         ApiError {

@@ -38,13 +38,18 @@ impl StoreError {
         matches!(self, StoreError::Database(sqlx::Error::PoolClosed))
     }
 
-    /// True when the database could not be reached (as opposed to a query being wrong).
+    /// True when the database could not be reached (as opposed to a query being wrong):
+    /// connection failures, pool timeouts, a connection that breaks off mid-handshake (a
+    /// protocol error: "unexpected response from SSLRequest"), and the server saying so
+    /// (SQLSTATE class 08, connection exception, or 57, e.g. `57P01` when it shuts down).
     pub fn is_unavailable(&self) -> bool {
         match self {
             StoreError::Unreachable { .. } => true,
+            StoreError::Database(sqlx::Error::Database(e)) => is_connection_state(e.code()),
             StoreError::Database(e) => matches!(
                 e,
                 sqlx::Error::Io(_)
+                    | sqlx::Error::Protocol(_)
                     | sqlx::Error::PoolTimedOut
                     | sqlx::Error::PoolClosed
                     | sqlx::Error::Tls(_)
@@ -53,6 +58,22 @@ impl StoreError {
             _ => false,
         }
     }
+
+    /// True when the server took the statement and refused it (a constraint, a missing
+    /// table, bad data): trying the same statement again cannot help.
+    pub fn is_refused_statement(&self) -> bool {
+        match self {
+            StoreError::Database(sqlx::Error::Database(e)) => !is_connection_state(e.code()),
+            StoreError::Migrate(_) => true,
+            _ => false,
+        }
+    }
+}
+
+/// SQLSTATE class 08 (connection exception) or 57 (operator intervention: shutdown, crash
+/// recovery, "cannot connect now").
+fn is_connection_state(code: Option<std::borrow::Cow<'_, str>>) -> bool {
+    code.is_some_and(|c| c.starts_with("08") || c.starts_with("57"))
 }
 
 /// The connection pool. Cheap to clone.
@@ -321,11 +342,13 @@ impl Store {
 
     // ---- audit ------------------------------------------------------------------------------
 
+    /// Writes an audit row; a row with the same `call_id` already there is left as it is.
     pub async fn insert_audit(&self, e: &AuditEntry) -> Result<(), StoreError> {
         sqlx::query(
             "INSERT INTO audit_log (key_id, session_id, user_id, tenant_id, tool, operation, \
-             method, path, decision, upstream_status, duration_ms, error_code) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+             method, path, decision, upstream_status, duration_ms, error_code, at, call_id) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
+             ON CONFLICT (call_id) DO NOTHING",
         )
         .bind(e.key_id)
         .bind(e.session_id)
@@ -339,6 +362,8 @@ impl Store {
         .bind(e.upstream_status.map(i32::from))
         .bind(i64::try_from(e.duration_ms).unwrap_or(i64::MAX))
         .bind(e.error_code.as_deref())
+        .bind(e.at)
+        .bind(e.call_id)
         .execute(&self.pool)
         .await?;
         Ok(())
@@ -586,6 +611,11 @@ pub struct AuditEntry {
     pub upstream_status: Option<u16>,
     pub duration_ms: u64,
     pub error_code: Option<String>,
+    /// When the call happened (a row held through a database outage is written later).
+    pub at: DateTime<Utc>,
+    /// The call's id: writing the same row twice (a retry after a write whose answer was
+    /// lost) keeps one row.
+    pub call_id: Uuid,
 }
 
 /// A row of `audit_log`.

@@ -132,12 +132,18 @@ impl Engine {
         mut args: Map<String, Value>,
     ) -> ToolResult {
         let started = Instant::now();
+        let started_at = chrono::Utc::now();
+        // One id for the monitor's events and the audit row.
+        let call_id = uuid::Uuid::new_v4();
         // Never let a session token travel further than this point.
         let token = take_session_token(&mut args);
         let mut trace = Trace::default();
         let principal = self.principal(caller, token).await;
         let result = match &principal {
-            Ok(p) => self.run_pipeline(caller, p, tool, args, &mut trace).await,
+            Ok(p) => {
+                self.run_pipeline(caller, p, tool, args, &call_id.to_string(), &mut trace)
+                    .await
+            }
             Err(e) => Err(e.clone()),
         };
         let outcome = match &result {
@@ -174,6 +180,8 @@ impl Engine {
             }
             entry.upstream_status = trace.upstream_status;
             entry.duration_ms = started.elapsed().as_millis() as u64;
+            entry.at = started_at;
+            entry.call_id = call_id;
             entry.error_code = result.as_ref().err().map(|e| e.code.as_str().to_string());
             auth.record_audit(entry).await;
         }
@@ -220,6 +228,7 @@ impl Engine {
         principal: &Principal,
         tool: &str,
         args: Map<String, Value>,
+        call_id: &str,
         trace: &mut Trace,
     ) -> ToolResult {
         if !defs::NAMES.contains(&tool) {
@@ -255,12 +264,11 @@ impl Engine {
             trace.operation = Some((o.id.clone(), o.method.clone(), o.path.clone()));
         }
         // 5. The agent-monitor gate (fail-closed).
-        let call_id = uuid::Uuid::new_v4().to_string();
         let session_id = Engine::monitor_session(caller, principal);
         let args_value = Value::Object(args);
         let call = ToolCall {
             session_id: &session_id,
-            call_id: &call_id,
+            call_id,
             tool,
             args: &args_value,
             operation: op.map(|o| OperationRef {

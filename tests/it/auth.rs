@@ -480,6 +480,17 @@ async fn audit_rows_are_written_without_arguments() {
     assert_eq!(d.decision, "denied");
     assert_eq!(d.error_code.as_deref(), Some("FORBIDDEN"));
 
+    // A row written twice (a retry after a write whose answer was lost) stays one row, with
+    // the time of the call.
+    let mut twice = p.audit_entry("api_schema", Decision::Allowed);
+    twice.at = chrono::Utc::now() - chrono::Duration::minutes(5);
+    db.store.insert_audit(&twice).await.unwrap();
+    db.store.insert_audit(&twice).await.unwrap();
+    let rows = db.store.recent_audit(10).await.unwrap();
+    assert_eq!(rows.len(), 3);
+    assert_eq!(rows[0].tool, "api_schema");
+    assert_eq!(rows[0].at.timestamp_micros(), twice.at.timestamp_micros());
+
     // A failing database never fails the call.
     db.store.close().await;
     auth.record_audit(p.audit_entry("api_discover", Decision::Allowed))

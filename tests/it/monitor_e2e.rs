@@ -4,7 +4,6 @@
 //! denying through the monitor's HTTP API. Plus an in-process check that no credential or
 //! session token reaches a monitor, whatever the agent puts in its arguments.
 
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -14,109 +13,8 @@ use axum::routing::post;
 use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
 use rmcp::service::PeerRequestOptions;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
 
-use crate::support::{KEY, Server, Upstream, call, engine_args, mcp_client, spec_path};
-
-/// A child process killed when dropped; its stderr is kept for failure messages.
-struct Proc {
-    name: &'static str,
-    child: Child,
-    stderr: Arc<Mutex<Vec<String>>>,
-}
-
-impl Proc {
-    /// Spawns `apigate ARGS` and waits for a stderr line containing `marker`; returns the
-    /// process and the first `http://…` URL on that line.
-    async fn spawn(name: &'static str, args: &[&str], marker: &str) -> (Proc, String) {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_apigate"))
-            .args(args)
-            // Nothing from the test environment may change what these processes do.
-            .env_remove("DATABASE_URL")
-            .env_remove("APIGATE_API_KEY")
-            .env_remove("MCP_SERVER_API_KEY")
-            .env_remove("APIGATE_MONITOR_URL")
-            .env_remove("APIGATE_MONITOR_TIMEOUT")
-            .env_remove("APIGATE_MONITOR_LISTEN")
-            .env_remove("APIGATE_UPSTREAM_HEADERS")
-            .env("RUST_LOG", "info")
-            .env("NO_COLOR", "1")
-            .current_dir(env!("CARGO_TARGET_TMPDIR"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start apigate {name}: {e}"));
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let stderr: Arc<Mutex<Vec<String>>> = Arc::default();
-        let found = tokio::time::timeout(Duration::from_secs(60), async {
-            while let Some(line) = lines.next_line().await.unwrap() {
-                stderr.lock().unwrap().push(line.clone());
-                if line.contains(marker)
-                    && let Some(at) = line.find("http://")
-                {
-                    let url: String = line[at..]
-                        .chars()
-                        .take_while(|c| !c.is_whitespace())
-                        .collect();
-                    return Some(url);
-                }
-            }
-            None
-        })
-        .await;
-        let url = match found {
-            Ok(Some(url)) => url,
-            other => panic!(
-                "apigate {name} did not start ({}):\n{}",
-                if other.is_err() {
-                    "no address within 60 s"
-                } else {
-                    "it exited"
-                },
-                stderr.lock().unwrap().join("\n")
-            ),
-        };
-        // Keep draining stderr so the child never blocks on a full pipe.
-        let sink = stderr.clone();
-        tokio::spawn(async move {
-            while let Ok(Some(line)) = lines.next_line().await {
-                sink.lock().unwrap().push(line);
-            }
-        });
-        let proc = Proc {
-            name,
-            child,
-            stderr,
-        };
-        (proc, url)
-    }
-
-    /// Sends SIGTERM and waits for the process to exit; returns whether it exited cleanly.
-    async fn terminate(&mut self) -> bool {
-        let pid = self.child.id().expect("the process is still running");
-        let sent = std::process::Command::new("kill")
-            .args(["-TERM", &pid.to_string()])
-            .status()
-            .unwrap();
-        assert!(sent.success(), "kill -TERM {pid} failed");
-        let status = tokio::time::timeout(Duration::from_secs(60), self.child.wait())
-            .await
-            .unwrap_or_else(|_| panic!("apigate {} ignored SIGTERM\n{}", self.name, self.log()))
-            .unwrap();
-        status.success()
-    }
-
-    fn log(&self) -> String {
-        format!(
-            "--- apigate {} stderr ---\n{}",
-            self.name,
-            self.stderr.lock().unwrap().join("\n")
-        )
-    }
-}
+use crate::support::{KEY, Proc, Server, Upstream, call, engine_args, mcp_client, spec_path};
 
 /// Polls `GET {base}/health` until it answers 200.
 async fn wait_healthy(base: &str, proc: &Proc) {

@@ -5,8 +5,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use apigate::auth::{Auth, AuthConfig, NewKey, NewSession, PermissionRules, RateLimit};
@@ -20,11 +19,10 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
 use sqlx::Row;
-use tokio::task::AbortHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::db::TestDb;
-use crate::support::{Upstream, call, engine_args, spec_path};
+use crate::support::{CutProxy, Upstream, call, engine_args, spec_path};
 
 const BOOTSTRAP: &str = "bootstrap-key-for-production-tests";
 
@@ -912,71 +910,6 @@ async fn serve_exits_when_the_database_is_unreachable() {
         !stderr.contains("hunter2"),
         "the password is printed: {stderr}"
     );
-}
-
-/// A TCP proxy to Postgres that can be cut (every connection closed, new ones closed at once)
-/// and restored.
-struct CutProxy {
-    addr: SocketAddr,
-    cut: Arc<AtomicBool>,
-    connections: Arc<Mutex<Vec<AbortHandle>>>,
-    accept: AbortHandle,
-}
-
-impl CutProxy {
-    async fn start(target: String) -> CutProxy {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let cut = Arc::new(AtomicBool::new(false));
-        let connections: Arc<Mutex<Vec<AbortHandle>>> = Arc::default();
-        let accept = tokio::spawn({
-            let (cut, connections) = (cut.clone(), connections.clone());
-            async move {
-                loop {
-                    let Ok((mut inbound, _)) = listener.accept().await else {
-                        continue;
-                    };
-                    if cut.load(Ordering::SeqCst) {
-                        drop(inbound);
-                        continue;
-                    }
-                    let target = target.clone();
-                    let task = tokio::spawn(async move {
-                        if let Ok(mut outbound) = tokio::net::TcpStream::connect(&target).await {
-                            let _ =
-                                tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
-                        }
-                    });
-                    connections.lock().unwrap().push(task.abort_handle());
-                }
-            }
-        })
-        .abort_handle();
-        CutProxy {
-            addr,
-            cut,
-            connections,
-            accept,
-        }
-    }
-
-    fn cut(&self) {
-        self.cut.store(true, Ordering::SeqCst);
-        for c in self.connections.lock().unwrap().drain(..) {
-            c.abort();
-        }
-    }
-
-    fn restore(&self) {
-        self.cut.store(false, Ordering::SeqCst);
-    }
-}
-
-impl Drop for CutProxy {
-    fn drop(&mut self) {
-        self.cut();
-        self.accept.abort();
-    }
 }
 
 async fn health(server: &Prod) -> (StatusCode, Value) {

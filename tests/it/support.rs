@@ -1,9 +1,13 @@
 //! Shared test fixtures: apigate's real HTTP server started in-process on 127.0.0.1:0, MCP
-//! clients for it, and a recording upstream API (an axum app serving part of the petstore).
+//! clients for it, a recording upstream API (an axum app serving part of the petstore), the
+//! `apigate` binary as a child process, and a TCP proxy to Postgres that a test can cut.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use apigate::cli::dev::EngineArgs;
 use apigate::http::{self, Allowed, HttpOptions, KeyCheck};
@@ -18,6 +22,9 @@ use rmcp::service::{Peer, RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+use tokio::task::AbortHandle;
 use tokio_util::sync::CancellationToken;
 
 pub const KEY: &str = "test-key-0123456789abcdef";
@@ -245,5 +252,234 @@ async fn petstore(
             axum::Json(json!({"message": "no such route"})),
         )
             .into_response(),
+    }
+}
+
+/// A child process killed when dropped; its stderr is kept for failure messages.
+pub struct Proc {
+    pub name: &'static str,
+    pub child: Child,
+    stderr: Arc<Mutex<Vec<String>>>,
+}
+
+impl Proc {
+    /// Spawns `apigate ARGS` and waits for a stderr line containing `marker`; returns the
+    /// process and the first `http://…` URL on that line.
+    pub async fn spawn(name: &'static str, args: &[&str], marker: &str) -> (Proc, String) {
+        Proc::spawn_with_env(name, args, &[], marker).await
+    }
+
+    /// [`Proc::spawn`] with these environment variables set (after the test environment's
+    /// apigate variables are removed).
+    pub async fn spawn_with_env(
+        name: &'static str,
+        args: &[&str],
+        env: &[(&str, &str)],
+        marker: &str,
+    ) -> (Proc, String) {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_apigate"));
+        command
+            .args(args)
+            // Nothing from the test environment may change what these processes do.
+            .env_remove("DATABASE_URL")
+            .env_remove("APIGATE_API_KEY")
+            .env_remove("MCP_SERVER_API_KEY")
+            .env_remove("APIGATE_MONITOR_URL")
+            .env_remove("APIGATE_MONITOR_TIMEOUT")
+            .env_remove("APIGATE_MONITOR_LISTEN")
+            .env_remove("APIGATE_UPSTREAM_HEADERS")
+            .env("RUST_LOG", "info")
+            .env("NO_COLOR", "1")
+            .current_dir(env!("CARGO_TARGET_TMPDIR"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        let mut child = command
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start apigate {name}: {e}"));
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let stderr: Arc<Mutex<Vec<String>>> = Arc::default();
+        let found = tokio::time::timeout(Duration::from_secs(60), async {
+            while let Some(line) = lines.next_line().await.unwrap() {
+                stderr.lock().unwrap().push(line.clone());
+                if line.contains(marker)
+                    && let Some(at) = line.find("http://")
+                {
+                    let url: String = line[at..]
+                        .chars()
+                        .take_while(|c| !c.is_whitespace())
+                        .collect();
+                    return Some(url);
+                }
+            }
+            None
+        })
+        .await;
+        let url = match found {
+            Ok(Some(url)) => url,
+            other => panic!(
+                "apigate {name} did not start ({}):\n{}",
+                if other.is_err() {
+                    "no address within 60 s"
+                } else {
+                    "it exited"
+                },
+                stderr.lock().unwrap().join("\n")
+            ),
+        };
+        // Keep draining stderr so the child never blocks on a full pipe.
+        let sink = stderr.clone();
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                sink.lock().unwrap().push(line);
+            }
+        });
+        let proc = Proc {
+            name,
+            child,
+            stderr,
+        };
+        (proc, url)
+    }
+
+    /// Sends SIGTERM and waits for the process to exit; returns whether it exited cleanly.
+    pub async fn terminate(&mut self) -> bool {
+        let pid = self.child.id().expect("the process is still running");
+        let sent = std::process::Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success(), "kill -TERM {pid} failed");
+        let status = tokio::time::timeout(Duration::from_secs(60), self.child.wait())
+            .await
+            .unwrap_or_else(|_| panic!("apigate {} ignored SIGTERM\n{}", self.name, self.log()))
+            .unwrap();
+        status.success()
+    }
+
+    /// True while the process has not exited.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Everything the process wrote to stderr so far.
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().join("\n")
+    }
+
+    pub fn log(&self) -> String {
+        format!(
+            "--- apigate {} stderr ---\n{}",
+            self.name,
+            self.stderr.lock().unwrap().join("\n")
+        )
+    }
+}
+
+/// A TCP proxy to Postgres that can be cut and restored. [`CutProxy::cut`] closes every
+/// connection and closes new ones as soon as they are accepted (a network failure);
+/// [`CutProxy::refuse`] closes every connection and the port itself, so new connections are
+/// refused (the database is down).
+pub struct CutProxy {
+    pub addr: SocketAddr,
+    target: String,
+    cut: Arc<AtomicBool>,
+    connections: Arc<Mutex<Vec<AbortHandle>>>,
+    /// The accept loop; `None` while the port is closed.
+    accept: Mutex<Option<AbortHandle>>,
+}
+
+impl CutProxy {
+    /// A proxy in front of the server of `database_url`, and the same URL through the proxy.
+    pub async fn for_database(database_url: &str) -> (CutProxy, String) {
+        let mut url = url::Url::parse(database_url).expect("the database URL parses");
+        let target = format!(
+            "{}:{}",
+            url.host_str().expect("the database URL has a host"),
+            url.port().unwrap_or(5432)
+        );
+        let proxy = CutProxy::start(target).await;
+        url.set_host(Some("127.0.0.1")).unwrap();
+        url.set_port(Some(proxy.addr.port())).unwrap();
+        (proxy, url.to_string())
+    }
+
+    pub async fn start(target: String) -> CutProxy {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let proxy = CutProxy {
+            addr,
+            target,
+            cut: Arc::new(AtomicBool::new(false)),
+            connections: Arc::default(),
+            accept: Mutex::new(None),
+        };
+        proxy.accept_on(listener);
+        proxy
+    }
+
+    fn accept_on(&self, listener: tokio::net::TcpListener) {
+        let (cut, connections, target) = (
+            self.cut.clone(),
+            self.connections.clone(),
+            self.target.clone(),
+        );
+        let accept = tokio::spawn(async move {
+            loop {
+                let Ok((mut inbound, _)) = listener.accept().await else {
+                    continue;
+                };
+                if cut.load(Ordering::SeqCst) {
+                    drop(inbound);
+                    continue;
+                }
+                let target = target.clone();
+                let task = tokio::spawn(async move {
+                    if let Ok(mut outbound) = tokio::net::TcpStream::connect(&target).await {
+                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                    }
+                });
+                connections.lock().unwrap().push(task.abort_handle());
+            }
+        });
+        *self.accept.lock().unwrap() = Some(accept.abort_handle());
+    }
+
+    pub fn cut(&self) {
+        self.cut.store(true, Ordering::SeqCst);
+        for c in self.connections.lock().unwrap().drain(..) {
+            c.abort();
+        }
+    }
+
+    /// Cuts, and closes the port: connecting is refused until [`CutProxy::restore`].
+    pub fn refuse(&self) {
+        self.cut();
+        if let Some(accept) = self.accept.lock().unwrap().take() {
+            accept.abort();
+        }
+    }
+
+    /// Forwards again (on the same port, listening again after [`CutProxy::refuse`]).
+    pub fn restore(&self) {
+        if self.accept.lock().unwrap().is_none() {
+            let socket = tokio::net::TcpSocket::new_v4().unwrap();
+            socket.set_reuseaddr(true).unwrap();
+            socket
+                .bind(self.addr)
+                .unwrap_or_else(|e| panic!("cannot listen again on {}: {e}", self.addr));
+            self.accept_on(socket.listen(128).unwrap());
+        }
+        self.cut.store(false, Ordering::SeqCst);
+    }
+}
+
+impl Drop for CutProxy {
+    fn drop(&mut self) {
+        self.refuse();
     }
 }
