@@ -6,6 +6,7 @@ mod auth;
 mod cli_admin;
 mod conform;
 mod db;
+mod fuzz;
 mod index;
 mod mcp;
 mod monitor;
