@@ -1,13 +1,12 @@
 //! Replays the inputs the fuzz targets (`fuzz/`, `scripts/fuzz.sh`) found crashing, with the
 //! property each one broke, so the fixes stay fixed in plain `cargo test`. One directory per
-//! target under `tests/data/fuzz/`: raw documents for `spec_load`, JSON cases for the others
-//! (the structured fuzz inputs written out readably: what was called and what must hold).
+//! target under `tests/data/fuzz/` (only targets that found something have one), holding JSON
+//! cases: the structured fuzz inputs written out readably, what was called and what must hold.
 
 use std::path::{Path, PathBuf};
 
 use apigate::monitor::{OperationRef, sanitize_args};
-use apigate::spec::{Spec, match_template};
-use apigate::upstream::{CallArgs, Upstream, UpstreamConfig};
+use apigate::spec::match_template;
 use serde_json::{Value, json};
 
 fn cases(target: &str) -> Vec<PathBuf> {
