@@ -732,14 +732,16 @@ fn is_secret_key(key: &str) -> bool {
     NEEDLES.iter().any(|n| k.contains(n))
 }
 
-/// Replaces things shaped like apigate tokens, bearer credentials or key=value secrets.
+/// Replaces things shaped like apigate tokens, bearer credentials or key=value secrets. The
+/// key=value pattern has no leading `\b`: `_` is a word character, so `\btoken` would miss
+/// `access_token=…` and `client_secret: …`, the most common spellings.
 fn redact_secrets_in_text(s: &str) -> String {
     static PATTERNS: LazyLock<Vec<Regex>> = LazyLock::new(|| {
         [
             r"sess_[0-9A-Za-z]{16,}",
             r"agk_[0-9A-Za-z]+_[0-9A-Za-z]+",
             r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+",
-            r"(?i)\b(token|secret|password|passwd|api[_-]?key|apikey)\s*[=:]\s*\S+",
+            r"(?i)(token|secret|password|passwd|api[_-]?key|apikey)\s*[=:]\s*\S+",
         ]
         .iter()
         .filter_map(|p| Regex::new(p).ok())

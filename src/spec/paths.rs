@@ -40,9 +40,7 @@ fn match_segment<'c>(
             .is_some_and(|c| match_segment(rest, c, out)),
         [Part::Var(name), rest @ ..] => {
             // The variable takes the shortest non-empty prefix that lets the rest match.
-            let mut ends: Vec<usize> = concrete.char_indices().map(|(i, _)| i).skip(1).collect();
-            ends.push(concrete.len());
-            for end in ends {
+            for end in value_ends(concrete) {
                 let mark = out.len();
                 out.push((name.to_string(), &concrete[..end]));
                 if match_segment(rest, &concrete[end..], out) {
@@ -53,6 +51,40 @@ fn match_segment<'c>(
             false
         }
     }
+}
+
+/// The byte offsets where a value captured from the start of `concrete` may end: after each
+/// character, but never inside a `%XX` escape nor between the escapes of one percent-encoded
+/// UTF-8 character (`%C3%A9`), which would decode to a stray `%` or a replacement character
+/// and no longer be the value the client encoded.
+fn value_ends(concrete: &str) -> Vec<usize> {
+    let b = concrete.as_bytes();
+    let escaped = |i: usize| -> Option<u8> {
+        let [b'%', hi, lo] = *b.get(i..i + 3)? else {
+            return None;
+        };
+        let digit = |c: u8| char::from(c).to_digit(16);
+        u8::try_from(digit(hi)? * 16 + digit(lo)?).ok()
+    };
+    let mut ends = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        let step = match escaped(i) {
+            Some(lead) => {
+                // The escapes of one character: as many as its lead byte announces.
+                let n = (lead.leading_ones() as usize).clamp(1, 4);
+                let bytes: Option<Vec<u8>> = (0..n).map(|k| escaped(i + 3 * k)).collect();
+                match bytes {
+                    Some(bytes) if n > 1 && std::str::from_utf8(&bytes).is_ok() => 3 * n,
+                    _ => 3,
+                }
+            }
+            None => concrete[i..].chars().next().map_or(1, char::len_utf8),
+        };
+        i += step;
+        ends.push(i);
+    }
+    ends
 }
 
 /// How well `concrete` matches `template`: `None` if it does not; otherwise the number of
@@ -103,5 +135,22 @@ mod tests {
         assert!(lit_a > lit_b);
         let (_, v) = match_template("/files/{name}.json", "/files/a%20b.json").unwrap();
         assert_eq!(v[0].1, "a b");
+    }
+
+    #[test]
+    fn values_never_end_inside_an_escaped_character() {
+        // Adjacent placeholders: each value is a whole character, as the client encoded it.
+        let (_, v) = match_template("/{a}{b}", "/%7B1e400%23").unwrap();
+        assert_eq!(v, [("a".into(), "{".into()), ("b".into(), "1e400#".into())]);
+        let (_, v) = match_template("/{a}{b}", "/%C3%A9x").unwrap();
+        assert_eq!(v, [("a".into(), "é".into()), ("b".into(), "x".into())]);
+        let (_, v) = match_template("/{a}{b}", "/%F0%9F%98%80%25").unwrap();
+        assert_eq!(v, [("a".into(), "😀".into()), ("b".into(), "%".into())]);
+        // Not an escape, or not UTF-8: one character or one escape at a time.
+        let (_, v) = match_template("/{a}{b}", "/%zz").unwrap();
+        assert_eq!(v, [("a".into(), "%".into()), ("b".into(), "zz".into())]);
+        let (_, v) = match_template("/{a}{b}", "/%FF%FE").unwrap();
+        assert_eq!(v[0].1, "\u{fffd}");
+        assert!(match_template("/{a}{b}", "/%C3%A9").is_none());
     }
 }

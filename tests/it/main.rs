@@ -7,6 +7,7 @@ mod cli_admin;
 mod conform;
 mod db;
 mod faults;
+mod fuzz;
 mod index;
 mod mcp;
 mod monitor;
