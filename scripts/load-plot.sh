@@ -63,11 +63,11 @@ set y2label "open file descriptors"
 set ytics nomirror
 set y2tics
 set yrange [0:*]
-set y2range [0:*]
+set y2range [0:80]
 set grid
 set key bottom right
 set arrow from $WARMUP/60.0, graph 0 to $WARMUP/60.0, graph 1 nohead dt 3 lc rgb "#555555"
-set label "end of warm-up (idle sessions expire after 5 min)" at $WARMUP/60.0, graph 0.95 offset 0.5,0
+set label "end of warm-up (idle sessions expire after 5 min)" at $WARMUP/60.0, graph 0.08 offset 0.5,0
 plot "$SOAK" skip 1 using (\$1/60.0):(\$2/1024.0) with lines lw 2 lc rgb "#1f77b4" title "VmRSS (MiB)", \
      "$SOAK" skip 1 using (\$1/60.0):5 axes x1y2 with lines lw 1 lc rgb "#ff7f0e" title "open fds"
 GP
