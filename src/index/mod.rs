@@ -324,10 +324,19 @@ impl Index {
                 return Vec::new();
             }
         };
+        // Open the ORD column once per segment, not once per hit: opening looks the column
+        // up in the segment's columnar dictionary and decodes its header, and a query can
+        // hit most of the 1,223 GitHub operations (under load that was a large share of
+        // api_discover's CPU).
+        let columns: Vec<_> = self
+            .searcher
+            .segment_readers()
+            .iter()
+            .map(|segment| segment.fast_fields().u64(ORD).ok())
+            .collect();
         let mut out = Vec::with_capacity(top.len());
         for (score, addr) in top {
-            let segment = self.searcher.segment_reader(addr.segment_ord);
-            let Ok(column) = segment.fast_fields().u64(ORD) else {
+            let Some(Some(column)) = columns.get(addr.segment_ord as usize) else {
                 continue;
             };
             if let Some(ord) = column.first(addr.doc_id) {

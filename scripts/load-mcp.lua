@@ -1,9 +1,14 @@
--- scripts/load-discover.lua — wrk script for scripts/load.sh: each request is a JSON-RPC
--- tools/call of api_discover over Streamable HTTP, cycling through a few realistic queries.
--- Reads APIGATE_KEY and, for stateful mode, MCP_SESSION_ID from the environment. Counts
--- non-200 answers and tool errors (isError, e.g. RATE_LIMITED) and prints them at the end.
+-- scripts/load-mcp.lua — wrk script for scripts/load.sh: each request is one JSON-RPC message
+-- POSTed to /mcp over Streamable HTTP. LOAD_TOOL picks it:
+--   discover  tools/call api_discover (limit 10), cycling through realistic GitHub queries
+--   execute   tools/call api_execute getPetById with a varying petId (needs an upstream)
+--   list      tools/list: the MCP/HTTP stack alone, no tool work (the baseline)
+-- Reads APIGATE_KEY and, for stateful mode, MCP_SESSION_ID from the environment. Every answer
+-- is checked; non-200 answers, tool errors (isError, e.g. RATE_LIMITED) and answers without
+-- the expected content are counted and printed at the end with the latency percentiles.
 local key = os.getenv("APIGATE_KEY") or error("APIGATE_KEY is not set")
 local session = os.getenv("MCP_SESSION_ID")
+local tool = os.getenv("LOAD_TOOL") or "discover"
 
 local queries = {
   "list pull requests for a repository",
@@ -32,6 +37,14 @@ function setup(thread)
   thread:set("thread_no", #threads)
 end
 
+-- What a good answer must contain (the tool result is JSON text inside the JSON-RPC answer,
+-- so its quotes arrive escaped).
+local expected = ({
+  discover = '"operationId',
+  execute = '\\"status\\":200',
+  list = '"api_execute"',
+})[tool] or error("LOAD_TOOL must be discover, execute or list, not " .. tool)
+
 -- JSON-RPC ids must be unique among a session's in-flight requests: every connection of a
 -- stateful run shares one Mcp-Session-Id, so ids are numbered per wrk thread, never reused.
 local n = 0
@@ -39,13 +52,22 @@ non200 = 0
 tool_errors = 0
 no_result = 0
 
-function request()
-  n = n + 1
-  local id = (thread_no or 0) * 1000000000 + n
-  local body = string.format(
+local function body(id)
+  if tool == "list" then
+    return string.format('{"jsonrpc":"2.0","id":%d,"method":"tools/list","params":{}}', id)
+  elseif tool == "execute" then
+    return string.format(
+      '{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"api_execute","arguments":{"operationId":"getPetById","pathParams":{"petId":%d}}}}',
+      id, 1 + n % 1000)
+  end
+  return string.format(
     '{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"api_discover","arguments":{"query":"%s","limit":10}}}',
     id, queries[(n % #queries) + 1])
-  return wrk.format("POST", nil, headers, body)
+end
+
+function request()
+  n = n + 1
+  return wrk.format("POST", nil, headers, body((thread_no or 0) * 1000000000 + n))
 end
 
 function response(status, _, body)
@@ -53,7 +75,7 @@ function response(status, _, body)
     non200 = non200 + 1
   elseif string.find(body, '"isError":true', 1, true) then
     tool_errors = tool_errors + 1
-  elseif not string.find(body, '"operationId"', 1, true) then
+  elseif not string.find(body, expected, 1, true) then
     no_result = no_result + 1
   end
 end
