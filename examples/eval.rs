@@ -1,11 +1,15 @@
 //! Runs the retrieval evaluation on the curated specs until `apigate eval` exists:
 //! `cargo run --release --example eval -- [--pooled] [--json] [--ablate] [--ranks]
-//! [--specs DIR] [--queries FILE]`.
+//! [--specs DIR] [--queries FILE] [--ranker lexical|dense|hybrid --model DIR]
+//! [--base knob=value,…] [--try knob=value,… …]`.
 
 use std::path::PathBuf;
 
-use apigate::index::Tuning;
+use std::sync::Arc;
+
+use apigate::index::background::VectorDirs;
 use apigate::index::eval;
+use apigate::index::{Embedder, Ranker, Tuning};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -21,6 +25,28 @@ async fn main() -> anyhow::Result<()> {
     let specs = PathBuf::from(value("--specs", "/work/shared/specs"));
     let queries = PathBuf::from(value("--queries", "/work/shared/queries/dev.jsonl"));
     let pooled = flag("--pooled");
+    let ranker = match value("--ranker", "lexical").as_str() {
+        "dense" => Ranker::Dense,
+        "hybrid" => Ranker::Hybrid,
+        _ => Ranker::Lexical,
+    };
+    let model = match ranker {
+        Ranker::Lexical => None,
+        _ => {
+            let dir = PathBuf::from(value("--model", "/var/tmp/apigate-model"));
+            let dirs = VectorDirs {
+                prebuilt: None,
+                cache: Some(PathBuf::from(value("--cache", "/var/tmp/apigate-cache"))),
+            };
+            Some((Arc::new(Embedder::load(&dir)?), dirs))
+        }
+    };
+    let options = |pooled: bool, tuning: Tuning| eval::Options {
+        pooled,
+        ranker,
+        tuning,
+        model: model.clone(),
+    };
     if flag("--time") {
         let path = specs.join("github-rest-3.0.json");
         let bytes = std::fs::read(&path)?;
@@ -142,7 +168,7 @@ async fn main() -> anyhow::Result<()> {
             }
             println!("{}", if pooled { "pooled" } else { "per spec" });
             for (name, t) in &variants {
-                let r = eval::evaluate(&files, &loaded, &queries_list, pooled, *t)?;
+                let r = eval::evaluate(&files, &loaded, &queries_list, &options(pooled, *t))?;
                 let m = &r.overall;
                 println!(
                     "  {name:<30} R@1 {:.3}  R@5 {:.3}  MRR@10 {:.3}  All@5 {:.3}",
@@ -153,7 +179,7 @@ async fn main() -> anyhow::Result<()> {
         return Ok(());
     }
     let tuning = knobs(Tuning::default(), &value("--base", ""))?;
-    let report = eval::run_with(&specs, &queries, pooled, tuning).await?;
+    let report = eval::run(&specs, &queries, options(pooled, tuning)).await?;
     if flag("--json") {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -190,6 +216,8 @@ fn knobs(mut t: Tuning, spec: &str) -> anyhow::Result<Tuning> {
             "cdf" => t.common_df = v,
             "altf" => t.alternative_fields = v as usize,
             "aff" => t.spec_affinity = v,
+            "dw" => t.dense_weight = v,
+            "dc" => t.dense_candidates = v as usize,
             f if f.starts_with('f') => t.fields[f[1..].parse::<usize>()?] = v,
             _ => anyhow::bail!("unknown knob {k}"),
         }

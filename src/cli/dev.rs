@@ -44,6 +44,8 @@ pub struct EngineArgs {
     pub max_response_bytes: usize,
     #[command(flatten)]
     pub monitor: MonitorFlags,
+    #[command(flatten)]
+    pub ranking: super::index::RankingArgs,
 }
 
 impl EngineArgs {
@@ -59,7 +61,8 @@ impl EngineArgs {
                 "the spec has warnings; `apigate check` lists them"
             );
         }
-        let index = Index::build(&[&spec]).context("building the search index")?;
+        let index = Arc::new(Index::build(&[&spec]).context("building the search index")?);
+        self.ranking.start(&index)?;
         let mut headers = Vec::new();
         for h in &self.upstream_headers {
             headers.push(UpstreamConfig::parse_header(h).context("in --upstream-header")?);

@@ -3,6 +3,7 @@
 pub mod admin;
 mod config;
 pub mod dev;
+pub mod index;
 pub mod serve;
 mod specs;
 
@@ -32,6 +33,8 @@ pub enum Command {
     Schema(specs::SchemaArgs),
     /// Measure retrieval quality on a query file (recall@1, recall@5, MRR@10, all@5).
     Eval(specs::EvalArgs),
+    /// Precompute what semantic ranking needs (the operation vectors) for deployments.
+    Index(index::IndexArgs),
     /// Run the MCP server in development mode: one API key, no database.
     Dev(dev::DevArgs),
     /// Run the MCP server in production mode: keys and sessions in Postgres (DATABASE_URL).
@@ -59,6 +62,7 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Search(a) => specs::search(a).await,
         Command::Schema(a) => specs::schema(a).await,
         Command::Eval(a) => specs::eval(a).await,
+        Command::Index(a) => index::run(a).await,
         Command::Dev(a) => dev::run_dev(a).await,
         Command::Serve(a) => serve::run(a).await,
         Command::Stdio(a) => dev::run_stdio(a).await,

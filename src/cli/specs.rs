@@ -35,6 +35,8 @@ pub struct SearchArgs {
     pub limit: usize,
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub ranking: super::index::RankingArgs,
     /// What you want to do, in plain words.
     #[arg(required = true, num_args = 1..)]
     pub query: Vec<String>,
@@ -60,6 +62,14 @@ pub struct EvalArgs {
     /// Rank every query against one index holding all specs' operations.
     #[arg(long)]
     pub pooled: bool,
+    /// Which ranker to measure; dense and hybrid need --embedding-model.
+    #[arg(long, value_enum, default_value = "lexical")]
+    pub ranker: crate::index::Ranker,
+    /// Weight of the dense score in hybrid ranking (default: the production value).
+    #[arg(long)]
+    pub dense_weight: Option<f32>,
+    #[command(flatten)]
+    pub ranking: super::index::RankingArgs,
     #[arg(long)]
     pub json: bool,
 }
@@ -109,12 +119,21 @@ pub async fn search(args: SearchArgs) -> anyhow::Result<ExitCode> {
     let index = Index::build(&[&spec]).context("building the index")?;
     let text = args.query.join(" ");
     let method = args.method.map(|m| m.to_ascii_uppercase());
+    let mut vector = None;
+    if let Some(embedder) = args.ranking.embedder()? {
+        let dirs = args.ranking.dirs();
+        tokio::task::block_in_place(|| {
+            crate::index::background::enable_now(&index, &embedder, &dirs)
+        })?;
+        vector = index.query_vector(&text);
+    }
     let (hits, total) = index.search_total(&Query {
         text: &text,
         method: method.as_deref(),
         tag: args.tag.as_deref(),
         limit: args.limit.clamp(1, 1000),
         allowed: None,
+        vector: vector.as_deref(),
     });
     let results: Vec<Value> = hits
         .iter()
@@ -174,7 +193,19 @@ pub async fn schema(args: SchemaArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub async fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
-    let report = crate::index::eval::run(&args.specs_dir, &args.queries, args.pooled).await?;
+    let mut options = crate::index::eval::Options::lexical(args.pooled);
+    options.ranker = args.ranker;
+    if let Some(w) = args.dense_weight {
+        options.tuning.dense_weight = w;
+    }
+    if args.ranker != crate::index::Ranker::Lexical {
+        let embedder = args
+            .ranking
+            .embedder()?
+            .context("--ranker dense|hybrid needs --embedding-model DIR")?;
+        options.model = Some((embedder, args.ranking.dirs()));
+    }
+    let report = crate::index::eval::run(&args.specs_dir, &args.queries, options).await?;
     if args.json {
         println!("{}", serde_json::to_string(&report)?);
     } else {

@@ -242,7 +242,7 @@ async fn health(State(state): State<Arc<AppState>>) -> Response {
         "operations": spec.operations.len(),
         "specs": [{"title": spec.title, "version": spec.api_version, "source": spec.source,
             "operations": spec.operations.len()}],
-        "ranker": "lexical",
+        "ranker": state.engine.index.ranker().as_str(),
     }))
     .into_response()
 }

@@ -1,15 +1,18 @@
 //! Retrieval quality of the index on a query file (`shared/queries/dev.jsonl` format): recall@1,
-//! recall@5, MRR@10 and all@5, overall, per spec and per kind. Pure: loads specs, ranks, and
-//! returns a [`Report`]; the CLI prints it with [`table`] or as JSON.
+//! recall@5, MRR@10 and all@5, overall, per spec and per kind, for the lexical, dense or
+//! hybrid ranker. Loads specs, ranks, and returns a [`Report`]; the CLI prints it with
+//! [`table`] or as JSON.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
 
-use super::{Index, Query, Tuning};
+use super::background::{self, VectorDirs};
+use super::{Embedder, Index, Query, Ranker, Tuning};
 use crate::spec::Spec;
 
 /// One line of a query file.
@@ -62,6 +65,7 @@ pub struct QueryResult {
 /// kind.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
+    pub ranker: Ranker,
     #[serde(flatten)]
     pub overall: Metrics,
     pub per_spec: BTreeMap<String, Metrics>,
@@ -72,19 +76,37 @@ pub struct Report {
     pub results: Vec<QueryResult>,
 }
 
-/// Evaluates `queries_file` against the specs in `specs_dir`: each query against its own
-/// spec, or with `pooled` against one index of every spec in the directory.
-pub async fn run(specs_dir: &Path, queries_file: &Path, pooled: bool) -> anyhow::Result<Report> {
-    run_with(specs_dir, queries_file, pooled, Tuning::default()).await
+/// How to evaluate.
+#[derive(Clone)]
+pub struct Options {
+    /// One index of every spec in the directory instead of one per spec.
+    pub pooled: bool,
+    pub ranker: Ranker,
+    pub tuning: Tuning,
+    /// The model and vector folders; needed for the dense and hybrid rankers.
+    pub model: Option<(Arc<Embedder>, VectorDirs)>,
 }
 
-/// [`run`] with explicit ranking knobs (to measure what each idea contributes).
-pub async fn run_with(
+impl Options {
+    /// The production lexical ranker.
+    pub fn lexical(pooled: bool) -> Options {
+        Options {
+            pooled,
+            ranker: Ranker::Lexical,
+            tuning: Tuning::default(),
+            model: None,
+        }
+    }
+}
+
+/// Evaluates `queries_file` against the specs in `specs_dir`: each query against its own
+/// spec, or with `pooled` against one index of every spec in the directory.
+pub async fn run(
     specs_dir: &Path,
     queries_file: &Path,
-    pooled: bool,
-    tuning: Tuning,
+    options: Options,
 ) -> anyhow::Result<Report> {
+    let pooled = options.pooled;
     let queries = read_queries(queries_file).await?;
     let mut files: Vec<String> = if pooled {
         spec_files(specs_dir)?
@@ -101,7 +123,7 @@ pub async fn run_with(
             .with_context(|| format!("loading {}", path.display()))?;
         specs.push(spec);
     }
-    evaluate(&files, &specs, &queries, pooled, tuning)
+    evaluate(&files, &specs, &queries, &options)
 }
 
 /// Ranks `queries` against already-loaded `specs` (named by `files`, same order).
@@ -109,9 +131,13 @@ pub fn evaluate(
     files: &[String],
     specs: &[Spec],
     queries: &[EvalQuery],
-    pooled: bool,
-    tuning: Tuning,
+    options: &Options,
 ) -> anyhow::Result<Report> {
+    let pooled = options.pooled;
+    let mut tuning = options.tuning;
+    if options.ranker == Ranker::Dense {
+        tuning.dense_weight = 1.0;
+    }
     let position: HashMap<&str, usize> = files
         .iter()
         .enumerate()
@@ -125,6 +151,17 @@ pub fn evaluate(
             .map(|s| Index::build_with(&[s], tuning))
             .collect::<Result<_, _>>()?
     };
+    if options.ranker != Ranker::Lexical {
+        let Some((embedder, dirs)) = &options.model else {
+            bail!(
+                "the {} ranker needs an embedding model (--embedding-model DIR)",
+                options.ranker.as_str()
+            );
+        };
+        for index in &indexes {
+            background::enable_now(index, embedder, dirs)?;
+        }
+    }
     let mut results = Vec::with_capacity(queries.len());
     for q in queries {
         let Some(&si) = position.get(q.spec.as_str()) else {
@@ -135,7 +172,18 @@ pub fn evaluate(
         } else {
             (&indexes[si], Some(si))
         };
-        let hits = index.search(&Query::text(&q.query, 10));
+        let vector = match options.ranker {
+            Ranker::Lexical => None,
+            _ => Some(
+                index
+                    .query_vector(&q.query)
+                    .with_context(|| format!("query {}: no query vector", q.id))?,
+            ),
+        };
+        let hits = index.search(&Query {
+            vector: vector.as_deref(),
+            ..Query::text(&q.query, 10)
+        });
         let name = |spec: usize, op: usize| {
             let s = base.unwrap_or(spec);
             let key = specs[s].operations[op].key();
@@ -180,6 +228,7 @@ pub fn evaluate(
             .collect::<BTreeMap<_, _>>()
     };
     Ok(Report {
+        ranker: options.ranker,
         overall: metrics(&results.iter().collect::<Vec<_>>()),
         per_spec: group(&|r| &r.spec),
         per_kind: group(&|r| &r.kind),
@@ -251,9 +300,9 @@ pub fn table(r: &Report) -> String {
         );
     };
     let mode = if r.pooled {
-        "pooled index"
+        format!("pooled index, {}", r.ranker.as_str())
     } else {
-        "per-spec index"
+        format!("per-spec index, {}", r.ranker.as_str())
     };
     header(&mut out, &format!("overall ({mode})"));
     row(&mut out, "all", &r.overall);

@@ -8,14 +8,25 @@
 //! disjunction of what the user wrote and the vocabulary's alternatives (`vocab`). The second
 //! stage adjusts those scores with evidence that is not about single words (HTTP-method
 //! intent, collection vs item path, path depth, how many query concepts an operation covers,
-//! deprecation, and in a pooled index which API fits the query) and applies the filters. A second ranker (dense embeddings) can be
-//! fused at the boundary between the two stages: it only has to produce scores per document.
+//! deprecation, and in a pooled index which API fits the query) and applies the filters.
+//!
+//! The dense ranker (`embed`, `vectors`) is optional and arrives late: an index starts
+//! lexical, and `Index::enable_dense` switches it to hybrid once the operation vectors are
+//! loaded or computed (`background`). A hybrid query carries its own vector
+//! (`Index::query_vector`); its ranking is a weighted sum of the normalised lexical score and
+//! the normalised cosine similarity (`Tuning::dense_weight`).
 
 mod analyze;
+pub mod background;
+pub mod embed;
 pub mod eval;
+pub mod vectors;
 mod vocab;
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use arc_swap::ArcSwapOption;
 
 use tantivy::query::{BooleanQuery, BoostQuery, DisjunctionMaxQuery, Occur, TermQuery};
 use tantivy::schema::{FAST, Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions};
@@ -24,6 +35,8 @@ use tantivy::{Searcher, TantivyDocument, Term, collector::TopDocs};
 
 use crate::spec::{Operation, Spec};
 use analyze::Stems;
+pub use embed::{EmbedError, Embedder};
+pub use vectors::{VectorError, Vectors};
 use vocab::{Analyzed, Intent};
 
 /// Why an index could not be built.
@@ -47,6 +60,9 @@ pub struct Query<'a> {
     /// Operations the caller may use (permissions), by spec position and operation index;
     /// `None` = all.
     pub allowed: Option<&'a (dyn Fn(usize, usize) -> bool + Sync)>,
+    /// The query's embedding ([`Index::query_vector`]); with it a hybrid index ranks by both
+    /// signals, without it lexically.
+    pub vector: Option<&'a [f32]>,
 }
 
 impl<'a> Query<'a> {
@@ -58,6 +74,7 @@ impl<'a> Query<'a> {
             tag: None,
             limit,
             allowed: None,
+            vector: None,
         }
     }
 }
@@ -70,6 +87,7 @@ impl std::fmt::Debug for Query<'_> {
             .field("tag", &self.tag)
             .field("limit", &self.limit)
             .field("allowed", &self.allowed.is_some())
+            .field("vector", &self.vector.is_some())
             .finish()
     }
 }
@@ -118,6 +136,12 @@ pub struct Tuning {
     /// A (term, field) pair found in more than this share of documents is not searched
     /// (coverage still counts it).
     pub common_df: f32,
+    /// Hybrid ranking: `(1 - w) * lexical / best lexical + w * cosine`. 1 ranks by the
+    /// embedding alone.
+    pub dense_weight: f32,
+    /// Dense candidates: the this-many operations closest to the query (the others get no
+    /// dense score).
+    pub dense_candidates: usize,
 }
 
 impl Default for Tuning {
@@ -135,6 +159,8 @@ impl Default for Tuning {
             stemming: true,
             alternative_fields: 6,
             common_df: 0.5,
+            dense_weight: 0.35,
+            dense_candidates: 50,
         }
     }
 }
@@ -165,6 +191,35 @@ pub struct Index {
     postings: HashMap<String, Vec<u32>>,
     docs: Vec<DocMeta>,
     tuning: Tuning,
+    /// What the dense ranker embeds for each document, in document order.
+    embedding_texts: Vec<String>,
+    /// The dense ranker, once its vectors are ready.
+    dense: ArcSwapOption<Dense>,
+}
+
+/// The dense ranker: the model (for query vectors) and one vector per document.
+struct Dense {
+    embedder: Arc<Embedder>,
+    vectors: Vectors,
+}
+
+/// Which ranking an index uses now, as `/health` and `apigate eval` name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Ranker {
+    Lexical,
+    Dense,
+    Hybrid,
+}
+
+impl Ranker {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Ranker::Lexical => "lexical",
+            Ranker::Dense => "dense",
+            Ranker::Hybrid => "hybrid",
+        }
+    }
 }
 
 const FIELD_NAMES: [&str; 6] = ["summary", "id", "path", "tags", "desc", "params"];
@@ -199,9 +254,11 @@ impl Index {
         let mut docs = Vec::new();
         let mut field_terms: [HashMap<String, u32>; 6] = Default::default();
         let mut postings: HashMap<String, Vec<u32>> = HashMap::new();
+        let mut embedding_texts = Vec::new();
         for (s, spec) in specs.iter().enumerate() {
             for (o, op) in spec.operations.iter().enumerate() {
                 let texts = document_texts(spec, op);
+                embedding_texts.push(embedding_text(&texts));
                 let mut doc = TantivyDocument::default();
                 let mut all_terms = HashSet::new();
                 for ((field, text), known) in fields.iter().zip(texts).zip(&mut field_terms) {
@@ -247,7 +304,59 @@ impl Index {
             postings,
             docs,
             tuning,
+            embedding_texts,
+            dense: ArcSwapOption::empty(),
         })
+    }
+
+    /// The text the dense ranker embeds for each operation, in document order.
+    pub fn embedding_texts(&self) -> &[String] {
+        &self.embedding_texts
+    }
+
+    /// Switches to hybrid ranking with `vectors` (one per document, by `embedder`).
+    pub fn enable_dense(
+        &self,
+        embedder: Arc<Embedder>,
+        vectors: Vectors,
+    ) -> Result<(), VectorError> {
+        if vectors.len() != self.docs.len() || vectors.dim() != embedder.dim() {
+            return Err(VectorError::Dim {
+                row: vectors.len(),
+                got: vectors.dim(),
+                dim: embedder.dim(),
+            });
+        }
+        self.dense
+            .store(Some(Arc::new(Dense { embedder, vectors })));
+        Ok(())
+    }
+
+    /// `Hybrid` once [`Index::enable_dense`] ran, else `Lexical`.
+    pub fn ranker(&self) -> Ranker {
+        if self.dense.load().is_some() {
+            Ranker::Hybrid
+        } else {
+            Ranker::Lexical
+        }
+    }
+
+    /// The embedding of a query for [`Query::vector`]: `None` while the index is lexical, for
+    /// blank text, or if the model fails (logged; the query then ranks lexically). Costs a
+    /// forward pass of the model (milliseconds) unless the query was seen recently: call it
+    /// off the async runtime.
+    pub fn query_vector(&self, text: &str) -> Option<Arc<[f32]>> {
+        let dense = self.dense.load_full()?;
+        if text.trim().is_empty() {
+            return None;
+        }
+        match dense.embedder.embed_query(text) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                tracing::warn!(error = %e, "embedding the query failed; ranking it lexically");
+                None
+            }
+        }
     }
 
     /// Number of indexed operations.
@@ -271,7 +380,8 @@ impl Index {
         let mut stems = Stems::new();
         let analyzed = vocab::analyze_query(q.text, &mut stems, self.tuning.synonyms);
         let keep = |d: &DocMeta| self.passes(d, q);
-        if analyzed.concepts.is_empty() {
+        let dense = q.vector.zip(self.dense.load_full());
+        if analyzed.concepts.is_empty() && dense.is_none() {
             let all: Vec<&DocMeta> = self.docs.iter().filter(|d| keep(d)).collect();
             let hits = all
                 .iter()
@@ -294,6 +404,9 @@ impl Index {
                 (doc, score * self.prior(&self.docs[doc], &analyzed, c))
             })
             .collect();
+        if let Some((vector, dense)) = dense {
+            scored = self.fuse(scored, &dense.vectors.scores(vector), &analyzed, &keep);
+        }
         self.apply_spec_affinity(&mut scored);
         // Ties keep document order so results are deterministic.
         scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
@@ -401,6 +514,40 @@ impl Index {
         BooleanQuery::new(concepts)
     }
 
+    /// Hybrid scores: the lexical scores (with their priors) over the best of them, plus the
+    /// cosine similarities (with the method and shape priors) of the query's
+    /// `dense_candidates` nearest operations, weighted by `dense_weight`. The cosine is used
+    /// as it is, not rescaled per query: when the nearest operation is not near, the dense
+    /// side stays small and the lexical order stands.
+    fn fuse(
+        &self,
+        lexical: Vec<(usize, f32)>,
+        cosine: &[f32],
+        analyzed: &Analyzed,
+        keep: &dyn Fn(&DocMeta) -> bool,
+    ) -> Vec<(usize, f32)> {
+        let w = self.tuning.dense_weight.clamp(0.0, 1.0);
+        let mut near: Vec<(usize, f32)> = cosine
+            .iter()
+            .enumerate()
+            .filter(|&(doc, _)| keep(&self.docs[doc]))
+            .map(|(doc, &c)| (doc, c * self.query_prior(&self.docs[doc], analyzed)))
+            .collect();
+        near.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        near.truncate(self.tuning.dense_candidates);
+        let mut fused: HashMap<usize, f32> = HashMap::with_capacity(lexical.len() + near.len());
+        let top = lexical.iter().map(|x| x.1).fold(0.0f32, f32::max);
+        if top > 0.0 {
+            for (doc, s) in lexical {
+                *fused.entry(doc).or_default() += (1.0 - w) * s / top;
+            }
+        }
+        for (doc, s) in near {
+            *fused.entry(doc).or_default() += w * s.max(0.0);
+        }
+        fused.into_iter().filter(|&(_, s)| s > 0.0).collect()
+    }
+
     fn apply_spec_affinity(&self, scored: &mut [(usize, f32)]) {
         const K: usize = 5;
         let Some(last) = self.docs.last() else { return };
@@ -476,6 +623,18 @@ impl Index {
 
     fn prior(&self, d: &DocMeta, analyzed: &Analyzed, covered: u16) -> f32 {
         let t = &self.tuning;
+        let mut factor = self.query_prior(d, analyzed);
+        if t.coord > 0.0 {
+            let total = analyzed.concepts.len().max(1);
+            factor *= (f32::from(covered) / total as f32).powf(t.coord);
+        }
+        factor / (1.0 + t.depth_penalty * d.segments as f32)
+    }
+
+    /// The priors that do not depend on which words matched: method intent, deprecation,
+    /// collection vs item.
+    fn query_prior(&self, d: &DocMeta, analyzed: &Analyzed) -> f32 {
+        let t = &self.tuning;
         let mut factor = 1.0;
         if let Some(fit) = intent_fit(&analyzed.intents, &d.method) {
             factor *= 1.0 + t.intent_boost * fit;
@@ -495,11 +654,7 @@ impl Index {
                 factor *= 1.0 + t.shape_boost;
             }
         }
-        if t.coord > 0.0 {
-            let total = analyzed.concepts.len().max(1);
-            factor *= (f32::from(covered) / total as f32).powf(t.coord);
-        }
-        factor / (1.0 + t.depth_penalty * d.segments as f32)
+        factor
     }
 
     fn passes(&self, d: &DocMeta, q: &Query<'_>) -> bool {
@@ -564,6 +719,15 @@ fn document_texts(spec: &Spec, op: &Operation) -> [String; 6] {
         op.description.clone().unwrap_or_default(),
         params.join(" "),
     ]
+}
+
+/// What the dense ranker embeds for one operation (from [`document_texts`]): the summary,
+/// the path's words, the tags and the API's title. Descriptions were tried and ranked worse
+/// (they are long and wander). Changing this changes the vectors: bump
+/// `vectors::TEXT_VERSION`.
+fn embedding_text(texts: &[String; 6]) -> String {
+    let [summary, _, path, tags, _, _] = texts;
+    format!("{}. {}. {}", summary.trim(), path.trim(), tags.trim())
 }
 
 /// The first sentence of a description (up to the first `. ` or line break).

@@ -38,7 +38,7 @@ pub enum Access {
 /// Everything a tool call needs, built once at start-up and shared by every session.
 pub struct Engine {
     pub spec: Arc<Spec>,
-    pub index: Index,
+    pub index: Arc<Index>,
     pub upstream: Upstream,
     pub monitor: Option<Monitor>,
     pub access: Access,
@@ -81,7 +81,7 @@ impl Engine {
     /// A dev engine (every feature allowed) with no monitor; see the public fields to change.
     pub fn new(
         spec: Arc<Spec>,
-        index: Index,
+        index: Arc<Index>,
         upstream: Upstream,
         monitor: Option<Monitor>,
     ) -> Engine {

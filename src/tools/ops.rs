@@ -244,6 +244,7 @@ fn unknown_operation(engine: &Engine, principal: &Principal, what: &str, hint: &
         tag: None,
         limit: 5,
         allowed: Some(&allowed),
+        vector: None,
     });
     let closest: Vec<Value> = hits
         .iter()
@@ -383,6 +384,20 @@ pub fn prepare_execute(
     })
 }
 
+/// The query's embedding when the index is hybrid, computed on a blocking thread (a forward
+/// pass of the model takes milliseconds of CPU).
+async fn query_vector(engine: &Engine, text: &str) -> Option<std::sync::Arc<[f32]>> {
+    if engine.index.ranker() != crate::index::Ranker::Hybrid {
+        return None;
+    }
+    let index = engine.index.clone();
+    let text = text.to_string();
+    tokio::task::spawn_blocking(move || index.query_vector(&text))
+        .await
+        .ok()
+        .flatten()
+}
+
 /// A short one-line summary for discovery results.
 fn short_summary(op: &Operation) -> String {
     let text = op
@@ -409,12 +424,14 @@ pub async fn run(
     match prepared {
         Prepared::Discover(d) => {
             let allowed = visible(engine, principal);
+            let vector = query_vector(engine, &d.query).await;
             let (hits, total) = engine.index.search_total(&Query {
                 text: &d.query,
                 method: d.method.as_deref(),
                 tag: d.tag.as_deref(),
                 limit: d.limit,
                 allowed: Some(&allowed),
+                vector: vector.as_deref(),
             });
             let results: Vec<Value> = hits
                 .iter()

@@ -20,9 +20,13 @@ fn shared() -> Option<PathBuf> {
 #[tokio::test]
 async fn dev_set_recall_stays_above_the_floor() {
     let Some(dir) = shared() else { return };
-    let r = eval::run(&dir.join("specs"), &dir.join("queries/dev.jsonl"), false)
-        .await
-        .unwrap();
+    let r = eval::run(
+        &dir.join("specs"),
+        &dir.join("queries/dev.jsonl"),
+        eval::Options::lexical(false),
+    )
+    .await
+    .unwrap();
     eprintln!("{}", eval::table(&r));
     assert_eq!(r.overall.queries, 60);
     assert!(
@@ -36,9 +40,13 @@ async fn dev_set_recall_stays_above_the_floor() {
 #[tokio::test]
 async fn pooled_dev_set_recall_stays_above_the_floor() {
     let Some(dir) = shared() else { return };
-    let r = eval::run(&dir.join("specs"), &dir.join("queries/dev.jsonl"), true)
-        .await
-        .unwrap();
+    let r = eval::run(
+        &dir.join("specs"),
+        &dir.join("queries/dev.jsonl"),
+        eval::Options::lexical(true),
+    )
+    .await
+    .unwrap();
     assert!(
         r.overall.recall_5 >= POOLED_FLOOR_R5,
         "recall@5 {}",

@@ -6,6 +6,7 @@ mod auth;
 mod cli_admin;
 mod conform;
 mod db;
+mod dense;
 mod faults;
 mod fuzz;
 mod index;

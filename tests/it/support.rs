@@ -47,6 +47,7 @@ pub fn engine_args(spec: &str, upstream: Option<String>) -> EngineArgs {
             monitor_project: None,
             monitor_worktree: None,
         },
+        ranking: Default::default(),
     }
 }
 
@@ -288,6 +289,9 @@ impl Proc {
             .env_remove("APIGATE_MONITOR_TIMEOUT")
             .env_remove("APIGATE_MONITOR_LISTEN")
             .env_remove("APIGATE_UPSTREAM_HEADERS")
+            .env_remove("APIGATE_EMBEDDING_MODEL")
+            .env_remove("APIGATE_CACHE_DIR")
+            .env_remove("APIGATE_INDEX")
             .env("RUST_LOG", "info")
             .env("NO_COLOR", "1")
             .current_dir(env!("CARGO_TARGET_TMPDIR"))

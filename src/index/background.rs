@@ -1,0 +1,146 @@
+//! Switching an index to hybrid ranking without making start-up wait for the model. Vectors
+//! come, in this order, from a folder made by `apigate index build` (`--index`), from the
+//! vector cache (`--cache-dir`), or from an embedding pass on a background thread that then
+//! fills the cache; until then the index ranks lexically.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::{EmbedError, Embedder, Index, VectorError, Vectors, vectors};
+
+/// Where vectors are looked for and kept.
+#[derive(Debug, Clone, Default)]
+pub struct VectorDirs {
+    /// A folder from `apigate index build` (read only).
+    pub prebuilt: Option<PathBuf>,
+    /// The cache, read and written.
+    pub cache: Option<PathBuf>,
+}
+
+impl VectorDirs {
+    /// The vectors for `index` under `embedder`, if a folder holds them. A damaged file is
+    /// logged and ignored (it will be recomputed).
+    pub fn load(&self, index: &Index, embedder: &Embedder) -> Option<Vectors> {
+        let key = vectors::cache_key(embedder.hash(), index.embedding_texts());
+        for dir in self.prebuilt.iter().chain(&self.cache) {
+            match vectors::load(dir, &key, index.len()) {
+                Ok(Some(v)) if v.dim() == embedder.dim() => return Some(v),
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "ignoring cached vectors"),
+            }
+        }
+        if let Some(dir) = &self.prebuilt {
+            tracing::warn!(
+                dir = %dir.display(),
+                "the --index folder holds no vectors for this spec and model (rebuild it with `apigate index build`); computing them"
+            );
+        }
+        None
+    }
+}
+
+/// Embeds every operation of `index`; `progress` is told how many are done.
+pub fn compute(
+    index: &Index,
+    embedder: &Embedder,
+    progress: &dyn Fn(usize),
+) -> Result<Vectors, EmbedError> {
+    let rows = embedder.embed_all(index.embedding_texts(), progress)?;
+    Ok(Vectors::new(embedder.dim(), rows)?)
+}
+
+/// Writes `vectors` for `index` under `embedder` into `dir`.
+pub fn save(
+    dir: &Path,
+    index: &Index,
+    embedder: &Embedder,
+    vectors: &Vectors,
+) -> Result<PathBuf, VectorError> {
+    let key = vectors::cache_key(embedder.hash(), index.embedding_texts());
+    vectors::save(dir, &key, vectors)
+}
+
+/// Makes `index` hybrid now, on this thread: with vectors from `dirs`, else computed (and
+/// cached). For the CLI (`search`, `eval`); servers use [`start`].
+pub fn enable_now(
+    index: &Index,
+    embedder: &Arc<Embedder>,
+    dirs: &VectorDirs,
+) -> Result<(), EmbedError> {
+    let vectors = match dirs.load(index, embedder) {
+        Some(v) => v,
+        None => {
+            let v = compute(index, embedder, &|_| {})?;
+            if let Some(dir) = &dirs.cache
+                && let Err(e) = save(dir, index, embedder, &v)
+            {
+                tracing::warn!(error = %e, "could not cache the operation vectors");
+            }
+            v
+        }
+    };
+    Ok(index.enable_dense(embedder.clone(), vectors)?)
+}
+
+/// Makes `index` hybrid: at once when `dirs` hold its vectors, else after an embedding pass on
+/// a background thread (whose handle is returned; the server does not wait for it).
+pub fn start(
+    index: Arc<Index>,
+    embedder: Arc<Embedder>,
+    dirs: VectorDirs,
+) -> Option<std::thread::JoinHandle<()>> {
+    if let Some(v) = dirs.load(&index, &embedder) {
+        match index.enable_dense(embedder.clone(), v) {
+            Ok(()) => {
+                tracing::info!(
+                    operations = index.len(),
+                    "ranker: hybrid (operation vectors loaded from disk)"
+                );
+                return None;
+            }
+            Err(e) => tracing::warn!(error = %e, "cached vectors do not fit; recomputing"),
+        }
+    }
+    tracing::info!(
+        operations = index.len(),
+        "ranker: lexical until the operations are embedded in the background"
+    );
+    let spawned = std::thread::Builder::new()
+        .name("apigate-embed".into())
+        .spawn(move || embed_in_background(&index, embedder, &dirs));
+    match spawned {
+        Ok(handle) => Some(handle),
+        Err(e) => {
+            tracing::error!(error = %e, "could not start the embedding thread; staying lexical");
+            None
+        }
+    }
+}
+
+fn embed_in_background(index: &Index, embedder: Arc<Embedder>, dirs: &VectorDirs) {
+    let started = Instant::now();
+    let total = index.len();
+    let progress = |done: usize| tracing::debug!(done, total, "embedding operations");
+    let vectors = match compute(index, &embedder, &progress) {
+        Ok(v) => v,
+        Err(e) => {
+            tracing::error!(error = %e, "embedding the operations failed; the ranker stays lexical");
+            return;
+        }
+    };
+    if let Some(dir) = &dirs.cache {
+        match save(dir, index, &embedder, &vectors) {
+            Ok(path) => tracing::info!(path = %path.display(), "operation vectors cached"),
+            Err(e) => tracing::warn!(error = %e, "could not cache the operation vectors"),
+        }
+    }
+    match index.enable_dense(embedder, vectors) {
+        Ok(()) => tracing::info!(
+            operations = total,
+            seconds = format!("{:.1}", started.elapsed().as_secs_f64()),
+            "ranker: hybrid (operations embedded)"
+        ),
+        Err(e) => tracing::error!(error = %e, "the ranker stays lexical"),
+    }
+}

@@ -1,0 +1,209 @@
+//! The sentence-embedding model, run in-process: all-MiniLM-L6-v2 (a 6-layer BERT) with candle
+//! on the CPU, mean pooling over the attention mask, L2-normalised (the sentence-transformers
+//! recipe for this model). Loads from a folder with `model.safetensors`, `tokenizer.json` and
+//! `config.json` (`scripts/fetch-model.sh` fetches one). Recent query vectors are cached.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use candle_core::{DType, Device, Tensor};
+use candle_nn::VarBuilder;
+use candle_transformers::models::bert::{BertModel, Config};
+use sha2::{Digest, Sha256};
+use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
+
+/// The files a model folder must hold.
+pub const MODEL_FILES: [&str; 3] = ["model.safetensors", "tokenizer.json", "config.json"];
+
+/// Tokens per input beyond this are cut (the model's `max_seq_length`).
+const MAX_TOKENS: usize = 256;
+
+/// Inputs per forward pass at index time. Inputs are sorted by length first, so a batch pads
+/// to a length close to each of its inputs.
+pub const BATCH: usize = 32;
+
+/// Distinct recent queries whose vectors are kept.
+const QUERY_CACHE: u64 = 10_000;
+
+/// Why the model could not be loaded or run.
+#[derive(Debug, thiserror::Error)]
+pub enum EmbedError {
+    #[error(
+        "embedding model folder {dir}: {file} is missing (it needs model.safetensors, tokenizer.json and config.json; scripts/fetch-model.sh DIR fetches them)"
+    )]
+    Missing { dir: PathBuf, file: &'static str },
+    #[error("embedding model: reading {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("embedding model: config.json is not a BERT config: {0}")]
+    Config(serde_json::Error),
+    #[error("embedding model: tokenizer: {0}")]
+    Tokenizer(String),
+    #[error("embedding model: {0}")]
+    Candle(#[from] candle_core::Error),
+    #[error("embedding model: {0}")]
+    Vectors(#[from] super::VectorError),
+}
+
+/// A loaded model. `Send + Sync`: one per process, shared by the background indexer and
+/// every query.
+pub struct Embedder {
+    model: BertModel,
+    tokenizer: Tokenizer,
+    device: Device,
+    dim: usize,
+    hash: String,
+    queries: moka::sync::Cache<String, Arc<[f32]>>,
+}
+
+impl std::fmt::Debug for Embedder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Embedder")
+            .field("dim", &self.dim)
+            .field("hash", &self.hash)
+            .finish()
+    }
+}
+
+impl Embedder {
+    /// Loads the model in `dir`. Takes a fraction of a second (the weights are 90 MB).
+    pub fn load(dir: &Path) -> Result<Embedder, EmbedError> {
+        let read = |file: &'static str| {
+            let path = dir.join(file);
+            if !path.is_file() {
+                return Err(EmbedError::Missing {
+                    dir: dir.to_path_buf(),
+                    file,
+                });
+            }
+            std::fs::read(&path).map_err(|source| EmbedError::Read { path, source })
+        };
+        let [weights, tokenizer, config] = MODEL_FILES.map(read);
+        let (weights, tokenizer, config) = (weights?, tokenizer?, config?);
+        let mut hasher = Sha256::new();
+        for data in [&weights, &tokenizer, &config] {
+            hasher.update((data.len() as u64).to_le_bytes());
+            hasher.update(data);
+        }
+        let hash = hex::encode(&hasher.finalize()[..12]);
+        let config: Config = serde_json::from_slice(&config).map_err(EmbedError::Config)?;
+        let device = Device::Cpu;
+        let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &device)?;
+        let model = BertModel::load(vb, &config)?;
+        let mut tokenizer =
+            Tokenizer::from_bytes(&tokenizer).map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
+        // The shipped tokenizer.json pads every input to 128 tokens; pad each batch only to
+        // its longest input instead.
+        tokenizer.with_padding(Some(PaddingParams {
+            strategy: PaddingStrategy::BatchLongest,
+            ..PaddingParams::default()
+        }));
+        tokenizer
+            .with_truncation(Some(TruncationParams {
+                max_length: MAX_TOKENS,
+                ..TruncationParams::default()
+            }))
+            .map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
+        Ok(Embedder {
+            model,
+            tokenizer,
+            device,
+            dim: config.hidden_size,
+            hash,
+            queries: moka::sync::Cache::new(QUERY_CACHE),
+        })
+    }
+
+    /// Length of each vector (384 for all-MiniLM-L6-v2).
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// A short hash of the model's files: vectors from another model are never reused.
+    pub fn hash(&self) -> &str {
+        &self.hash
+    }
+
+    /// Unit vectors for `texts`, in one forward pass padded to the longest input.
+    pub fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let encodings = self
+            .tokenizer
+            .encode_batch(texts.to_vec(), true)
+            .map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
+        let ids = encodings
+            .iter()
+            .map(|e| Tensor::new(e.get_ids(), &self.device))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mask = encodings
+            .iter()
+            .map(|e| Tensor::new(e.get_attention_mask(), &self.device))
+            .collect::<Result<Vec<_>, _>>()?;
+        let ids = Tensor::stack(&ids, 0)?;
+        let mask = Tensor::stack(&mask, 0)?;
+        let types = ids.zeros_like()?;
+        let hidden = self.model.forward(&ids, &types, Some(&mask))?;
+        let pooled = normalize(&mean_pool(&hidden, &mask)?)?;
+        Ok(pooled.to_vec2::<f32>()?)
+    }
+
+    /// Unit vectors for many texts, in batches of [`BATCH`] sorted by length; `progress` is
+    /// told how many are done after each batch. Results are in the order of `texts`.
+    pub fn embed_all(
+        &self,
+        texts: &[String],
+        progress: &dyn Fn(usize),
+    ) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&i| texts[i].len());
+        let mut out = vec![Vec::new(); texts.len()];
+        let mut done = 0;
+        for chunk in order.chunks(BATCH) {
+            let batch: Vec<&str> = chunk.iter().map(|&i| texts[i].as_str()).collect();
+            for (&i, v) in chunk.iter().zip(self.embed_batch(&batch)?) {
+                out[i] = v;
+            }
+            done += chunk.len();
+            progress(done);
+        }
+        Ok(out)
+    }
+
+    /// The vector of a search query, from the cache of recent queries when it was seen
+    /// before. The model is uncased, so case does not change the key.
+    pub fn embed_query(&self, text: &str) -> Result<Arc<[f32]>, EmbedError> {
+        let key = text.trim().to_lowercase();
+        if let Some(v) = self.queries.get(&key) {
+            return Ok(v);
+        }
+        let v: Arc<[f32]> = self
+            .embed_batch(&[key.as_str()])?
+            .pop()
+            .unwrap_or_default()
+            .into();
+        self.queries.insert(key, v.clone());
+        Ok(v)
+    }
+}
+
+/// Mean of the token vectors `hidden` `[batch, tokens, dim]` over the tokens whose `mask`
+/// `[batch, tokens]` is 1: padding does not count.
+pub fn mean_pool(hidden: &Tensor, mask: &Tensor) -> candle_core::Result<Tensor> {
+    let mask = mask.to_dtype(hidden.dtype())?;
+    let summed = hidden.broadcast_mul(&mask.unsqueeze(2)?)?.sum(1)?;
+    let counts = mask.sum_keepdim(1)?.clamp(1e-9, f64::MAX)?;
+    summed.broadcast_div(&counts)
+}
+
+/// Each row of `x` `[batch, dim]` divided by its Euclidean length.
+pub fn normalize(x: &Tensor) -> candle_core::Result<Tensor> {
+    let norms = x.sqr()?.sum_keepdim(1)?.sqrt()?.clamp(1e-12, f64::MAX)?;
+    x.broadcast_div(&norms)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,212 @@
+//! Operation vectors: one unit vector per indexed operation, scored by dot product against a
+//! query vector, and their on-disk cache. A cache file is named by a key over the model's hash
+//! and every text that was embedded, so a changed spec or model never reuses stale vectors,
+//! and replicas sharing a folder (or a folder made by `apigate index build`) reuse them.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+/// Bumped when the embedded text of an operation changes (see `embedding_text`).
+pub const TEXT_VERSION: u32 = 1;
+
+const MAGIC: &[u8; 8] = b"APGVEC01";
+const HEADER: usize = 16;
+
+/// Why vectors could not be read, written or used.
+#[derive(Debug, thiserror::Error)]
+pub enum VectorError {
+    #[error("vector {row} has {got} values, expected {dim}")]
+    Dim { row: usize, got: usize, dim: usize },
+    #[error("{path}: not a vector file of this apigate version")]
+    Format { path: PathBuf },
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// A matrix of unit vectors, one row per document of the index, in document order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Vectors {
+    dim: usize,
+    data: Vec<f32>,
+}
+
+impl Vectors {
+    /// Rows of equal length `dim`.
+    pub fn new(dim: usize, rows: Vec<Vec<f32>>) -> Result<Vectors, VectorError> {
+        let mut data = Vec::with_capacity(rows.len() * dim);
+        for (row, v) in rows.into_iter().enumerate() {
+            if v.len() != dim {
+                return Err(VectorError::Dim {
+                    row,
+                    got: v.len(),
+                    dim,
+                });
+            }
+            data.extend(v);
+        }
+        Ok(Vectors { dim, data })
+    }
+
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        self.data.len().checked_div(self.dim).unwrap_or(0)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// Cosine similarity of every row with `query` (a unit vector of the same length; rows
+    /// are unit vectors, so this is the dot product). Empty when the lengths differ.
+    pub fn scores(&self, query: &[f32]) -> Vec<f32> {
+        if query.len() != self.dim || self.dim == 0 {
+            return Vec::new();
+        }
+        self.data
+            .chunks_exact(self.dim)
+            .map(|row| row.iter().zip(query).map(|(a, b)| a * b).sum())
+            .collect()
+    }
+
+    /// The file format: magic, dim and rows as little-endian u32, then the values as
+    /// little-endian f32.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(HEADER + self.data.len() * 4);
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&(self.dim as u32).to_le_bytes());
+        out.extend_from_slice(&(self.len() as u32).to_le_bytes());
+        for x in &self.data {
+            out.extend_from_slice(&x.to_le_bytes());
+        }
+        out
+    }
+
+    /// Parses [`Vectors::to_bytes`]; `None` if the bytes are not such a file.
+    pub fn from_bytes(bytes: &[u8]) -> Option<Vectors> {
+        let header = bytes.get(..HEADER)?;
+        if &header[..8] != MAGIC {
+            return None;
+        }
+        let dim = u32::from_le_bytes(header[8..12].try_into().ok()?) as usize;
+        let rows = u32::from_le_bytes(header[12..16].try_into().ok()?) as usize;
+        let body = &bytes[HEADER..];
+        if dim == 0 || body.len() != dim.checked_mul(rows)?.checked_mul(4)? {
+            return None;
+        }
+        let data = body
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        Some(Vectors { dim, data })
+    }
+}
+
+/// The cache key for the vectors of `texts` under the model with hash `model`.
+pub fn cache_key(model: &str, texts: &[String]) -> String {
+    let mut h = Sha256::new();
+    h.update(TEXT_VERSION.to_le_bytes());
+    h.update(model.as_bytes());
+    h.update((texts.len() as u64).to_le_bytes());
+    for t in texts {
+        h.update((t.len() as u64).to_le_bytes());
+        h.update(t.as_bytes());
+    }
+    hex::encode(&h.finalize()[..16])
+}
+
+/// Where the vectors for `key` live in `dir`.
+pub fn path(dir: &Path, key: &str) -> PathBuf {
+    dir.join(format!("{key}.vectors"))
+}
+
+/// The cached vectors for `key` in `dir`, if present and sound (`rows` rows). A missing file
+/// is `Ok(None)`; an unreadable or damaged one is an error (the caller recomputes).
+pub fn load(dir: &Path, key: &str, rows: usize) -> Result<Option<Vectors>, VectorError> {
+    let path = path(dir, key);
+    let bytes = match std::fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => return Err(VectorError::Io { path, source }),
+    };
+    match Vectors::from_bytes(&bytes) {
+        Some(v) if v.len() == rows => Ok(Some(v)),
+        _ => Err(VectorError::Format { path }),
+    }
+}
+
+/// Writes the vectors for `key` into `dir` (created if needed), atomically: readers see the
+/// whole file or none.
+pub fn save(dir: &Path, key: &str, vectors: &Vectors) -> Result<PathBuf, VectorError> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| VectorError::Io { path, source }
+    };
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    let target = path(dir, key);
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io(dir))?;
+    tmp.write_all(&vectors.to_bytes()).map_err(io(tmp.path()))?;
+    // Readable by the other replicas and users that share the folder (temp files are 0600).
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::Permissions::from_mode(0o644);
+        tmp.as_file()
+            .set_permissions(mode)
+            .map_err(io(tmp.path()))?;
+    }
+    tmp.as_file().sync_all().map_err(io(tmp.path()))?;
+    tmp.persist(&target).map_err(|e| VectorError::Io {
+        path: target.clone(),
+        source: e.error,
+    })?;
+    Ok(target)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_scores() {
+        let v = Vectors::new(2, vec![vec![1.0, 0.0], vec![0.6, 0.8]]).unwrap();
+        assert_eq!(v.len(), 2);
+        assert_eq!(Vectors::from_bytes(&v.to_bytes()), Some(v.clone()));
+        assert_eq!(v.scores(&[0.0, 1.0]), vec![0.0, 0.8]);
+        assert!(v.scores(&[1.0]).is_empty());
+        assert!(Vectors::new(2, vec![vec![1.0]]).is_err());
+    }
+
+    #[test]
+    fn damaged_files_are_rejected() {
+        let v = Vectors::new(2, vec![vec![1.0, 0.0]]).unwrap();
+        let bytes = v.to_bytes();
+        assert!(Vectors::from_bytes(&bytes[..bytes.len() - 1]).is_none());
+        assert!(Vectors::from_bytes(b"APGVEC01").is_none());
+        let dir = tempfile::tempdir().unwrap();
+        assert!(load(dir.path(), "k", 1).unwrap().is_none());
+        save(dir.path(), "k", &v).unwrap();
+        assert_eq!(load(dir.path(), "k", 1).unwrap(), Some(v));
+        // The spec changed size under the same key: not used.
+        assert!(load(dir.path(), "k", 2).is_err());
+        std::fs::write(path(dir.path(), "k"), b"junk").unwrap();
+        assert!(load(dir.path(), "k", 1).is_err());
+    }
+
+    #[test]
+    fn key_changes_with_model_and_texts() {
+        let texts = vec!["a".to_string(), "b".to_string()];
+        let k = cache_key("m1", &texts);
+        assert_eq!(k, cache_key("m1", &texts));
+        assert_ne!(k, cache_key("m2", &texts));
+        assert_ne!(k, cache_key("m1", &["ab".to_string()]));
+    }
+}

@@ -1,0 +1,343 @@
+//! Semantic ranking with the real all-MiniLM-L6-v2 model: vectors against an independent
+//! numpy implementation (`tests/data/embed/reference.py`), the server's switch from lexical to
+//! hybrid and its vector cache, `apigate index build` and `--index`, and a broken model folder.
+//!
+//! The model must be present: `scripts/fetch-model.sh` puts it in /var/tmp/apigate-model
+//! (or set APIGATE_TEST_MODEL). These tests fail, not skip, without it.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use apigate::index::{Embedder, Index, Query};
+use serde_json::{Value, json};
+
+use crate::support::{Proc, Server, call, engine_args, spec_path};
+
+fn model_dir() -> PathBuf {
+    let dir =
+        std::env::var("APIGATE_TEST_MODEL").unwrap_or_else(|_| "/var/tmp/apigate-model".into());
+    let dir = PathBuf::from(dir);
+    assert!(
+        dir.join("model.safetensors").is_file(),
+        "no embedding model in {}: run scripts/fetch-model.sh (or set APIGATE_TEST_MODEL)",
+        dir.display()
+    );
+    dir
+}
+
+fn embedder() -> Embedder {
+    Embedder::load(&model_dir()).expect("the model loads")
+}
+
+fn reference() -> Value {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/embed/reference.json"
+    );
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn floats(v: &Value) -> Vec<f32> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap() as f32)
+        .collect()
+}
+
+fn max_diff(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max)
+}
+
+#[test]
+fn vectors_match_the_reference_implementation() {
+    let reference = reference();
+    let embedder = embedder();
+    assert_eq!(embedder.dim(), 384);
+    let sentences = reference["sentences"].as_array().unwrap();
+    let texts: Vec<&str> = sentences
+        .iter()
+        .map(|s| s["text"].as_str().unwrap())
+        .collect();
+    // One batch, padded to its longest sentence: padding must not change any vector.
+    let batch = embedder.embed_batch(&texts).unwrap();
+    for (i, s) in sentences.iter().enumerate() {
+        let want = floats(&s["embedding"]);
+        let alone = embedder.embed_batch(&[texts[i]]).unwrap().remove(0);
+        assert!(
+            max_diff(&alone, &want) < 1e-4,
+            "{:?}: {:?} vs {:?}",
+            texts[i],
+            &alone[..4],
+            &want[..4]
+        );
+        assert!(
+            max_diff(&batch[i], &alone) < 1e-5,
+            "batch vs alone: {:?}",
+            texts[i]
+        );
+        let norm: f32 = alone.iter().map(|x| x * x).sum::<f32>().sqrt();
+        assert!((norm - 1.0).abs() < 1e-5);
+    }
+    let cosine = reference["cosine"].as_array().unwrap();
+    for (i, row) in cosine.iter().enumerate() {
+        for (j, want) in floats(row).iter().enumerate() {
+            let got: f32 = batch[i].iter().zip(&batch[j]).map(|(a, b)| a * b).sum();
+            assert!(
+                (got - want).abs() < 1e-4,
+                "cosine[{i}][{j}] {got} vs {want}"
+            );
+        }
+    }
+}
+
+#[test]
+fn query_vectors_are_cached_and_case_blind() {
+    let embedder = embedder();
+    let a = embedder.embed_query("List pull requests").unwrap();
+    let b = embedder.embed_query("  list PULL requests ").unwrap();
+    assert!(
+        Arc::ptr_eq(&a, &b),
+        "the second lookup is served from the cache"
+    );
+    assert_eq!(a.len(), 384);
+}
+
+#[test]
+fn a_broken_model_folder_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = Embedder::load(dir.path()).unwrap_err().to_string();
+    assert!(e.contains("model.safetensors is missing"), "{e}");
+    assert!(e.contains("scripts/fetch-model.sh"), "{e}");
+    let model = model_dir();
+    for f in ["tokenizer.json", "config.json"] {
+        std::fs::copy(model.join(f), dir.path().join(f)).unwrap();
+    }
+    std::fs::write(dir.path().join("model.safetensors"), b"not weights").unwrap();
+    let e = Embedder::load(dir.path()).unwrap_err().to_string();
+    assert!(e.starts_with("embedding model:"), "{e}");
+    std::fs::copy(
+        model.join("model.safetensors"),
+        dir.path().join("model.safetensors"),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("config.json"), b"{}").unwrap();
+    let e = Embedder::load(dir.path()).unwrap_err().to_string();
+    assert!(e.contains("config.json is not a BERT config"), "{e}");
+}
+
+/// A query that shares no word with the operation it means: lexically it finds nothing.
+const SPEC: &str = "spotify.json";
+const QUERY: &str = "mute";
+const EXPECTED: &str = "PUT /me/player/volume";
+
+async fn health(server: &Server) -> Value {
+    reqwest::get(server.url("/health"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+async fn wait_for_hybrid(server: &Server) {
+    for _ in 0..600 {
+        if health(server).await["ranker"] == "hybrid" {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    panic!("the server did not switch to hybrid ranking within 300 s");
+}
+
+fn ranking_args(cache: &Path, index: Option<&Path>) -> apigate::cli::index::RankingArgs {
+    apigate::cli::index::RankingArgs {
+        embedding_model: Some(model_dir()),
+        cache_dir: Some(cache.to_path_buf()),
+        index: index.map(Path::to_path_buf),
+    }
+}
+
+async fn discovered(server: &Server, query: &str) -> Vec<String> {
+    let client = server.client().await;
+    let (is_error, out) = call(&client, "api_discover", json!({"query": query, "limit": 5})).await;
+    assert!(!is_error, "{out}");
+    out["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            format!(
+                "{} {}",
+                r["method"].as_str().unwrap(),
+                r["path"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_turns_hybrid_in_the_background_and_reuses_its_cache() {
+    // Lexically, the operation is not in the top 5.
+    let spec = apigate::spec::Spec::load(&spec_path(SPEC)).await.unwrap();
+    let lexical = Index::build(&[&spec]).unwrap();
+    let top: Vec<String> = lexical
+        .search(&Query::text(QUERY, 5))
+        .iter()
+        .map(|h| spec.operations[h.op].key())
+        .collect();
+    assert!(
+        !top.contains(&EXPECTED.to_string()),
+        "lexical already finds it: {top:?}"
+    );
+
+    let cache = tempfile::tempdir().unwrap();
+    let mut args = engine_args(&spec_path(SPEC), None);
+    args.ranking = ranking_args(cache.path(), None);
+    let server = Server::start(args, true).await;
+    // Answers at once, lexically or hybrid, while the vectors are computed.
+    assert_eq!(health(&server).await["status"], "ok");
+    discovered(&server, QUERY).await;
+    wait_for_hybrid(&server).await;
+    let files: Vec<_> = std::fs::read_dir(cache.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert!(files[0].ends_with(".vectors"));
+    let hits = discovered(&server, QUERY).await;
+    assert!(hits.contains(&EXPECTED.to_string()), "hybrid: {hits:?}");
+    drop(server);
+
+    // A restart with the same cache is hybrid from the start.
+    let mut args = engine_args(&spec_path(SPEC), None);
+    args.ranking = ranking_args(cache.path(), None);
+    let server = Server::start(args, true).await;
+    assert_eq!(health(&server).await["ranker"], "hybrid");
+    assert_eq!(discovered(&server, QUERY).await, hits);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn index_build_output_is_loaded_by_dev_and_a_bad_model_stops_start_up() {
+    let out = tempfile::tempdir().unwrap();
+    let spec = spec_path(SPEC);
+    let model = model_dir();
+    let status = tokio::process::Command::new(env!("CARGO_BIN_EXE_apigate"))
+        .args(["index", "build", "--spec", &spec, "--out"])
+        .arg(out.path())
+        .arg("--embedding-model")
+        .arg(&model)
+        .env("NO_COLOR", "1")
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        status.status.success(),
+        "{}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&status.stdout);
+    assert!(stdout.contains("operations embedded"), "{stdout}");
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(out.path().join("manifest.json")).unwrap()).unwrap();
+    let vectors = manifest["vectors"].as_str().unwrap();
+    assert!(out.path().join(vectors).is_file());
+    assert_eq!(manifest["dim"], 384);
+
+    // `dev --index` with an empty cache: hybrid from the first request, nothing recomputed.
+    let cache = tempfile::tempdir().unwrap();
+    let (mut dev, url) = Proc::spawn(
+        "dev",
+        &[
+            "dev",
+            "--spec",
+            &spec,
+            "--listen",
+            "127.0.0.1:0",
+            "--api-key",
+            crate::support::KEY,
+            "--embedding-model",
+            model.to_str().unwrap(),
+            "--index",
+            out.path().to_str().unwrap(),
+            "--cache-dir",
+            cache.path().to_str().unwrap(),
+        ],
+        "apigate dev:",
+    )
+    .await;
+    let base = url.trim_end_matches("/mcp").trim_end_matches('/');
+    let health: Value = reqwest::get(format!("{base}/health"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(health["ranker"], "hybrid", "{}", dev.stderr());
+    assert!(
+        dev.stderr()
+            .contains("ranker: hybrid (operation vectors loaded from disk)")
+    );
+    assert_eq!(std::fs::read_dir(cache.path()).unwrap().count(), 0);
+    dev.terminate().await;
+
+    // Without a model: lexical, said once at start-up.
+    let (mut dev, url) = Proc::spawn(
+        "dev",
+        &[
+            "dev",
+            "--spec",
+            &spec,
+            "--listen",
+            "127.0.0.1:0",
+            "--api-key",
+            crate::support::KEY,
+        ],
+        "apigate dev:",
+    )
+    .await;
+    let base = url.trim_end_matches("/mcp").trim_end_matches('/');
+    let health: Value = reqwest::get(format!("{base}/health"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(health["ranker"], "lexical");
+    assert_eq!(
+        dev.stderr()
+            .matches("ranker: lexical (no --embedding-model")
+            .count(),
+        1
+    );
+    dev.terminate().await;
+
+    // A model folder that is not one: start-up fails and says what to do.
+    let bad = tempfile::tempdir().unwrap();
+    let failed = tokio::process::Command::new(env!("CARGO_BIN_EXE_apigate"))
+        .args([
+            "dev",
+            "--spec",
+            &spec,
+            "--listen",
+            "127.0.0.1:0",
+            "--api-key",
+            crate::support::KEY,
+        ])
+        .arg("--embedding-model")
+        .arg(bad.path())
+        .env("NO_COLOR", "1")
+        .env_remove("APIGATE_EMBEDDING_MODEL")
+        .output()
+        .await
+        .unwrap();
+    assert!(!failed.status.success());
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert!(stderr.contains("model.safetensors is missing"), "{stderr}");
+    assert!(stderr.contains("scripts/fetch-model.sh"), "{stderr}");
+}
