@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use crate::support::{Proc, Server, call, engine_args, spec_path};
 
-fn model_dir() -> PathBuf {
+pub fn model_dir() -> PathBuf {
     let dir =
         std::env::var("APIGATE_TEST_MODEL").unwrap_or_else(|_| "/var/tmp/apigate-model".into());
     let dir = PathBuf::from(dir);
