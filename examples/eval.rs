@@ -25,11 +25,9 @@ async fn main() -> anyhow::Result<()> {
     let specs = PathBuf::from(value("--specs", "/work/shared/specs"));
     let queries = PathBuf::from(value("--queries", "/work/shared/queries/dev.jsonl"));
     let pooled = flag("--pooled");
-    let ranker = match value("--ranker", "lexical").as_str() {
-        "dense" => Ranker::Dense,
-        "hybrid" => Ranker::Hybrid,
-        _ => Ranker::Lexical,
-    };
+    let ranker: Ranker = value("--ranker", "lexical")
+        .parse()
+        .map_err(anyhow::Error::msg)?;
     let model = match ranker {
         Ranker::Lexical => None,
         _ => {

@@ -63,8 +63,8 @@ pub struct EvalArgs {
     #[arg(long)]
     pub pooled: bool,
     /// Which ranker to measure; dense and hybrid need --embedding-model.
-    #[arg(long, value_enum, default_value = "lexical")]
-    pub ranker: crate::index::Ranker,
+    #[arg(long, default_value = "lexical", value_parser = ["lexical", "dense", "hybrid"])]
+    pub ranker: String,
     /// Weight of the dense score in hybrid ranking (default: the production value).
     #[arg(long)]
     pub dense_weight: Option<f32>,
@@ -194,11 +194,11 @@ pub async fn schema(args: SchemaArgs) -> anyhow::Result<ExitCode> {
 
 pub async fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
     let mut options = crate::index::eval::Options::lexical(args.pooled);
-    options.ranker = args.ranker;
+    options.ranker = args.ranker.parse().map_err(anyhow::Error::msg)?;
     if let Some(w) = args.dense_weight {
         options.tuning.dense_weight = w;
     }
-    if args.ranker != crate::index::Ranker::Lexical {
+    if options.ranker != crate::index::Ranker::Lexical {
         let embedder = args
             .ranking
             .embedder()?

@@ -83,8 +83,9 @@ pub fn enable_now(
     Ok(index.enable_dense(embedder.clone(), vectors)?)
 }
 
-/// Makes `index` hybrid: at once when `dirs` hold its vectors, else after an embedding pass on
-/// a background thread (whose handle is returned; the server does not wait for it).
+/// Makes `index` hybrid: at once when `dirs` hold its vectors (the model is then warmed up on
+/// a background thread), else after an embedding pass on a background thread. Returns that
+/// thread's handle; the server does not wait for it.
 pub fn start(
     index: Arc<Index>,
     embedder: Arc<Embedder>,
@@ -97,7 +98,16 @@ pub fn start(
                     operations = index.len(),
                     "ranker: hybrid (operation vectors loaded from disk)"
                 );
-                return None;
+                // The first forward pass is several times slower than the next ones (buffers,
+                // the matrix library's threads): pay it now, not in the first query.
+                let warm = std::thread::Builder::new()
+                    .name("apigate-embed".into())
+                    .spawn(move || {
+                        if let Err(e) = embedder.embed_batch(&["warm up"]) {
+                            tracing::warn!(error = %e, "the embedding model failed to run");
+                        }
+                    });
+                return warm.ok();
             }
             Err(e) => tracing::warn!(error = %e, "cached vectors do not fit; recomputing"),
         }

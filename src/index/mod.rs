@@ -204,7 +204,7 @@ struct Dense {
 }
 
 /// Which ranking an index uses now, as `/health` and `apigate eval` name it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Ranker {
     Lexical,
@@ -218,6 +218,19 @@ impl Ranker {
             Ranker::Lexical => "lexical",
             Ranker::Dense => "dense",
             Ranker::Hybrid => "hybrid",
+        }
+    }
+}
+
+impl std::str::FromStr for Ranker {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Ranker, String> {
+        match s {
+            "lexical" => Ok(Ranker::Lexical),
+            "dense" => Ok(Ranker::Dense),
+            "hybrid" => Ok(Ranker::Hybrid),
+            _ => Err(format!("{s:?} is not a ranker: lexical, dense or hybrid")),
         }
     }
 }
