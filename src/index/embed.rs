@@ -176,7 +176,7 @@ impl Embedder {
     /// The vector of a search query, from the cache of recent queries when it was seen
     /// before. The model is uncased, so case does not change the key.
     pub fn embed_query(&self, text: &str) -> Result<Arc<[f32]>, EmbedError> {
-        let key = text.trim().to_lowercase();
+        let key = query_key(text);
         if let Some(v) = self.queries.get(&key) {
             return Ok(v);
         }
@@ -188,6 +188,15 @@ impl Embedder {
         self.queries.insert(key, v.clone());
         Ok(v)
     }
+
+    /// The vector of a recent query, without running the model.
+    pub fn cached_query(&self, text: &str) -> Option<Arc<[f32]>> {
+        self.queries.get(&query_key(text))
+    }
+}
+
+fn query_key(text: &str) -> String {
+    text.trim().to_lowercase()
 }
 
 /// Mean of the token vectors `hidden` `[batch, tokens, dim]` over the tokens whose `mask`

@@ -354,6 +354,12 @@ impl Index {
         }
     }
 
+    /// The embedding of a recent query, if the index is hybrid and has it cached: costs no
+    /// model run, so it may be called on the async runtime.
+    pub fn cached_query_vector(&self, text: &str) -> Option<Arc<[f32]>> {
+        self.dense.load().as_ref()?.embedder.cached_query(text)
+    }
+
     /// The embedding of a query for [`Query::vector`]: `None` while the index is lexical, for
     /// blank text, or if the model fails (logged; the query then ranks lexically). Costs a
     /// forward pass of the model (milliseconds) unless the query was seen recently: call it

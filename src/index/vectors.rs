@@ -73,7 +73,7 @@ impl Vectors {
         }
         self.data
             .chunks_exact(self.dim)
-            .map(|row| row.iter().zip(query).map(|(a, b)| a * b).sum())
+            .map(|row| dot(row, query))
             .collect()
     }
 
@@ -108,6 +108,25 @@ impl Vectors {
             .collect();
         Some(Vectors { dim, data })
     }
+}
+
+/// The dot product in eight independent lanes: a plain `zip().sum()` is one sequential chain
+/// of float additions, which the compiler may not reorder into SIMD (3-4× slower here).
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut lanes = [0f32; 8];
+    let (xs, ys) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tail: f32 = xs
+        .remainder()
+        .iter()
+        .zip(ys.remainder())
+        .map(|(x, y)| x * y)
+        .sum();
+    for (x, y) in xs.zip(ys) {
+        for i in 0..8 {
+            lanes[i] += x[i] * y[i];
+        }
+    }
+    lanes.iter().sum::<f32>() + tail
 }
 
 /// The cache key for the vectors of `texts` under the model with hash `model`.
@@ -183,6 +202,9 @@ mod tests {
         assert_eq!(v.scores(&[0.0, 1.0]), vec![0.0, 0.8]);
         assert!(v.scores(&[1.0]).is_empty());
         assert!(Vectors::new(2, vec![vec![1.0]]).is_err());
+        // Lanes and tail: 19 values.
+        let a: Vec<f32> = (0..19).map(|i| i as f32).collect();
+        assert_eq!(dot(&a, &a), (0..19).map(|i| (i * i) as f32).sum::<f32>());
     }
 
     #[test]

@@ -384,11 +384,14 @@ pub fn prepare_execute(
     })
 }
 
-/// The query's embedding when the index is hybrid, computed on a blocking thread (a forward
-/// pass of the model takes milliseconds of CPU).
+/// The query's embedding when the index is hybrid: from the cache of recent queries, else
+/// computed on a blocking thread (a forward pass of the model takes milliseconds of CPU).
 async fn query_vector(engine: &Engine, text: &str) -> Option<std::sync::Arc<[f32]>> {
     if engine.index.ranker() != crate::index::Ranker::Hybrid {
         return None;
+    }
+    if let Some(v) = engine.index.cached_query_vector(text) {
+        return Some(v);
     }
     let index = engine.index.clone();
     let text = text.to_string();
