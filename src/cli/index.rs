@@ -60,6 +60,11 @@ impl RankingArgs {
     /// Starts semantic ranking for `index` (at once from disk, or in the background), or says
     /// once that ranking is lexical.
     pub fn start(&self, index: &Arc<Index>) -> anyhow::Result<()> {
+        if self.index.is_some() && self.embedding_model.is_none() {
+            anyhow::bail!(
+                "--index needs --embedding-model (the same model that built it): queries are embedded too"
+            );
+        }
         match self.embedder()? {
             Some(embedder) => {
                 background::start(index.clone(), embedder, self.dirs());

@@ -220,6 +220,17 @@ async fn the_server_turns_hybrid_in_the_background_and_reuses_its_cache() {
     let server = Server::start(args, true).await;
     assert_eq!(health(&server).await["ranker"], "hybrid");
     assert_eq!(discovered(&server, QUERY).await, hits);
+    drop(server);
+
+    // A damaged cache file is not used: the server recomputes and rewrites it.
+    let file = cache.path().join(&files[0]);
+    std::fs::write(&file, b"APGVEC01 cut short").unwrap();
+    let mut args = engine_args(&spec_path(SPEC), None);
+    args.ranking = ranking_args(cache.path(), None);
+    let server = Server::start(args, true).await;
+    wait_for_hybrid(&server).await;
+    assert_eq!(discovered(&server, QUERY).await, hits);
+    assert!(std::fs::metadata(&file).unwrap().len() > 1000);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -316,6 +327,31 @@ async fn index_build_output_is_loaded_by_dev_and_a_bad_model_stops_start_up() {
         1
     );
     dev.terminate().await;
+
+    // Prebuilt vectors without the model to embed queries: refused.
+    let failed = tokio::process::Command::new(env!("CARGO_BIN_EXE_apigate"))
+        .args([
+            "dev",
+            "--spec",
+            &spec,
+            "--listen",
+            "127.0.0.1:0",
+            "--api-key",
+            crate::support::KEY,
+        ])
+        .arg("--index")
+        .arg(out.path())
+        .env("NO_COLOR", "1")
+        .env_remove("APIGATE_EMBEDDING_MODEL")
+        .output()
+        .await
+        .unwrap();
+    assert!(!failed.status.success());
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert!(
+        stderr.contains("--index needs --embedding-model"),
+        "{stderr}"
+    );
 
     // A model folder that is not one: start-up fails and says what to do.
     let bad = tempfile::tempdir().unwrap();
