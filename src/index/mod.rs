@@ -13,8 +13,8 @@
 //! The dense ranker (`embed`, `vectors`) is optional and arrives late: an index starts
 //! lexical, and `Index::enable_dense` switches it to hybrid once the operation vectors are
 //! loaded or computed (`background`). A hybrid query carries its own vector
-//! (`Index::query_vector`); its ranking is a weighted sum of the normalised lexical score and
-//! the normalised cosine similarity (`Tuning::dense_weight`).
+//! (`Index::query_vector`); its ranking is a weighted sum of the lexical score (over the best
+//! one) and the cosine similarity (`Tuning::dense_weight`).
 
 mod analyze;
 pub mod background;
@@ -334,10 +334,11 @@ impl Index {
         vectors: Vectors,
     ) -> Result<(), VectorError> {
         if vectors.len() != self.docs.len() || vectors.dim() != embedder.dim() {
-            return Err(VectorError::Dim {
-                row: vectors.len(),
-                got: vectors.dim(),
-                dim: embedder.dim(),
+            return Err(VectorError::Mismatch {
+                rows: vectors.len(),
+                dim: vectors.dim(),
+                operations: self.docs.len(),
+                model_dim: embedder.dim(),
             });
         }
         self.dense
@@ -742,8 +743,8 @@ fn document_texts(spec: &Spec, op: &Operation) -> [String; 6] {
 
 /// What the dense ranker embeds for one operation (from [`document_texts`]): the summary,
 /// the path's words, the tags and the API's title. Descriptions were tried and ranked worse
-/// (they are long and wander). Changing this changes the vectors: bump
-/// `vectors::TEXT_VERSION`.
+/// (they are long and wander). The vector cache key hashes these texts, so a change here
+/// never reuses old vectors.
 fn embedding_text(texts: &[String; 6]) -> String {
     let [summary, _, path, tags, _, _] = texts;
     format!("{}. {}. {}", summary.trim(), path.trim(), tags.trim())

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-/// Bumped when the embedded text of an operation changes (see `embedding_text`).
+/// Bumped when vectors change for the same texts (pooling, truncation, the file format's
+/// meaning); the key already covers the texts and the model.
 pub const TEXT_VERSION: u32 = 1;
 
 const MAGIC: &[u8; 8] = b"APGVEC01";
@@ -19,6 +20,15 @@ const HEADER: usize = 16;
 pub enum VectorError {
     #[error("vector {row} has {got} values, expected {dim}")]
     Dim { row: usize, got: usize, dim: usize },
+    #[error(
+        "{rows} vectors of {dim} values do not fit {operations} operations and a model of {model_dim} dimensions"
+    )]
+    Mismatch {
+        rows: usize,
+        dim: usize,
+        operations: usize,
+        model_dim: usize,
+    },
     #[error("{path}: not a vector file of this apigate version")]
     Format { path: PathBuf },
     #[error("{path}: {source}")]
