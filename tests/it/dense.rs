@@ -262,33 +262,18 @@ async fn index_build_output_is_loaded_by_dev_and_a_bad_model_stops_start_up() {
 
     // `dev --index` with an empty cache: hybrid from the first request, nothing recomputed.
     let cache = tempfile::tempdir().unwrap();
-    let (mut dev, url) = Proc::spawn(
-        "dev",
+    let (mut dev, health) = start_dev(
+        &spec,
         &[
-            "dev",
-            "--spec",
-            &spec,
-            "--listen",
-            "127.0.0.1:0",
-            "--api-key",
-            crate::support::KEY,
             "--embedding-model",
-            model.to_str().unwrap(),
+            path(&model),
             "--index",
-            out.path().to_str().unwrap(),
+            path(out.path()),
             "--cache-dir",
-            cache.path().to_str().unwrap(),
+            path(cache.path()),
         ],
-        "apigate dev:",
     )
     .await;
-    let base = url.trim_end_matches("/mcp").trim_end_matches('/');
-    let health: Value = reqwest::get(format!("{base}/health"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
     assert_eq!(health["ranker"], "hybrid", "{}", dev.stderr());
     assert!(
         dev.stderr()
@@ -298,56 +283,17 @@ async fn index_build_output_is_loaded_by_dev_and_a_bad_model_stops_start_up() {
     dev.terminate().await;
 
     // Without a model: lexical, said once at start-up.
-    let (mut dev, url) = Proc::spawn(
-        "dev",
-        &[
-            "dev",
-            "--spec",
-            &spec,
-            "--listen",
-            "127.0.0.1:0",
-            "--api-key",
-            crate::support::KEY,
-        ],
-        "apigate dev:",
-    )
-    .await;
-    let base = url.trim_end_matches("/mcp").trim_end_matches('/');
-    let health: Value = reqwest::get(format!("{base}/health"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (mut dev, health) = start_dev(&spec, &[]).await;
     assert_eq!(health["ranker"], "lexical");
-    assert_eq!(
-        dev.stderr()
-            .matches("ranker: lexical (no --embedding-model")
-            .count(),
-        1
-    );
+    let said = dev
+        .stderr()
+        .matches("ranker: lexical (no --embedding-model")
+        .count();
+    assert_eq!(said, 1);
     dev.terminate().await;
 
     // Prebuilt vectors without the model to embed queries: refused.
-    let failed = tokio::process::Command::new(env!("CARGO_BIN_EXE_apigate"))
-        .args([
-            "dev",
-            "--spec",
-            &spec,
-            "--listen",
-            "127.0.0.1:0",
-            "--api-key",
-            crate::support::KEY,
-        ])
-        .arg("--index")
-        .arg(out.path())
-        .env("NO_COLOR", "1")
-        .env_remove("APIGATE_EMBEDDING_MODEL")
-        .output()
-        .await
-        .unwrap();
-    assert!(!failed.status.success());
-    let stderr = String::from_utf8_lossy(&failed.stderr);
+    let stderr = dev_refused(&spec, &["--index", path(out.path())]).await;
     assert!(
         stderr.contains("--index needs --embedding-model"),
         "{stderr}"
@@ -355,25 +301,55 @@ async fn index_build_output_is_loaded_by_dev_and_a_bad_model_stops_start_up() {
 
     // A model folder that is not one: start-up fails and says what to do.
     let bad = tempfile::tempdir().unwrap();
+    let stderr = dev_refused(&spec, &["--embedding-model", path(bad.path())]).await;
+    assert!(stderr.contains("model.safetensors is missing"), "{stderr}");
+    assert!(stderr.contains("scripts/fetch-model.sh"), "{stderr}");
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().expect("a UTF-8 path")
+}
+
+const DEV: [&str; 6] = [
+    "dev",
+    "--listen",
+    "127.0.0.1:0",
+    "--api-key",
+    crate::support::KEY,
+    "--spec",
+];
+
+/// `apigate dev --spec SPEC EXTRA…`, started; with its `/health` answer.
+async fn start_dev(spec: &str, extra: &[&str]) -> (Proc, Value) {
+    let args: Vec<&str> = DEV
+        .iter()
+        .copied()
+        .chain([spec])
+        .chain(extra.iter().copied())
+        .collect();
+    let (dev, url) = Proc::spawn("dev", &args, "apigate dev:").await;
+    let base = url.trim_end_matches("/mcp").trim_end_matches('/');
+    let health = reqwest::get(format!("{base}/health"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    (dev, health)
+}
+
+/// `apigate dev --spec SPEC EXTRA…`, which must fail at start-up; its stderr.
+async fn dev_refused(spec: &str, extra: &[&str]) -> String {
     let failed = tokio::process::Command::new(env!("CARGO_BIN_EXE_apigate"))
-        .args([
-            "dev",
-            "--spec",
-            &spec,
-            "--listen",
-            "127.0.0.1:0",
-            "--api-key",
-            crate::support::KEY,
-        ])
-        .arg("--embedding-model")
-        .arg(bad.path())
+        .args(DEV)
+        .arg(spec)
+        .args(extra)
         .env("NO_COLOR", "1")
         .env_remove("APIGATE_EMBEDDING_MODEL")
+        .env_remove("APIGATE_INDEX")
         .output()
         .await
         .unwrap();
-    assert!(!failed.status.success());
-    let stderr = String::from_utf8_lossy(&failed.stderr);
-    assert!(stderr.contains("model.safetensors is missing"), "{stderr}");
-    assert!(stderr.contains("scripts/fetch-model.sh"), "{stderr}");
+    assert!(!failed.status.success(), "apigate dev {extra:?} started");
+    String::from_utf8_lossy(&failed.stderr).into_owned()
 }
