@@ -55,7 +55,7 @@ fn bench(c: &mut Criterion) {
         prebuilt: None,
         cache: Some(cache),
     };
-    background::enable_now(&index, &embedder, &dirs).unwrap();
+    background::enable_now(&index, &embedder, &dirs, &|_| {}).unwrap();
     let vector = embedder.embed_query(query).unwrap();
     c.bench_function("github/hybrid query (vector given)", |b| {
         b.iter(|| {

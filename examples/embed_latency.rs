@@ -89,7 +89,7 @@ async fn main() -> anyhow::Result<()> {
         prebuilt: None,
         cache: Some(std::env::temp_dir().join("apigate-bench-vectors")),
     };
-    background::enable_now(&index, &embedder, &dirs)?;
+    background::enable_now(&index, &embedder, &dirs, &|_| {})?;
     let hybrid: Vec<Duration> = (0..5)
         .flat_map(|_| &queries)
         .map(|q| {

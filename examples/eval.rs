@@ -44,6 +44,7 @@ async fn main() -> anyhow::Result<()> {
         ranker,
         tuning,
         model: model.clone(),
+        progress: None,
     };
     if flag("--time") {
         let path = specs.join("github-rest-3.0.json");

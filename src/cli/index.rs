@@ -77,6 +77,14 @@ impl RankingArgs {
     }
 }
 
+/// The bar long CLI work shows on stderr (hidden when stderr is not a terminal).
+pub fn progress_bar(operations: usize) -> ProgressBar {
+    ProgressBar::new(operations as u64).with_style(
+        ProgressStyle::with_template("embedding {bar:40} {pos}/{len} operations, {eta} left")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    )
+}
+
 fn default_cache_dir() -> Option<PathBuf> {
     let base = std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
@@ -120,10 +128,7 @@ async fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
     let spec = Spec::load(&args.spec).await?;
     let index = Index::build(&[&spec]).context("building the search index")?;
     let embedder = Embedder::load(&args.embedding_model).context("--embedding-model")?;
-    let bar = ProgressBar::new(index.len() as u64).with_style(
-        ProgressStyle::with_template("embedding {bar:40} {pos}/{len} operations, {eta} left")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
+    let bar = progress_bar(index.len());
     let embed_started = Instant::now();
     let vectors = tokio::task::block_in_place(|| {
         background::compute(&index, &embedder, &|done| bar.set_position(done as u64))

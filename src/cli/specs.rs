@@ -122,9 +122,13 @@ pub async fn search(args: SearchArgs) -> anyhow::Result<ExitCode> {
     let mut vector = None;
     if let Some(embedder) = args.ranking.embedder()? {
         let dirs = args.ranking.dirs();
+        let bar = super::index::progress_bar(index.len());
         tokio::task::block_in_place(|| {
-            crate::index::background::enable_now(&index, &embedder, &dirs)
+            crate::index::background::enable_now(&index, &embedder, &dirs, &|done| {
+                bar.set_position(done as u64)
+            })
         })?;
+        bar.finish_and_clear();
         vector = index.query_vector(&text);
     }
     let (hits, total) = index.search_total(&Query {
@@ -204,6 +208,18 @@ pub async fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
             .embedder()?
             .context("--ranker dense|hybrid needs --embedding-model DIR")?;
         options.model = Some((embedder, args.ranking.dirs()));
+        let bar = super::index::progress_bar(0);
+        // One bar per index that has to be embedded (its vectors were not cached).
+        options.progress = Some(std::sync::Arc::new(move |done, total| {
+            if bar.is_finished() {
+                bar.reset();
+            }
+            bar.set_length(total as u64);
+            bar.set_position(done as u64);
+            if done == total {
+                bar.finish_and_clear();
+            }
+        }));
     }
     let report = crate::index::eval::run(&args.specs_dir, &args.queries, options).await?;
     if args.json {

@@ -62,16 +62,18 @@ pub fn save(
 }
 
 /// Makes `index` hybrid now, on this thread: with vectors from `dirs`, else computed (and
-/// cached). For the CLI (`search`, `eval`); servers use [`start`].
+/// cached; `progress` is told how many operations are done). For the CLI (`search`, `eval`);
+/// servers use [`start`].
 pub fn enable_now(
     index: &Index,
     embedder: &Arc<Embedder>,
     dirs: &VectorDirs,
+    progress: &dyn Fn(usize),
 ) -> Result<(), EmbedError> {
     let vectors = match dirs.load(index, embedder) {
         Some(v) => v,
         None => {
-            let v = compute(index, embedder, &|_| {})?;
+            let v = compute(index, embedder, progress)?;
             if let Some(dir) = &dirs.cache
                 && let Err(e) = save(dir, index, embedder, &v)
             {

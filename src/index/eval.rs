@@ -85,6 +85,8 @@ pub struct Options {
     pub tuning: Tuning,
     /// The model and vector folders; needed for the dense and hybrid rankers.
     pub model: Option<(Arc<Embedder>, VectorDirs)>,
+    /// Told (done, total) while operations are embedded (vectors not cached yet).
+    pub progress: Option<Arc<dyn Fn(usize, usize) + Send + Sync>>,
 }
 
 impl Options {
@@ -95,6 +97,7 @@ impl Options {
             ranker: Ranker::Lexical,
             tuning: Tuning::default(),
             model: None,
+            progress: None,
         }
     }
 }
@@ -159,7 +162,13 @@ pub fn evaluate(
             );
         };
         for index in &indexes {
-            background::enable_now(index, embedder, dirs)?;
+            let total = index.len();
+            let progress = |done: usize| {
+                if let Some(p) = &options.progress {
+                    p(done, total);
+                }
+            };
+            background::enable_now(index, embedder, dirs, &progress)?;
         }
     }
     let mut results = Vec::with_capacity(queries.len());
