@@ -14,7 +14,8 @@
 //! lexical, and `Index::enable_dense` switches it to hybrid once the operation vectors are
 //! loaded or computed (`background`). A hybrid query carries its own vector
 //! (`Index::query_vector`); its ranking is a weighted sum of the lexical score (over the best
-//! one) and the cosine similarity (`Tuning::dense_weight`).
+//! one) and the cosine similarity (`Tuning::dense_weight`), where the lexical side counts only
+//! as much as the query's words were found in the spec at all (`Index::fuse`).
 
 mod analyze;
 pub mod background;
@@ -425,7 +426,9 @@ impl Index {
             })
             .collect();
         if let Some((vector, dense)) = dense {
-            scored = self.fuse(scored, &dense.vectors.scores(vector), &analyzed, &keep);
+            let confidence = lexical_confidence(&covered, analyzed.concepts.len());
+            let cosine = dense.vectors.scores(vector);
+            scored = self.fuse(scored, &cosine, &analyzed, &keep, confidence);
         }
         self.apply_spec_affinity(&mut scored);
         // Ties keep document order so results are deterministic.
@@ -534,17 +537,21 @@ impl Index {
         BooleanQuery::new(concepts)
     }
 
-    /// Hybrid scores: the lexical scores (with their priors) over the best of them, plus the
-    /// cosine similarities (with the method and shape priors) of the query's
-    /// `dense_candidates` nearest operations, weighted by `dense_weight`. The cosine is used
-    /// as it is, not rescaled per query: when the nearest operation is not near, the dense
-    /// side stays small and the lexical order stands.
+    /// Hybrid scores: the lexical scores (with their priors) over the best of them, times
+    /// `confidence` ([`lexical_confidence`]), plus the cosine similarities (with the method
+    /// and shape priors) of the query's `dense_candidates` nearest operations, weighted by
+    /// `dense_weight`. The cosine is used as it is, not rescaled per query: when the nearest
+    /// operation is not near, the dense side stays small and the lexical order stands. The
+    /// confidence works the other way: when the spec has words for only part of the query
+    /// ("claw back the money", "bands that sound like …"), the best lexical match is a guess
+    /// from the rest, and meaning counts for more.
     fn fuse(
         &self,
         lexical: Vec<(usize, f32)>,
         cosine: &[f32],
         analyzed: &Analyzed,
         keep: &dyn Fn(&DocMeta) -> bool,
+        confidence: f32,
     ) -> Vec<(usize, f32)> {
         let w = self.tuning.dense_weight.clamp(0.0, 1.0);
         let mut near: Vec<(usize, f32)> = cosine
@@ -559,7 +566,7 @@ impl Index {
         let top = lexical.iter().map(|x| x.1).fold(0.0f32, f32::max);
         if top > 0.0 {
             for (doc, s) in lexical {
-                *fused.entry(doc).or_default() += (1.0 - w) * s / top;
+                *fused.entry(doc).or_default() += confidence * (1.0 - w) * s / top;
             }
         }
         for (doc, s) in near {
@@ -698,6 +705,16 @@ impl Index {
     }
 }
 
+/// The share of the query's concepts that the operation covering most of them covers (1 when
+/// coverage is not counted, or the query has no concepts): how far the lexical ranking can
+/// be trusted.
+fn lexical_confidence(covered: &[u16], concepts: usize) -> f32 {
+    match covered.iter().max() {
+        Some(&best) if concepts > 0 => (f32::from(best) / concepts as f32).min(1.0),
+        _ => 1.0,
+    }
+}
+
 /// How well `method` fits the query's intents: the first intent counts fully, later ones at
 /// half weight. `None` when the query expresses no intent.
 fn intent_fit(intents: &[Intent], method: &str) -> Option<f32> {
@@ -742,12 +759,16 @@ fn document_texts(spec: &Spec, op: &Operation) -> [String; 6] {
 }
 
 /// What the dense ranker embeds for one operation (from [`document_texts`]): the summary,
-/// the path's words, the tags and the API's title. Descriptions were tried and ranked worse
-/// (they are long and wander). The vector cache key hashes these texts, so a change here
-/// never reuses old vectors.
+/// the description's first sentence when it says more than the summary, the path's words,
+/// the tags and the API's title. Whole descriptions, or their first 300 characters, were
+/// tried and ranked worse (they are long and wander). The vector cache key hashes these
+/// texts, so a change here never reuses old vectors.
 fn embedding_text(texts: &[String; 6]) -> String {
-    let [summary, _, path, tags, _, _] = texts;
-    format!("{}. {}. {}", summary.trim(), path.trim(), tags.trim())
+    let [summary, _, path, tags, description, _] = texts;
+    let summary = summary.trim();
+    let first = first_sentence(description).trim();
+    let first = if first == summary { "" } else { first };
+    format!("{summary}. {first} {}. {}", path.trim(), tags.trim())
 }
 
 /// The first sentence of a description (up to the first `. ` or line break).

@@ -131,3 +131,40 @@ fn index_is_send_and_sync() {
     fn check<T: Send + Sync>() {}
     check::<Index>();
 }
+
+#[test]
+fn lexical_confidence_is_the_best_coverage_share() {
+    // Of four concepts, the best-covered operation has three.
+    assert_eq!(lexical_confidence(&[1, 3, 0, 2], 4), 0.75);
+    assert_eq!(lexical_confidence(&[2, 2], 2), 1.0);
+    // Coverage not counted (coordination off), or no concepts: fully trusted.
+    assert_eq!(lexical_confidence(&[], 4), 1.0);
+    assert_eq!(lexical_confidence(&[0, 0], 0), 1.0);
+    // Nothing the query says is in the spec: the lexical side counts for nothing.
+    assert_eq!(lexical_confidence(&[0, 0], 3), 0.0);
+}
+
+#[test]
+fn the_embedded_text_adds_a_description_sentence_only_when_it_says_more() {
+    let texts = |summary: &str, description: &str| -> [String; 6] {
+        [
+            summary.into(),
+            "listPets".into(),
+            "pets".into(),
+            "pets Petstore".into(),
+            description.into(),
+            String::new(),
+        ]
+    };
+    assert_eq!(
+        embedding_text(&texts("List pets", "List pets")),
+        "List pets.  pets. pets Petstore"
+    );
+    assert_eq!(
+        embedding_text(&texts(
+            "Related artists",
+            "Artists similar to a given artist. Based on listening."
+        )),
+        "Related artists. Artists similar to a given artist. pets. pets Petstore"
+    );
+}
