@@ -66,11 +66,9 @@ const FLOOR_R5: f64 = 0.91;
 const FLOOR_MRR: f64 = 0.72;
 const POOLED_FLOOR_R5: f64 = 0.70;
 
-/// The hybrid ranker with the real model (see `dense.rs` for where it comes from), per spec
-/// and pooled. Vectors are cached in the target directory, so only the first run embeds.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn hybrid_dev_set_recall_stays_above_the_floor() {
-    let Some(dir) = shared() else { return };
+/// Options for the hybrid (or dense) ranker with the real model (see `dense.rs` for where it
+/// comes from). Vectors are cached in the target directory, so only the first run embeds.
+fn with_model(ranker: apigate::index::Ranker, pooled: bool) -> eval::Options {
     let embedder = std::sync::Arc::new(
         apigate::index::Embedder::load(&crate::dense::model_dir()).expect("the model loads"),
     );
@@ -78,15 +76,22 @@ async fn hybrid_dev_set_recall_stays_above_the_floor() {
         prebuilt: None,
         cache: Some(Path::new(env!("CARGO_TARGET_TMPDIR")).join("vectors")),
     };
+    eval::Options {
+        ranker,
+        model: Some((embedder, dirs)),
+        ..eval::Options::lexical(pooled)
+    }
+}
+
+/// The hybrid ranker on the dev set, per spec and pooled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hybrid_dev_set_recall_stays_above_the_floor() {
+    let Some(dir) = shared() else { return };
     for (pooled, floor_r5, floor_mrr) in [
         (false, HYBRID_FLOOR_R5, HYBRID_FLOOR_MRR),
         (true, HYBRID_POOLED_FLOOR_R5, HYBRID_POOLED_FLOOR_MRR),
     ] {
-        let options = eval::Options {
-            ranker: apigate::index::Ranker::Hybrid,
-            model: Some((embedder.clone(), dirs.clone())),
-            ..eval::Options::lexical(pooled)
-        };
+        let options = with_model(apigate::index::Ranker::Hybrid, pooled);
         let r = eval::run(&dir.join("specs"), &dir.join("queries/dev.jsonl"), options)
             .await
             .unwrap();
@@ -106,9 +111,45 @@ async fn hybrid_dev_set_recall_stays_above_the_floor() {
     }
 }
 
-// Measured (per spec: R@5 0.933, MRR@10 0.788; pooled: R@5 0.800, MRR@10 0.670) minus a
+// Measured (per spec: R@5 0.933, MRR@10 0.818; pooled: R@5 0.817, MRR@10 0.706) minus a
 // small margin.
 const HYBRID_FLOOR_R5: f64 = 0.90;
-const HYBRID_FLOOR_MRR: f64 = 0.75;
-const HYBRID_POOLED_FLOOR_R5: f64 = 0.76;
-const HYBRID_POOLED_FLOOR_MRR: f64 = 0.63;
+const HYBRID_FLOOR_MRR: f64 = 0.78;
+const HYBRID_POOLED_FLOOR_R5: f64 = 0.78;
+const HYBRID_POOLED_FLOOR_MRR: f64 = 0.67;
+
+/// `tests/data/fresh-queries.jsonl` was written without reading the ranker's vocabulary, so
+/// it shows what the dev set hides: the lexical ranker alone drops far below its dev numbers,
+/// and the model is what keeps hybrid ranking up. Measured per spec: lexical R@5 0.667 / MRR
+/// 0.506, hybrid 0.764 / 0.606.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_queries_in_other_words_hybrid_beats_lexical() {
+    let Some(dir) = shared() else { return };
+    let queries = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/fresh-queries.jsonl");
+    let specs = dir.join("specs");
+    let lexical = eval::run(&specs, &queries, eval::Options::lexical(false))
+        .await
+        .unwrap();
+    let hybrid = eval::run(
+        &specs,
+        &queries,
+        with_model(apigate::index::Ranker::Hybrid, false),
+    )
+    .await
+    .unwrap();
+    eprintln!("{}\n{}", eval::table(&lexical), eval::table(&hybrid));
+    let (l, h) = (&lexical.overall, &hybrid.overall);
+    assert!(h.recall_5 >= 0.72, "hybrid recall@5 {}", h.recall_5);
+    assert!(h.mrr_10 >= 0.57, "hybrid mrr@10 {}", h.mrr_10);
+    assert!(
+        h.recall_5 >= l.recall_5 + 0.05 && h.mrr_10 >= l.mrr_10 + 0.05,
+        "hybrid {h:?} is not clearly ahead of lexical {l:?}"
+    );
+    let synonym = |r: &eval::Report| r.per_kind["synonym"].recall_5;
+    assert!(
+        synonym(&hybrid) > synonym(&lexical),
+        "synonym queries: hybrid {} vs lexical {}",
+        synonym(&hybrid),
+        synonym(&lexical)
+    );
+}
