@@ -66,19 +66,24 @@ const FLOOR_R5: f64 = 0.91;
 const FLOOR_MRR: f64 = 0.72;
 const POOLED_FLOOR_R5: f64 = 0.70;
 
-/// Options for the hybrid (or dense) ranker with the real model (see `dense.rs` for where it
-/// comes from). Vectors are cached in the target directory, so only the first run embeds.
-fn with_model(ranker: apigate::index::Ranker, pooled: bool) -> eval::Options {
-    let embedder = std::sync::Arc::new(
-        apigate::index::Embedder::load(&crate::dense::model_dir()).expect("the model loads"),
-    );
+/// Options for the hybrid ranker with the real model (see `dense.rs` for where it comes
+/// from), loaded once for every test here. Vectors are cached in the target directory, so
+/// only the first run embeds.
+fn hybrid(pooled: bool) -> eval::Options {
+    static MODEL: std::sync::OnceLock<std::sync::Arc<apigate::index::Embedder>> =
+        std::sync::OnceLock::new();
+    let embedder = MODEL.get_or_init(|| {
+        std::sync::Arc::new(
+            apigate::index::Embedder::load(&crate::dense::model_dir()).expect("the model loads"),
+        )
+    });
     let dirs = apigate::index::background::VectorDirs {
         prebuilt: None,
         cache: Some(Path::new(env!("CARGO_TARGET_TMPDIR")).join("vectors")),
     };
     eval::Options {
-        ranker,
-        model: Some((embedder, dirs)),
+        ranker: apigate::index::Ranker::Hybrid,
+        model: Some((embedder.clone(), dirs)),
         ..eval::Options::lexical(pooled)
     }
 }
@@ -91,7 +96,7 @@ async fn hybrid_dev_set_recall_stays_above_the_floor() {
         (false, HYBRID_FLOOR_R5, HYBRID_FLOOR_MRR),
         (true, HYBRID_POOLED_FLOOR_R5, HYBRID_POOLED_FLOOR_MRR),
     ] {
-        let options = with_model(apigate::index::Ranker::Hybrid, pooled);
+        let options = hybrid(pooled);
         let r = eval::run(&dir.join("specs"), &dir.join("queries/dev.jsonl"), options)
             .await
             .unwrap();
@@ -130,15 +135,9 @@ async fn on_queries_in_other_words_hybrid_beats_lexical() {
     let lexical = eval::run(&specs, &queries, eval::Options::lexical(false))
         .await
         .unwrap();
-    let hybrid = eval::run(
-        &specs,
-        &queries,
-        with_model(apigate::index::Ranker::Hybrid, false),
-    )
-    .await
-    .unwrap();
-    eprintln!("{}\n{}", eval::table(&lexical), eval::table(&hybrid));
-    let (l, h) = (&lexical.overall, &hybrid.overall);
+    let fused = eval::run(&specs, &queries, hybrid(false)).await.unwrap();
+    eprintln!("{}\n{}", eval::table(&lexical), eval::table(&fused));
+    let (l, h) = (&lexical.overall, &fused.overall);
     assert!(h.recall_5 >= 0.72, "hybrid recall@5 {}", h.recall_5);
     assert!(h.mrr_10 >= 0.57, "hybrid mrr@10 {}", h.mrr_10);
     assert!(
@@ -147,9 +146,9 @@ async fn on_queries_in_other_words_hybrid_beats_lexical() {
     );
     let synonym = |r: &eval::Report| r.per_kind["synonym"].recall_5;
     assert!(
-        synonym(&hybrid) > synonym(&lexical),
+        synonym(&fused) > synonym(&lexical),
         "synonym queries: hybrid {} vs lexical {}",
-        synonym(&hybrid),
+        synonym(&fused),
         synonym(&lexical)
     );
 }
