@@ -20,7 +20,8 @@ fn bench(c: &mut Criterion) {
         Embedder::load(std::path::Path::new(&model))
             .unwrap_or_else(|e| panic!("{e} (run scripts/fetch-model.sh)")),
     );
-    let dir = std::env::var("APIGATE_SPECS").unwrap_or_else(|_| "/work/shared/specs".into());
+    let dir = std::env::var("APIGATE_SPECS")
+        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/specs").into());
     let bytes = std::fs::read(format!("{dir}/github-rest-3.0.json")).expect("the GitHub spec");
     let spec = Spec::from_bytes(&bytes, "github-rest-3.0.json").unwrap();
     let index = Index::build(&[&spec]).unwrap();

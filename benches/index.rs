@@ -10,7 +10,8 @@ use apigate::spec::Spec;
 use criterion::{Criterion, criterion_group, criterion_main};
 
 fn github_bytes() -> Vec<u8> {
-    let dir = std::env::var("APIGATE_SPECS").unwrap_or_else(|_| "/work/shared/specs".into());
+    let dir = std::env::var("APIGATE_SPECS")
+        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/specs").into());
     let path = format!("{dir}/github-rest-3.0.json");
     std::fs::read(&path).unwrap_or_else(|e| panic!("reading {path}: {e}"))
 }

@@ -2,7 +2,7 @@
 //! every dev-set query embedded uncached several times, then served from the query cache,
 //! and a hybrid search on the GitHub index given the vector.
 //! `cargo run --release --example embed_latency -- [MODEL_DIR] [SPECS_DIR] [QUERIES]`
-//! (defaults /var/tmp/apigate-model, /work/shared/specs, /work/shared/queries/dev.jsonl).
+//! (defaults /var/tmp/apigate-model, tests/data/specs, tests/data/queries/dev.jsonl).
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -28,8 +28,11 @@ async fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let arg = |i: usize, d: &str| PathBuf::from(args.get(i).map_or(d, String::as_str));
     let model = arg(0, "/var/tmp/apigate-model");
-    let specs = arg(1, "/work/shared/specs");
-    let queries = arg(2, "/work/shared/queries/dev.jsonl");
+    let specs = arg(1, concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/specs"));
+    let queries = arg(
+        2,
+        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/queries/dev.jsonl"),
+    );
 
     let started = Instant::now();
     let embedder = std::sync::Arc::new(Embedder::load(&model)?);

@@ -22,8 +22,14 @@ async fn main() -> anyhow::Result<()> {
             .cloned()
             .unwrap_or_else(|| d.to_string())
     };
-    let specs = PathBuf::from(value("--specs", "/work/shared/specs"));
-    let queries = PathBuf::from(value("--queries", "/work/shared/queries/dev.jsonl"));
+    let specs = PathBuf::from(value(
+        "--specs",
+        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/specs"),
+    ));
+    let queries = PathBuf::from(value(
+        "--queries",
+        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/queries/dev.jsonl"),
+    ));
     let pooled = flag("--pooled");
     let ranker: Ranker = value("--ranker", "lexical")
         .parse()

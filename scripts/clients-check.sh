@@ -47,8 +47,7 @@
 # Environment:
 #   APIGATE_BIN    apigate binary to test (default: `cargo build --bin apigate`, debug)
 #   APIGATE_CACHE  cache directory for the npm packages (default /var/tmp/apigate-cache)
-#   CLIENTS_SPEC   OpenAPI document to serve (default ../shared/specs/petstore-3.0.json,
-#                  falling back to openapi/petstore.json)
+#   CLIENTS_SPEC   OpenAPI document to serve (default tests/data/specs/petstore-3.0.json)
 #   CLIENTS_OUT    where logs, homes and project folders go (default: a new temporary directory)
 # Needs util-linux `unshare` with network namespaces (root, or unprivileged user namespaces)
 # and iproute2 `ip`.
@@ -248,16 +247,8 @@ UNSHARE=(unshare --net --pid --fork --kill-child --mount-proc)
 }
 
 # --- the spec -------------------------------------------------------------------------------
-SPEC=${CLIENTS_SPEC:-}
-if [[ -z $SPEC ]]; then
-  for candidate in "$ROOT/../shared/specs/petstore-3.0.json" "$ROOT/openapi/petstore.json"; do
-    if [[ -f $candidate ]]; then
-      SPEC=$candidate
-      break
-    fi
-  done
-fi
-[[ -n $SPEC && -f $SPEC ]] || die "no OpenAPI document found; set CLIENTS_SPEC"
+SPEC=${CLIENTS_SPEC:-$ROOT/tests/data/specs/petstore-3.0.json}
+[[ -f $SPEC ]] || die "no OpenAPI document at $SPEC; set CLIENTS_SPEC"
 SPEC=$(cd "$(dirname "$SPEC")" && pwd)/$(basename "$SPEC")
 
 # --- the clients (and Node 22 for their install scripts) ------------------------------------

@@ -25,8 +25,7 @@
 # Environment:
 #   APIGATE_BIN       apigate binary to test (default: `cargo build --bin apigate`, debug)
 #   APIGATE_CACHE     cache directory for the npm tools (default /var/tmp/apigate-cache)
-#   CONFORMANCE_SPEC  OpenAPI document to serve (default ../shared/specs/petstore-3.0.json,
-#                     falling back to examples/petstore.json)
+#   CONFORMANCE_SPEC  OpenAPI document to serve (default tests/data/specs/petstore-3.0.json)
 #   CONFORMANCE_MODES modes to run (default "stateful stateless")
 #   CONFORMANCE_OUT   where logs and results go (default: a new temporary directory)
 set -euo pipefail
@@ -48,16 +47,8 @@ die() {
 }
 
 # --- the spec -------------------------------------------------------------------------------
-SPEC=${CONFORMANCE_SPEC:-}
-if [[ -z $SPEC ]]; then
-  for candidate in "$ROOT/../shared/specs/petstore-3.0.json" "$ROOT/examples/petstore.json"; do
-    if [[ -f $candidate ]]; then
-      SPEC=$candidate
-      break
-    fi
-  done
-fi
-[[ -n $SPEC && -f $SPEC ]] || die "no OpenAPI document found; set CONFORMANCE_SPEC"
+SPEC=${CONFORMANCE_SPEC:-$ROOT/tests/data/specs/petstore-3.0.json}
+[[ -f $SPEC ]] || die "no OpenAPI document at $SPEC; set CONFORMANCE_SPEC"
 
 # --- tools: Node 22, the suite, the Inspector ----------------------------------------------
 source "$ROOT/scripts/npm-tools.sh"

@@ -7,7 +7,7 @@
 #   UPSTREAM_BIN  the upstream (default: `cargo build --release --example load_upstream`)
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-GITHUB_SPEC=${LOAD_SPEC:-$ROOT/../shared/specs/github-rest-3.0.json}
+GITHUB_SPEC=${LOAD_SPEC:-$ROOT/tests/data/specs/github-rest-3.0.json}
 PETSTORE_SPEC=$ROOT/openapi/petstore.json
 KEY="load-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
 OUT=${OUT_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/apigate-load.XXXXXX")}

@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${APIGATE_BIN:-target/release/apigate}
 model=${APIGATE_EMBEDDING_MODEL:-/var/tmp/apigate-model}
-spec=${SPEC:-../shared/specs/github-rest-3.0.json}
+spec=${SPEC:-tests/data/specs/github-rest-3.0.json}
 port=${PORT:-3917}
 work=$(mktemp -d)
 pid=

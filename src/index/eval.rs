@@ -1,4 +1,4 @@
-//! Retrieval quality of the index on a query file (`shared/queries/dev.jsonl` format): recall@1,
+//! Retrieval quality of the index on a query file (`tests/data/queries/dev.jsonl` format): recall@1,
 //! recall@5, MRR@10 and all@5, overall, per spec and per kind, for the lexical, dense or
 //! hybrid ranker. Loads specs, ranks, and returns a [`Report`]; the CLI prints it with
 //! [`table`] or as JSON.

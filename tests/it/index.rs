@@ -1,25 +1,18 @@
-//! Retrieval quality floors on the dev query set over the curated specs, so a ranking
-//! regression fails the build. Fails with a message when `../shared` is not present (the
-//! specs and queries live there; `APIGATE_SHARED` points elsewhere).
+//! Retrieval quality floors on the dev query set over the curated specs in `tests/data/`, so a
+//! ranking regression fails the build.
 
 use std::path::{Path, PathBuf};
 
 use apigate::index::eval;
 
-fn shared() -> Option<PathBuf> {
-    let dir = std::env::var("APIGATE_SHARED").unwrap_or_else(|_| "../shared".into());
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
-    assert!(
-        dir.join("queries/dev.jsonl").is_file(),
-        "no {}/queries/dev.jsonl: clone the project beside shared/ or set APIGATE_SHARED",
-        dir.display()
-    );
-    Some(dir)
+/// `tests/data`: the specs (`specs/`) and the query sets (`queries/dev.jsonl`).
+fn data() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data")
 }
 
 #[tokio::test]
 async fn dev_set_recall_stays_above_the_floor() {
-    let Some(dir) = shared() else { return };
+    let dir = data();
     let r = eval::run(
         &dir.join("specs"),
         &dir.join("queries/dev.jsonl"),
@@ -39,7 +32,7 @@ async fn dev_set_recall_stays_above_the_floor() {
 
 #[tokio::test]
 async fn pooled_dev_set_recall_stays_above_the_floor() {
-    let Some(dir) = shared() else { return };
+    let dir = data();
     let r = eval::run(
         &dir.join("specs"),
         &dir.join("queries/dev.jsonl"),
@@ -91,7 +84,7 @@ fn hybrid(pooled: bool) -> eval::Options {
 /// The hybrid ranker on the dev set, per spec and pooled.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hybrid_dev_set_recall_stays_above_the_floor() {
-    let Some(dir) = shared() else { return };
+    let dir = data();
     for (pooled, floor_r5, floor_mrr) in [
         (false, HYBRID_FLOOR_R5, HYBRID_FLOOR_MRR),
         (true, HYBRID_POOLED_FLOOR_R5, HYBRID_POOLED_FLOOR_MRR),
@@ -129,7 +122,7 @@ const HYBRID_POOLED_FLOOR_MRR: f64 = 0.67;
 /// 0.506, hybrid 0.764 / 0.606.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_queries_in_other_words_hybrid_beats_lexical() {
-    let Some(dir) = shared() else { return };
+    let dir = data();
     let queries = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/fresh-queries.jsonl");
     let specs = dir.join("specs");
     let lexical = eval::run(&specs, &queries, eval::Options::lexical(false))

@@ -1,4 +1,4 @@
-//! Spec loading against the real documents in `../shared/specs/` and malformed inputs.
+//! Spec loading against the real documents in `tests/data/specs/` and malformed inputs.
 
 use std::path::PathBuf;
 
@@ -6,7 +6,7 @@ use apigate::spec::{Dialect, Spec};
 use serde_json::json;
 
 pub fn specs_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/specs")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/specs")
 }
 
 pub async fn load(name: &str) -> Spec {
@@ -16,7 +16,7 @@ pub async fn load(name: &str) -> Spec {
 
 #[tokio::test]
 async fn every_shared_spec_loads_with_the_documented_operation_count() {
-    // From ../shared/specs/README.md.
+    // From tests/data/specs/README.md.
     let expected = [
         ("github-rest-3.0.json", 1223, Dialect::OpenApi30),
         ("stripe.json", 452, Dialect::OpenApi30),

@@ -30,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 pub const KEY: &str = "test-key-0123456789abcdef";
 
 pub fn spec_path(name: &str) -> String {
-    format!("{}/../shared/specs/{name}", env!("CARGO_MANIFEST_DIR"))
+    format!("{}/tests/data/specs/{name}", env!("CARGO_MANIFEST_DIR"))
 }
 
 pub fn engine_args(spec: &str, upstream: Option<String>) -> EngineArgs {
@@ -38,8 +38,8 @@ pub fn engine_args(spec: &str, upstream: Option<String>) -> EngineArgs {
         spec: spec.to_string(),
         upstream,
         upstream_headers: vec!["Authorization: Bearer upstream-secret-token".into()],
-        upstream_timeout: 2,
-        connect_timeout: 2,
+        upstream_timeout: std::time::Duration::from_secs(2),
+        connect_timeout: std::time::Duration::from_secs(2),
         max_response_bytes: 64 * 1024,
         monitor: apigate::monitor::MonitorFlags {
             monitor: None,

@@ -15,7 +15,10 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-const PETSTORE: &str = "/work/shared/specs/petstore-3.0.json";
+const PETSTORE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/data/specs/petstore-3.0.json"
+);
 
 #[derive(Debug, Clone)]
 struct Received {
@@ -516,7 +519,9 @@ async fn stripe_form_bodies_use_brackets() {
     let up = upstream_with(&srv.url(), |c| {
         c.headers = vec![UpstreamConfig::parse_header("Authorization: Bearer sk_test_x").unwrap()];
     });
-    let spec = Spec::load("/work/shared/specs/stripe.json").await.unwrap();
+    let spec = Spec::load(&crate::support::spec_path("stripe.json"))
+        .await
+        .unwrap();
     let (op, _) = spec.find("POST", "/v1/customers").unwrap();
     let body = json!({
         "email": "jenny+1@example.com",
@@ -564,7 +569,7 @@ async fn slack_form_data_goes_form_encoded_with_configured_token() {
     let up = upstream_with(&srv.url(), |c| {
         c.headers = vec![UpstreamConfig::parse_header("token: xoxb-SECRET").unwrap()];
     });
-    let spec = Spec::load("/work/shared/specs/slack-web-swagger2.json")
+    let spec = Spec::load(&crate::support::spec_path("slack-web-swagger2.json"))
         .await
         .unwrap();
     let (op, _) = spec.find("POST", "/chat.postMessage").unwrap();
@@ -887,7 +892,7 @@ async fn long_text_is_cut_on_a_character_boundary() {
 #[tokio::test]
 async fn every_curated_operation_prepares_on_the_upstream() {
     let up = upstream("http://127.0.0.1:9");
-    let dir = "/work/shared/specs";
+    let dir = crate::spec::specs_dir();
     let mut prepared = 0;
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
