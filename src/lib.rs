@@ -1,5 +1,5 @@
 //! apigate: an MCP server that turns any OpenAPI document into three meta-tools
-//! (`api_discover`, `api_schema`, `api_execute`). See `../shared/DESIGN.md` for the
+//! (`api_discover`, `api_schema`, `api_execute`). See `docs/design.md` for the
 //! architecture; each module's own docs say what it owns and what it may import.
 
 pub mod auth;

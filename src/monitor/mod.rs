@@ -1,4 +1,4 @@
-//! The agent-monitor protocol (`shared/reference/agent-monitor-protocol.md`, DESIGN.md §5):
+//! The agent-monitor protocol (`docs/monitor-protocol.md`, `docs/design.md`):
 //! the client gate every tool call passes when `--monitor URL` is given (fail-closed), and
 //! the reference monitor server (`apigate monitor`: rules, approvals, live dashboard).
 //!

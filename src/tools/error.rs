@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value, json};
 
-/// The stable error codes an agent can branch on (DESIGN.md §1).
+/// The stable error codes an agent can branch on (`docs/design.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Code {
     Unauthorized,

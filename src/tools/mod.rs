@@ -1,6 +1,6 @@
 //! The three tools as plain async functions over core types, and the call pipeline of
-//! DESIGN.md §1: (production) session token → tool and operation permissions → rate limit →
-//! resolve and validate arguments → agent-monitor gate → run → post-execute event, audit,
+//! `docs/design.md`: (production) session token → tool permission → rate limit → resolve the
+//! operation (and its permission) and validate arguments → agent-monitor gate → run → post-execute event, audit,
 //! metrics. Adapters (MCP over HTTP, SSE, stdio) call [`Engine::call`] and only change how
 //! results look.
 

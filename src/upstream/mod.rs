@@ -62,7 +62,7 @@ pub enum UpstreamError {
 }
 
 impl UpstreamError {
-    /// The stable error code of DESIGN.md §1.
+    /// The stable error code (`docs/design.md`, the flow of a call).
     pub fn code(&self) -> &'static str {
         match self {
             UpstreamError::InvalidArguments(_) => "INVALID_ARGUMENTS",
