@@ -11,12 +11,16 @@ use uuid::Uuid;
 
 use super::features::validate_feature;
 use super::secrets;
-use crate::store::{self, RevokeTarget, RoleRow, Store, StoreError};
+use crate::store::{self, AuditFilter, AuditRow, RevokeTarget, RoleRow, Store, StoreError};
 
 /// How long a session lives unless its creator says otherwise.
 pub const DEFAULT_SESSION_TTL_MINUTES: u32 = 120;
 /// The longest session TTL accepted (30 days).
 pub const MAX_SESSION_TTL_MINUTES: u32 = 30 * 24 * 60;
+/// Rows in one page of a listing unless the caller asks for fewer or more.
+pub const DEFAULT_PAGE: u32 = 100;
+/// The most rows one page of a listing returns.
+pub const MAX_PAGE: u32 = 1000;
 
 /// Why an admin operation failed; adapters map these to 400 / 404 / 503 / 500.
 #[derive(Debug, thiserror::Error)]
@@ -158,6 +162,81 @@ impl fmt::Debug for CreatedSession {
             .field("user_id", &self.user_id)
             .finish_non_exhaustive()
     }
+}
+
+/// A session as listed: who it is for and what it may do, never its token.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionInfo {
+    pub id: Uuid,
+    pub user_id: String,
+    pub tenant_id: Option<String>,
+    pub organization_id: Option<String>,
+    pub roles: Vec<String>,
+    pub features: Vec<String>,
+    pub read_only: bool,
+    pub created_at: DateTime<Utc>,
+    pub expires_at: Option<DateTime<Utc>>,
+    pub revoked_at: Option<DateTime<Utc>>,
+    pub last_used_at: Option<DateTime<Utc>>,
+    pub created_by: Option<String>,
+    /// `active`, `expired` or `revoked`.
+    pub status: &'static str,
+}
+
+/// Which sessions to list.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SessionQuery {
+    /// Only this user's sessions.
+    #[serde(default)]
+    pub user: Option<String>,
+    /// Revoked and expired sessions too.
+    #[serde(default)]
+    pub all: bool,
+    /// Rows per page (default [`DEFAULT_PAGE`], at most [`MAX_PAGE`]).
+    #[serde(default)]
+    pub limit: Option<u32>,
+    /// `nextCursor` of the previous page.
+    #[serde(default)]
+    pub cursor: Option<String>,
+}
+
+/// One page of sessions; `next_cursor` fetches the next one.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionPage {
+    pub sessions: Vec<SessionInfo>,
+    pub next_cursor: Option<String>,
+}
+
+/// Which audit rows to read.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AuditQuery {
+    /// Rows at or after this time.
+    #[serde(default)]
+    pub since: Option<DateTime<Utc>>,
+    #[serde(default)]
+    pub user: Option<String>,
+    #[serde(default)]
+    pub tool: Option<String>,
+    #[serde(default)]
+    pub session: Option<Uuid>,
+    /// Rows per page (default [`DEFAULT_PAGE`], at most [`MAX_PAGE`]).
+    #[serde(default)]
+    pub limit: Option<u32>,
+    /// `nextCursor` of the previous page.
+    #[serde(default)]
+    pub cursor: Option<String>,
+}
+
+/// One page of audit rows, newest first; `next_cursor` fetches older ones.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuditPage {
+    pub entries: Vec<AuditRow>,
+    pub next_cursor: Option<String>,
 }
 
 /// A session named by its id or by its token.
@@ -373,6 +452,75 @@ impl Admin {
     }
 
     /// Creates or replaces a role's feature list.
+    /// Lists sessions, newest first (never tokens).
+    pub async fn list_sessions(&self, q: &SessionQuery) -> Result<SessionPage, AdminError> {
+        let limit = page_size(q.limit)?;
+        let offset = match q.cursor.as_deref() {
+            None => 0,
+            Some(c) => c.parse::<u32>().map_err(|_| bad_cursor(c))?,
+        };
+        let user = non_blank(q.user.as_deref());
+        let mut rows = self
+            .store
+            .list_sessions(user, q.all, i64::from(limit) + 1, i64::from(offset))
+            .await?;
+        let more = rows.len() > limit as usize;
+        rows.truncate(limit as usize);
+        let now = Utc::now();
+        let sessions = rows
+            .into_iter()
+            .map(|r| SessionInfo {
+                status: match (r.revoked_at, r.expires_at) {
+                    (Some(_), _) => "revoked",
+                    (None, Some(t)) if t <= now => "expired",
+                    _ => "active",
+                },
+                id: r.id,
+                user_id: r.user_id.unwrap_or_default(),
+                tenant_id: r.tenant_id,
+                organization_id: r.organization_id,
+                roles: r.roles,
+                features: r.features,
+                read_only: r.read_only,
+                created_at: r.created_at,
+                expires_at: r.expires_at,
+                revoked_at: r.revoked_at,
+                last_used_at: r.last_used_at,
+                created_by: r.created_by,
+            })
+            .collect();
+        Ok(SessionPage {
+            sessions,
+            next_cursor: more.then(|| (offset + limit).to_string()),
+        })
+    }
+
+    /// Reads the audit log, newest first, one page at a time.
+    pub async fn audit(&self, q: &AuditQuery) -> Result<AuditPage, AdminError> {
+        let limit = page_size(q.limit)?;
+        let before = match q.cursor.as_deref() {
+            None => None,
+            Some(c) => Some(c.parse::<i64>().map_err(|_| bad_cursor(c))?),
+        };
+        let filter = AuditFilter {
+            since: q.since,
+            user: non_blank(q.user.as_deref()).map(str::to_string),
+            tool: non_blank(q.tool.as_deref()).map(str::to_string),
+            session: q.session,
+            before,
+        };
+        let mut entries = self.store.audit_page(&filter, i64::from(limit) + 1).await?;
+        let more = entries.len() > limit as usize;
+        entries.truncate(limit as usize);
+        let next_cursor = more
+            .then(|| entries.last().map(|e| e.id.to_string()))
+            .flatten();
+        Ok(AuditPage {
+            entries,
+            next_cursor,
+        })
+    }
+
     pub async fn set_role(&self, name: &str, features: &[String]) -> Result<Role, AdminError> {
         let name = name.trim();
         let valid_name = !name.is_empty()
@@ -404,6 +552,23 @@ impl Admin {
         }
         Ok(roles)
     }
+}
+
+fn page_size(limit: Option<u32>) -> Result<u32, AdminError> {
+    match limit {
+        None => Ok(DEFAULT_PAGE),
+        Some(n) if (1..=MAX_PAGE).contains(&n) => Ok(n),
+        Some(n) => Err(AdminError::Invalid(format!(
+            "limit {n} is out of range: 1 to {MAX_PAGE}"
+        ))),
+    }
+}
+
+fn bad_cursor(c: &str) -> AdminError {
+    let shown: String = c.chars().take(40).collect();
+    AdminError::Invalid(format!(
+        "cursor {shown:?} is not one this server returned: pass `nextCursor` from the previous page"
+    ))
 }
 
 fn non_blank(s: Option<&str>) -> Option<&str> {

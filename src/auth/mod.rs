@@ -26,8 +26,9 @@ use tokio::task::JoinHandle;
 use uuid::Uuid;
 
 pub use admin::{
-    Admin, AdminError, CreatedKey, CreatedSession, DEFAULT_SESSION_TTL_MINUTES, KeyInfo,
-    MAX_SESSION_TTL_MINUTES, NewKey, NewSession, Revocation, Role, SessionRef,
+    Admin, AdminError, AuditPage, AuditQuery, CreatedKey, CreatedSession,
+    DEFAULT_SESSION_TTL_MINUTES, KeyInfo, MAX_SESSION_TTL_MINUTES, NewKey, NewSession, Revocation,
+    Role, SessionInfo, SessionPage, SessionQuery, SessionRef,
 };
 pub use features::{Features, PermissionRules, RuleError, RuleSpec};
 pub use rate::RateLimit;

@@ -1,12 +1,16 @@
-//! `apigate migrate`, `apigate keys …`, `apigate sessions …`, `apigate roles …`: the same admin
-//! operations as `/admin/v1/*`, printed as a table or, with `--json`, as JSON. All read
-//! `DATABASE_URL` (or `--database-url`). The command names and flags are a contract.
+//! `apigate migrate`, `apigate keys …`, `apigate sessions …`, `apigate roles …`, `apigate audit`:
+//! the same admin operations as `/admin/v1/*`, printed as a table or, with `--json`, as JSON.
+//! All read `DATABASE_URL` (or `--database-url`). The command names and flags are a contract.
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use serde::Serialize;
 
-use crate::auth::{Admin, NewKey, NewSession, SessionRef};
+use chrono::{DateTime, Utc};
+
+use crate::auth::{
+    Admin, AuditPage, AuditQuery, NewKey, NewSession, SessionPage, SessionQuery, SessionRef,
+};
 use crate::store::{Store, describe_target};
 
 /// Where the database is.
@@ -55,6 +59,7 @@ pub struct KeysArgs {
 pub enum KeysCommand {
     /// Create a server key; the full key is printed once and never again
     Create {
+        /// What the key is for, shown in listings and audit labels (1 to 100 characters)
         #[arg(long)]
         name: String,
         /// Comma-separated features, e.g. apigate.discover,apigate.schema,billing.*
@@ -66,17 +71,21 @@ pub enum KeysCommand {
         /// Sessions over this key may only call GET, HEAD and OPTIONS
         #[arg(long)]
         read_only: bool,
+        /// Print JSON instead of text
         #[arg(long)]
         json: bool,
     },
     /// List server keys (never their secrets)
     List {
+        /// Print JSON instead of a table
         #[arg(long)]
         json: bool,
     },
     /// Revoke a server key by id or public id; running servers refuse it at once
     Revoke {
+        /// The key's id (UUID) or public id (the 8 characters after `agk_`)
         id: String,
+        /// Print JSON instead of text
         #[arg(long)]
         json: bool,
     },
@@ -95,10 +104,13 @@ pub struct SessionsArgs {
 pub enum SessionsCommand {
     /// Create a session for a user; the token is printed once and never again
     Create {
+        /// The user the agent acts for (your backend's user id)
         #[arg(long)]
         user: String,
+        /// The user's tenant, recorded with every call
         #[arg(long)]
         tenant: Option<String>,
+        /// The user's organization
         #[arg(long)]
         organization: Option<String>,
         /// Comma-separated role names (roles must exist)
@@ -107,18 +119,40 @@ pub enum SessionsCommand {
         /// Comma-separated features
         #[arg(long, value_delimiter = ',')]
         features: Vec<String>,
+        /// The session may only execute GET, HEAD and OPTIONS operations
         #[arg(long)]
         read_only: bool,
-        /// Lifetime in minutes (default 120)
+        /// Lifetime in minutes (default 120, at most 43200 = 30 days)
         #[arg(long)]
         ttl_minutes: Option<u32>,
+        /// Print JSON instead of text
+        #[arg(long)]
+        json: bool,
+    },
+    /// List sessions, newest first: who each is for, its features and status (never tokens)
+    List {
+        /// Only this user's sessions
+        #[arg(long)]
+        user: Option<String>,
+        /// Revoked and expired sessions too (default: active ones only)
+        #[arg(long)]
+        all: bool,
+        /// Rows per page (1 to 1000)
+        #[arg(long, default_value_t = 100)]
+        limit: u32,
+        /// Continue after a previous page (the cursor it printed)
+        #[arg(long)]
+        cursor: Option<String>,
+        /// Print JSON ({"sessions": [...], "nextCursor": ...}) instead of a table
         #[arg(long)]
         json: bool,
     },
     /// Revoke a session by token (sess_…) or id
     Revoke {
+        /// The session token (sess_…) or the session id (UUID)
         #[arg(value_name = "TOKEN|ID")]
         token_or_id: String,
+        /// Print JSON instead of text
         #[arg(long)]
         json: bool,
     },
@@ -137,42 +171,97 @@ pub struct RolesArgs {
 pub enum RolesCommand {
     /// Create or replace a role's features (`--features ""` empties it)
     Set {
+        /// The role's name (letters, digits, `._:-`)
         name: String,
+        /// Comma-separated features the role grants, e.g. apigate.discover,billing.*
         #[arg(long, value_delimiter = ',', required = true)]
         features: Vec<String>,
+        /// Print JSON instead of text
         #[arg(long)]
         json: bool,
     },
     /// List roles
     List {
+        /// Print JSON instead of a table
         #[arg(long)]
         json: bool,
     },
+}
+
+/// `apigate audit`
+#[derive(Debug, Clone, Args)]
+pub struct AuditArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// Only calls since this long ago (30m, 1h, 7d) or since a time (RFC 3339)
+    #[arg(long, value_parser = parse_since)]
+    pub since: Option<DateTime<Utc>>,
+    /// Only this user's calls
+    #[arg(long)]
+    pub user: Option<String>,
+    /// Only this tool's calls (api_discover, api_schema, api_execute)
+    #[arg(long)]
+    pub tool: Option<String>,
+    /// Only this session's calls (its id)
+    #[arg(long)]
+    pub session: Option<uuid::Uuid>,
+    /// Rows per page (1 to 1000)
+    #[arg(long, default_value_t = 100)]
+    pub limit: u32,
+    /// Continue with older rows (the cursor a previous page printed)
+    #[arg(long)]
+    pub cursor: Option<String>,
+    /// Print JSON ({"entries": [...], "nextCursor": ...}) instead of a table
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `1h`, `30m`, `7d` ago, or an RFC 3339 time.
+fn parse_since(s: &str) -> Result<DateTime<Utc>, String> {
+    if let Ok(t) = DateTime::parse_from_rfc3339(s.trim()) {
+        return Ok(t.with_timezone(&Utc));
+    }
+    let d = crate::monitor::parse_duration(s).map_err(|e| {
+        format!("{e}; --since takes a duration (30m, 1h, 7d) or a time (2026-11-24T09:00:00Z)")
+    })?;
+    let d = chrono::Duration::from_std(d).map_err(|_| format!("{s:?} is too long ago"))?;
+    Utc::now()
+        .checked_sub_signed(d)
+        .ok_or_else(|| format!("{s:?} is too long ago"))
 }
 
 /// Applies the embedded migrations.
 pub async fn run_migrate(args: MigrateArgs) -> anyhow::Result<()> {
     let store = args.db.store().await?;
     store.migrate().await?;
-    println!("migrations applied to {}", describe_target(args.db.url()?));
+    super::print(&format!(
+        "migrations applied to {}\n",
+        describe_target(args.db.url()?)
+    ))?;
     Ok(())
 }
 
 pub async fn run_keys(args: KeysArgs) -> anyhow::Result<()> {
     let admin = Admin::new(args.db.store().await?);
-    print!("{}", keys(&admin, args.command).await?);
+    super::print(&keys(&admin, args.command).await?)?;
     Ok(())
 }
 
 pub async fn run_sessions(args: SessionsArgs) -> anyhow::Result<()> {
     let admin = Admin::new(args.db.store().await?);
-    print!("{}", sessions(&admin, args.command).await?);
+    super::print(&sessions(&admin, args.command).await?)?;
+    Ok(())
+}
+
+pub async fn run_audit(args: AuditArgs) -> anyhow::Result<()> {
+    let admin = Admin::new(args.db.store().await?);
+    super::print(&audit(&admin, args).await?)?;
     Ok(())
 }
 
 pub async fn run_roles(args: RolesArgs) -> anyhow::Result<()> {
     let admin = Admin::new(args.db.store().await?);
-    print!("{}", roles(&admin, args.command).await?);
+    super::print(&roles(&admin, args.command).await?)?;
     Ok(())
 }
 
@@ -311,6 +400,27 @@ pub async fn sessions(admin: &Admin, cmd: SessionsCommand) -> anyhow::Result<Str
                 s.read_only
             ))
         }
+        SessionsCommand::List {
+            user,
+            all,
+            limit,
+            cursor,
+            json,
+        } => {
+            let page = admin
+                .list_sessions(&SessionQuery {
+                    user,
+                    all,
+                    limit: Some(limit),
+                    cursor,
+                })
+                .await
+                .context("cannot list sessions")?;
+            if json {
+                return to_json(&page);
+            }
+            Ok(sessions_table(&page))
+        }
         SessionsCommand::Revoke { token_or_id, json } => {
             let which = SessionRef::parse(&token_or_id)?;
             let r = admin
@@ -323,6 +433,109 @@ pub async fn sessions(admin: &Admin, cmd: SessionsCommand) -> anyhow::Result<Str
             Ok(format!("Revoked session {} at {}.\n", r.id, r.revoked_at))
         }
     }
+}
+
+fn sessions_table(page: &SessionPage) -> String {
+    let rows = page
+        .sessions
+        .iter()
+        .map(|s| {
+            vec![
+                s.id.to_string(),
+                s.user_id.clone(),
+                s.tenant_id.clone().unwrap_or_else(|| "-".into()),
+                s.organization_id.clone().unwrap_or_else(|| "-".into()),
+                list_or_dash(&s.roles),
+                list_or_dash(&s.features),
+                yes_no(s.read_only),
+                minute(Some(s.created_at)),
+                minute(s.expires_at),
+                minute(s.last_used_at),
+                s.status.to_string(),
+            ]
+        })
+        .collect::<Vec<_>>();
+    let mut out = table(
+        &[
+            "ID",
+            "USER",
+            "TENANT",
+            "ORGANIZATION",
+            "ROLES",
+            "FEATURES",
+            "READ-ONLY",
+            "CREATED",
+            "EXPIRES",
+            "LAST USED",
+            "STATUS",
+        ],
+        &rows,
+    );
+    if let Some(c) = &page.next_cursor {
+        out.push_str(&format!("more: --cursor {c}\n"));
+    }
+    out
+}
+
+/// Runs `apigate audit` and returns what it prints.
+pub async fn audit(admin: &Admin, args: AuditArgs) -> anyhow::Result<String> {
+    let page: AuditPage = admin
+        .audit(&AuditQuery {
+            since: args.since,
+            user: args.user,
+            tool: args.tool,
+            session: args.session,
+            limit: Some(args.limit),
+            cursor: args.cursor,
+        })
+        .await
+        .context("cannot read the audit log")?;
+    if args.json {
+        return to_json(&page);
+    }
+    let rows = page
+        .entries
+        .iter()
+        .map(|e| {
+            let op = match (&e.method, &e.path) {
+                (Some(m), Some(p)) => format!("{m} {p}"),
+                _ => e.operation.clone().unwrap_or_else(|| "-".into()),
+            };
+            vec![
+                e.at.format("%Y-%m-%d %H:%M:%S").to_string(),
+                e.user_id.clone().unwrap_or_else(|| "-".into()),
+                e.tenant_id.clone().unwrap_or_else(|| "-".into()),
+                e.tool.clone(),
+                op,
+                e.decision.clone(),
+                e.upstream_status.map_or("-".into(), |s| s.to_string()),
+                e.duration_ms.to_string(),
+                e.error_code.clone().unwrap_or_else(|| "-".into()),
+            ]
+        })
+        .collect::<Vec<_>>();
+    let mut out = table(
+        &[
+            "AT (UTC)",
+            "USER",
+            "TENANT",
+            "TOOL",
+            "OPERATION",
+            "DECISION",
+            "STATUS",
+            "MS",
+            "ERROR",
+        ],
+        &rows,
+    );
+    if let Some(c) = &page.next_cursor {
+        out.push_str(&format!("more: --cursor {c}\n"));
+    }
+    Ok(out)
+}
+
+fn minute(t: Option<DateTime<Utc>>) -> String {
+    t.map_or("-".into(), |t| t.format("%Y-%m-%d %H:%M").to_string())
 }
 
 /// Runs a `roles` command and returns what it prints.

@@ -33,12 +33,12 @@ pub struct EngineArgs {
     /// Never shown to the agent, in dry runs or in logs.
     #[arg(long = "upstream-header", value_name = "NAME: VALUE")]
     pub upstream_headers: Vec<String>,
-    /// Total time allowed for one upstream request, in seconds.
-    #[arg(long, default_value_t = 30)]
-    pub upstream_timeout: u64,
-    /// Time allowed to connect to the upstream, in seconds.
-    #[arg(long, default_value_t = 10)]
-    pub connect_timeout: u64,
+    /// Total time allowed for one upstream request (30s, 2m; a bare number is seconds).
+    #[arg(long, default_value = "30s", value_parser = crate::monitor::parse_duration)]
+    pub upstream_timeout: Duration,
+    /// Time allowed to connect to the upstream (10s, 500ms; a bare number is seconds).
+    #[arg(long, default_value = "10s", value_parser = crate::monitor::parse_duration)]
+    pub connect_timeout: Duration,
     /// Response bodies beyond this many bytes are cut (valid JSON, marked `truncated`).
     #[arg(long, default_value_t = 64 * 1024)]
     pub max_response_bytes: usize,
@@ -81,8 +81,8 @@ impl EngineArgs {
         let upstream = Upstream::new(UpstreamConfig {
             base_url,
             headers,
-            connect_timeout: Duration::from_secs(self.connect_timeout),
-            timeout: Duration::from_secs(self.upstream_timeout),
+            connect_timeout: self.connect_timeout,
+            timeout: self.upstream_timeout,
             max_body_bytes: self.max_response_bytes,
             ..UpstreamConfig::default()
         })?;
@@ -170,8 +170,18 @@ pub fn resolve_key(flag: Option<&str>, listen: SocketAddr, mcp_json: &Path) -> (
             return (k.trim().to_string(), KeySource::Env(var));
         }
     }
-    if let Some(k) = key_from_mcp_json(mcp_json, listen) {
+    let found = McpJsonKeys::read(mcp_json, listen);
+    if let Some(k) = found.matching {
         return (k, KeySource::McpJson);
+    }
+    for url in &found.elsewhere {
+        tracing::warn!(
+            file = %mcp_json.display(),
+            %url,
+            %listen,
+            "the .mcp.json entry with an x-api-key points at another address, so its key was not used; \
+             fix its url or start with --listen matching it"
+        );
     }
     let bytes: [u8; 24] = rand::random();
     (
@@ -180,36 +190,65 @@ pub fn resolve_key(flag: Option<&str>, listen: SocketAddr, mcp_json: &Path) -> (
     )
 }
 
-fn key_from_mcp_json(path: &Path, listen: SocketAddr) -> Option<String> {
-    let text = std::fs::read_to_string(path).ok()?;
-    let doc: Value = serde_json::from_str(&text).ok()?;
-    for server in doc.get("mcpServers")?.as_object()?.values() {
-        let Some(url) = server
-            .get("url")
-            .and_then(Value::as_str)
-            .and_then(|u| url::Url::parse(u).ok())
+/// The `x-api-key`s of a `.mcp.json`: the one whose url points at this server, and the urls
+/// of entries that carry a key but point elsewhere.
+#[derive(Debug, Default)]
+struct McpJsonKeys {
+    matching: Option<String>,
+    elsewhere: Vec<String>,
+}
+
+impl McpJsonKeys {
+    fn read(path: &Path, listen: SocketAddr) -> McpJsonKeys {
+        let mut found = McpJsonKeys::default();
+        let Some(doc) = std::fs::read_to_string(path)
+            .ok()
+            .and_then(|text| serde_json::from_str::<Value>(&text).ok())
         else {
-            continue;
+            return found;
         };
-        let host_ok = match url.host_str() {
-            Some("localhost") | Some("127.0.0.1") | Some("[::1]") => true,
-            Some(h) => h == listen.ip().to_string(),
-            None => false,
-        };
-        if !host_ok || url.port_or_known_default() != Some(listen.port()) {
-            continue;
+        let servers = doc.get("mcpServers").and_then(Value::as_object);
+        for server in servers.into_iter().flat_map(|s| s.values()) {
+            let Some(raw_url) = server.get("url").and_then(Value::as_str) else {
+                continue;
+            };
+            let Some(key) = server
+                .get("headers")
+                .and_then(|h| h.get("x-api-key"))
+                .and_then(Value::as_str)
+                .map(str::trim)
+            else {
+                continue;
+            };
+            // `${VAR}` placeholders are Claude Code's env expansion: read the variable.
+            let key = match key.strip_prefix("${").and_then(|k| k.strip_suffix('}')) {
+                Some(var) => std::env::var(var).unwrap_or_default(),
+                None => key.to_string(),
+            };
+            if key.is_empty() {
+                continue;
+            }
+            if points_at(raw_url, listen) {
+                found.matching.get_or_insert(key);
+            } else {
+                found.elsewhere.push(raw_url.to_string());
+            }
         }
-        let key = server.get("headers")?.get("x-api-key")?.as_str()?.trim();
-        // `${VAR}` placeholders are Claude Code's env expansion: read the variable.
-        let key = match key.strip_prefix("${").and_then(|k| k.strip_suffix('}')) {
-            Some(var) => std::env::var(var).ok()?,
-            None => key.to_string(),
-        };
-        if !key.is_empty() {
-            return Some(key);
-        }
+        found
     }
-    None
+}
+
+/// Whether `url` reaches a server listening on `listen`.
+fn points_at(url: &str, listen: SocketAddr) -> bool {
+    let Ok(url) = url::Url::parse(url) else {
+        return false;
+    };
+    let host_ok = match url.host_str() {
+        Some("localhost") | Some("127.0.0.1") | Some("[::1]") => true,
+        Some(h) => h == listen.ip().to_string(),
+        None => false,
+    };
+    host_ok && url.port_or_known_default() == Some(listen.port())
 }
 
 pub async fn run_dev(args: DevArgs) -> anyhow::Result<ExitCode> {
@@ -239,20 +278,20 @@ pub async fn run_dev(args: DevArgs) -> anyhow::Result<ExitCode> {
     eprintln!("{}", banner("dev", &engine, &url, args.http.stateless));
     match source {
         KeySource::Generated => {
+            let creds = super::config::Credentials {
+                key: Some(&key),
+                session_token: None,
+            };
             eprintln!(
                 "No API key given (--api-key, APIGATE_API_KEY, MCP_SERVER_API_KEY or .mcp.json); generated one for this run."
             );
             eprintln!(
                 "\nClaude Code, .mcp.json:\n{}",
-                serde_json::to_string_pretty(&super::config::claude("apigate", &url, Some(&key)))?
+                serde_json::to_string_pretty(&super::config::claude("apigate", &url, creds))?
             );
             eprintln!(
                 "\nOpenCode, opencode.json:\n{}\n",
-                serde_json::to_string_pretty(&super::config::opencode(
-                    "apigate",
-                    &url,
-                    Some(&key)
-                ))?
+                serde_json::to_string_pretty(&super::config::opencode("apigate", &url, creds))?
             );
         }
         other => eprintln!(
@@ -310,4 +349,36 @@ pub async fn run_stdio(args: StdioArgs) -> anyhow::Result<ExitCode> {
         .context("starting the MCP session on stdio")?;
     server.waiting().await.context("the stdio session failed")?;
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mcp_json_key_is_used_only_when_its_url_points_here() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".mcp.json");
+        std::fs::write(
+            &path,
+            r#"{"mcpServers": {
+                "other": {"type": "http", "url": "http://127.0.0.1:4000/mcp", "headers": {"x-api-key": "k-other"}},
+                "apigate": {"type": "http", "url": "http://localhost:3001/mcp", "headers": {"x-api-key": "k-here"}}
+            }}"#,
+        )
+        .unwrap();
+        let here: SocketAddr = "127.0.0.1:3001".parse().unwrap();
+        let found = McpJsonKeys::read(&path, here);
+        assert_eq!(found.matching.as_deref(), Some("k-here"));
+        assert_eq!(found.elsewhere, ["http://127.0.0.1:4000/mcp"]);
+        let elsewhere: SocketAddr = "127.0.0.1:3999".parse().unwrap();
+        let found = McpJsonKeys::read(&path, elsewhere);
+        assert_eq!(found.matching, None);
+        assert_eq!(found.elsewhere.len(), 2);
+        assert!(
+            McpJsonKeys::read(&dir.path().join("missing.json"), here)
+                .matching
+                .is_none()
+        );
+    }
 }

@@ -110,6 +110,7 @@ pub struct BuildArgs {
     /// The OpenAPI document: a file path or an http(s) URL.
     #[arg(long)]
     pub spec: String,
+    /// The sentence-embedding model folder (`scripts/fetch-model.sh DIR` fetches it).
     #[arg(long, env = "APIGATE_EMBEDDING_MODEL", value_name = "DIR")]
     pub embedding_model: PathBuf,
     /// The folder to write (created if needed).
@@ -148,12 +149,12 @@ async fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
     let manifest_path = args.out.join("manifest.json");
     std::fs::write(&manifest_path, serde_json::to_vec_pretty(&manifest)?)
         .with_context(|| format!("writing {}", manifest_path.display()))?;
-    println!(
-        "{} operations embedded in {embed_seconds:.1} s ({:.1} per second); wrote {} in {:.1} s",
+    super::print(&format!(
+        "{} operations embedded in {embed_seconds:.1} s ({:.1} per second); wrote {} in {:.1} s\n",
         index.len(),
         index.len() as f64 / embed_seconds.max(1e-9),
         args.out.display(),
         started.elapsed().as_secs_f64()
-    );
+    ))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -49,8 +49,10 @@ pub enum Command {
     Migrate(admin::MigrateArgs),
     /// Create, list and revoke server API keys (DATABASE_URL).
     Keys(admin::KeysArgs),
-    /// Create and revoke user session tokens (DATABASE_URL).
+    /// Create, list and revoke user sessions (DATABASE_URL).
     Sessions(admin::SessionsArgs),
+    /// Read the audit log: what the agent did, for whom, when (DATABASE_URL).
+    Audit(admin::AuditArgs),
     /// Define roles: named sets of features (DATABASE_URL).
     Roles(admin::RolesArgs),
 }
@@ -72,9 +74,12 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Keys(a) => admin::run_keys(a).await.map(|()| ExitCode::SUCCESS),
         Command::Sessions(a) => admin::run_sessions(a).await.map(|()| ExitCode::SUCCESS),
         Command::Roles(a) => admin::run_roles(a).await.map(|()| ExitCode::SUCCESS),
+        Command::Audit(a) => admin::run_audit(a).await.map(|()| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,
+        // The reader went away (`apigate schema … | head -1`): nothing left to say.
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
@@ -82,16 +87,84 @@ pub async fn run(cli: Cli) -> ExitCode {
     }
 }
 
-/// Sets up `tracing` on stderr (stdout stays clean for `--json` and stdio MCP).
+/// Writes a command's output to stdout. A closed pipe is an error that `run` turns into a
+/// quiet exit (`println!` would panic).
+pub(crate) fn print(text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// The log filter without RUST_LOG: apigate at INFO; rmcp (which logs every session's full
+/// initialize parameters) and sqlx (which logs Postgres notices such as "relation
+/// _sqlx_migrations already exists") only from WARN.
+const DEFAULT_LOG_FILTER: &str = "info,rmcp=warn,sqlx=warn";
+
+/// Sets up `tracing` on stderr (stdout stays clean for `--json` and stdio MCP); colours only
+/// when stderr is a terminal.
 pub fn init_logging(format: &str) {
+    use std::io::IsTerminal;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG_FILTER));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
     let _ = if format == "json" {
         builder.json().try_init()
     } else {
         builder.try_init()
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    /// Every subcommand and every flag says what it is for in `--help`.
+    #[test]
+    fn every_flag_and_subcommand_has_help() {
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for arg in cmd.get_arguments() {
+                let id = arg.get_id().as_str();
+                if id == "help" || id == "version" {
+                    continue;
+                }
+                if arg.get_help().is_none() && arg.get_long_help().is_none() {
+                    missing.push(format!("{path} --{id}"));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                let sub_path = format!("{path} {}", sub.get_name());
+                if sub.get_about().is_none() && sub.get_long_about().is_none() {
+                    missing.push(sub_path.clone());
+                }
+                walk(sub, &sub_path, missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&Cli::command(), "apigate", &mut missing);
+        assert!(missing.is_empty(), "no help text: {missing:#?}");
+    }
+
+    #[test]
+    fn a_broken_pipe_is_recognised_through_context() {
+        use anyhow::Context;
+        let e = Err::<(), _>(std::io::Error::from(std::io::ErrorKind::BrokenPipe))
+            .context("printing")
+            .unwrap_err();
+        assert!(is_broken_pipe(&e));
+        assert!(!is_broken_pipe(&anyhow::anyhow!("other")));
+    }
 }

@@ -74,6 +74,7 @@ impl AccessArgs {
 }
 
 #[derive(Debug, clap::Args)]
+#[command(after_help = SERVE_HELP)]
 pub struct ServeArgs {
     #[command(flatten)]
     pub engine: EngineArgs,
@@ -86,8 +87,19 @@ pub struct ServeArgs {
     pub database_url: String,
 }
 
+/// What `serve --help` says after the flags: how clients get in, and how long sessions live.
+const SERVE_HELP: &str = "\
+Clients need a server key in x-api-key: `apigate keys create --name agent \
+--features apigate.discover,apigate.schema,apigate.execute` (or MCP_SERVER_API_KEY as a bootstrap key). Every tool call then names \
+a user session (`_sessionToken` or the x-session-token header).
+
+Sessions live 120 minutes unless created with another lifetime: \
+`apigate sessions create --user U --ttl-minutes N`, or `ttlMinutes` in POST /admin/v1/sessions \
+(at most 43200, 30 days). `apigate sessions list` shows them; `apigate audit` what they did.";
+
 pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let auth = args.access.auth(&args.database_url).await?;
+    warn_if_no_key_can_connect(&auth).await;
     let mut engine = args.engine.build().await?;
     engine.access = Access::Sessions;
     engine.rules = args.access.rules()?;
@@ -127,4 +139,31 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     }
     auth.store().close().await;
     Ok(ExitCode::SUCCESS)
+}
+
+/// With no active server key in the database and no MCP_SERVER_API_KEY, every request gets
+/// 401: say so at start-up, with the command that fixes it.
+async fn warn_if_no_key_can_connect(auth: &Auth) {
+    if std::env::var("MCP_SERVER_API_KEY").is_ok_and(|k| !k.trim().is_empty()) {
+        return;
+    }
+    let keys = match auth.list_keys().await {
+        Ok(keys) => keys,
+        Err(e) => {
+            tracing::warn!(error = %e, "could not count the server keys");
+            return;
+        }
+    };
+    let now = chrono::Utc::now();
+    let active = keys
+        .iter()
+        .filter(|k| k.revoked_at.is_none() && k.expires_at.is_none_or(|t| t > now))
+        .count();
+    if active == 0 {
+        tracing::warn!(
+            "no client can connect: the database has no active server key and MCP_SERVER_API_KEY \
+             is not set. Create a key with `apigate keys create --name agent \
+             --features apigate.discover,apigate.schema,apigate.execute` (same DATABASE_URL) and give it to the agent as x-api-key"
+        );
+    }
 }

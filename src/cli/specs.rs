@@ -1,5 +1,6 @@
 //! `apigate check`, `search`, `schema` and `eval`: the spec and index, from the command line.
 
+use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -33,6 +34,7 @@ pub struct SearchArgs {
     /// How many results.
     #[arg(long, default_value_t = 10)]
     pub limit: usize,
+    /// Print JSON ({"results": [...], "total": N}) instead of a table.
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
@@ -49,6 +51,9 @@ pub struct SchemaArgs {
     pub spec: String,
     /// An operationId, or "METHOD /path".
     pub operation: String,
+    /// Print exactly what `api_schema` returns (JSON) instead of a summary.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -62,14 +67,16 @@ pub struct EvalArgs {
     /// Rank every query against one index holding all specs' operations.
     #[arg(long)]
     pub pooled: bool,
-    /// Which ranker to measure; dense and hybrid need --embedding-model.
-    #[arg(long, default_value = "lexical", value_parser = ["lexical", "dense", "hybrid"])]
-    pub ranker: String,
+    /// Which ranker to measure; dense and hybrid need --embedding-model. Default: what the
+    /// server would use (hybrid with --embedding-model or APIGATE_EMBEDDING_MODEL, else lexical).
+    #[arg(long, value_parser = ["lexical", "dense", "hybrid"])]
+    pub ranker: Option<String>,
     /// Weight of the dense score in hybrid ranking (default: the production value).
     #[arg(long)]
     pub dense_weight: Option<f32>,
     #[command(flatten)]
     pub ranking: super::index::RankingArgs,
+    /// Print the report as JSON instead of tables.
     #[arg(long)]
     pub json: bool,
 }
@@ -86,27 +93,30 @@ pub async fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
         rows.push(row);
     }
     let all_ok = rows.iter().all(|r| r["ok"] == true);
+    let mut out = String::new();
     if args.json {
-        println!("{}", Value::Array(rows));
+        writeln!(out, "{}", Value::Array(rows))?;
     } else {
         for r in &rows {
             let warnings = r["warnings"].as_array().map_or(0, Vec::len);
             if r["ok"] == true {
-                println!(
+                writeln!(
+                    out,
                     "ok     {:<8} {:>5} operations  {:>3} warnings  {}",
                     r["version"].as_str().unwrap_or_default(),
                     r["operations"].as_u64().unwrap_or_default(),
                     warnings,
                     r["file"].as_str().unwrap_or_default()
-                );
+                )?;
                 for w in r["warnings"].as_array().into_iter().flatten() {
-                    println!("         warning: {}", w.as_str().unwrap_or_default());
+                    writeln!(out, "         warning: {}", w.as_str().unwrap_or_default())?;
                 }
             } else {
-                println!("error  {}", r["error"].as_str().unwrap_or_default());
+                writeln!(out, "error  {}", r["error"].as_str().unwrap_or_default())?;
             }
         }
     }
+    super::print(&out)?;
     Ok(if all_ok {
         ExitCode::SUCCESS
     } else {
@@ -148,8 +158,9 @@ pub async fn search(args: SearchArgs) -> anyhow::Result<ExitCode> {
                 "tags": op.tags, "deprecated": op.deprecated, "score": score})
         })
         .collect();
+    let mut out = String::new();
     if args.json {
-        println!("{}", json!({"results": results, "total": total}));
+        writeln!(out, "{}", json!({"results": results, "total": total}))?;
     } else {
         for (i, r) in results.iter().enumerate() {
             let summary: String = r["summary"]
@@ -158,23 +169,26 @@ pub async fn search(args: SearchArgs) -> anyhow::Result<ExitCode> {
                 .chars()
                 .take(70)
                 .collect();
-            println!(
+            writeln!(
+                out,
                 "{:>2}. {:>6.2}  {:<7} {:<50}  {}",
                 i + 1,
                 r["score"].as_f64().unwrap_or_default(),
                 r["method"].as_str().unwrap_or_default(),
                 r["path"].as_str().unwrap_or_default(),
                 summary
-            );
-            println!(
+            )?;
+            writeln!(
+                out,
                 "              {}",
                 r["operationId"].as_str().unwrap_or_default()
-            );
+            )?;
         }
         if results.is_empty() {
-            println!("no operation matches");
+            writeln!(out, "no operation matches")?;
         }
     }
+    super::print(&out)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -192,13 +206,23 @@ pub async fn schema(args: SchemaArgs) -> anyhow::Result<ExitCode> {
                 .with_context(|| format!("no operation {wanted:?} in {}", spec.source))?
         }
     };
-    println!("{}", serde_json::to_string_pretty(&spec.describe(op))?);
+    let described = spec.describe(op);
+    if args.json {
+        super::print(&format!("{}\n", serde_json::to_string_pretty(&described)?))?;
+    } else {
+        super::print(&schema_text(&described))?;
+    }
     Ok(ExitCode::SUCCESS)
 }
 
 pub async fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
     let mut options = crate::index::eval::Options::lexical(args.pooled);
-    options.ranker = args.ranker.parse().map_err(anyhow::Error::msg)?;
+    options.ranker = eval_ranker(
+        args.ranker.as_deref(),
+        args.ranking.embedding_model.is_some(),
+    )
+    .parse()
+    .map_err(anyhow::Error::msg)?;
     if let Some(w) = args.dense_weight {
         options.tuning.dense_weight = w;
     }
@@ -223,9 +247,183 @@ pub async fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
     }
     let report = crate::index::eval::run(&args.specs_dir, &args.queries, options).await?;
     if args.json {
-        println!("{}", serde_json::to_string(&report)?);
+        super::print(&format!("{}\n", serde_json::to_string(&report)?))?;
     } else {
-        print!("{}", crate::index::eval::table(&report));
+        super::print(&crate::index::eval::table(&report))?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The ranker `eval` measures: the one asked for, else the one the server would use with the
+/// same flags (hybrid when a model is given).
+fn eval_ranker(asked: Option<&str>, has_model: bool) -> &str {
+    match asked {
+        Some(r) => r,
+        None if has_model => "hybrid",
+        None => "lexical",
+    }
+}
+
+/// `api_schema`'s answer as text: the request line, the parameters and body an agent fills
+/// in, and the responses.
+fn schema_text(d: &Value) -> String {
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    let kind = |schema: &Value| match &schema["type"] {
+        Value::String(t) if t == "array" => match schema["items"]["type"].as_str() {
+            Some(item) => format!("array of {item}"),
+            None => "array".into(),
+        },
+        Value::String(t) => t.clone(),
+        Value::Array(ts) => ts
+            .iter()
+            .filter_map(Value::as_str)
+            .collect::<Vec<_>>()
+            .join("|"),
+        _ if schema.get("enum").is_some() => "enum".into(),
+        _ => "any".into(),
+    };
+    let one_line = |s: &str| -> String {
+        let line = s.split_whitespace().collect::<Vec<_>>().join(" ");
+        if line.chars().count() > 80 {
+            format!("{}…", line.chars().take(79).collect::<String>())
+        } else {
+            line
+        }
+    };
+    let mut out = format!(
+        "{} {}  ({})\n",
+        text(&d["method"]),
+        text(&d["path"]),
+        text(&d["operationId"])
+    );
+    if let Some(s) = d["summary"].as_str().or(d["description"].as_str()) {
+        out.push_str(&format!("{}\n", one_line(s)));
+    }
+    if d["deprecated"] == true {
+        out.push_str("deprecated\n");
+    }
+    if let Some(url) = d["serverUrl"].as_str() {
+        out.push_str(&format!("server: {url}\n"));
+    }
+    let params = d["parameters"].as_array().cloned().unwrap_or_default();
+    if !params.is_empty() {
+        out.push_str("\nparameters:\n");
+        for p in &params {
+            out.push_str(&format!(
+                "  {:<24} {:<7} {:<9} {:<14} {}\n",
+                text(&p["name"]),
+                text(&p["in"]),
+                if p["required"] == true {
+                    "required"
+                } else {
+                    "optional"
+                },
+                kind(&p["schema"]),
+                one_line(p["description"].as_str().unwrap_or_default())
+            ));
+        }
+    }
+    if let Some(body) = d["requestBody"].as_object() {
+        out.push_str(&format!(
+            "\nrequest body ({}, {}):\n",
+            body.get("contentType")
+                .and_then(Value::as_str)
+                .unwrap_or("no content type"),
+            if body.get("required") == Some(&Value::Bool(true)) {
+                "required"
+            } else {
+                "optional"
+            }
+        ));
+        let schema = body.get("schema").cloned().unwrap_or_default();
+        let required: Vec<&str> = schema["required"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        match schema["properties"].as_object() {
+            Some(props) => {
+                for (name, p) in props {
+                    out.push_str(&format!(
+                        "  {:<24} {:<9} {:<14} {}\n",
+                        name,
+                        if required.contains(&name.as_str()) {
+                            "required"
+                        } else {
+                            "optional"
+                        },
+                        kind(p),
+                        one_line(p["description"].as_str().unwrap_or_default())
+                    ));
+                }
+            }
+            None => out.push_str(&format!("  {}\n", kind(&schema))),
+        }
+    }
+    if let Some(responses) = d["responses"].as_object() {
+        out.push_str("\nresponses:\n");
+        for (status, r) in responses {
+            out.push_str(&format!(
+                "  {:<8} {}\n",
+                status,
+                one_line(r["description"].as_str().unwrap_or_default())
+            ));
+        }
+    }
+    out.push_str("\n--json prints the full schemas (what api_schema returns)\n");
+    out.lines()
+        .map(str::trim_end)
+        .fold(String::new(), |mut text, line| {
+            text.push_str(line);
+            text.push('\n');
+            text
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn eval_ranks_as_the_server_would() {
+        assert_eq!(eval_ranker(None, false), "lexical");
+        assert_eq!(eval_ranker(None, true), "hybrid");
+        assert_eq!(eval_ranker(Some("lexical"), true), "lexical");
+        assert_eq!(eval_ranker(Some("dense"), true), "dense");
+    }
+
+    #[test]
+    fn schema_text_shows_what_a_call_needs() {
+        let d = json!({
+            "operationId": "addPet", "method": "POST", "path": "/pet",
+            "summary": "Add a new pet", "serverUrl": "https://petstore.example/v2",
+            "parameters": [{"name": "trace", "in": "header", "required": false,
+                "schema": {"type": "array", "items": {"type": "string"}}}],
+            "requestBody": {"required": true, "contentType": "application/json",
+                "schema": {"type": "object", "required": ["name"],
+                    "properties": {"name": {"type": "string", "description": "The\npet's name"},
+                        "status": {"enum": ["available", "sold"]}}}},
+            "responses": {"200": {"description": "OK"}, "405": {"description": "Invalid input"}}
+        });
+        let text = schema_text(&d);
+        assert!(
+            text.starts_with("POST /pet  (addPet)\nAdd a new pet\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("trace") && text.contains("array of string"),
+            "{text}"
+        );
+        assert!(
+            text.contains("request body (application/json, required)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("name") && text.contains("The pet's name"),
+            "{text}"
+        );
+        assert!(text.contains("status") && text.contains("enum"), "{text}");
+        assert!(text.contains("405      Invalid input"), "{text}");
+    }
 }

@@ -1,31 +1,69 @@
-//! `/admin/v1/*`: server keys, sessions and roles over HTTP, described by
-//! `openapi/apigate-admin.yaml`. A thin adapter over `auth::Auth`'s admin operations: every
-//! request needs an `x-api-key` holding `apigate.admin`; errors are JSON `{error, code}`.
+//! `/admin/v1/*`: server keys, sessions, roles and the audit log over HTTP, described by
+//! `openapi/apigate-admin.yaml` (a test checks that [`mounted`] and the document agree). A thin
+//! adapter over `auth::Auth`'s admin operations: every request needs an `x-api-key` holding
+//! `apigate.admin`; errors are JSON `{error, code}`.
 
-use axum::extract::rejection::JsonRejection;
-use axum::extract::{Path, Request, State};
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::{Path, Query, Request, State};
+use axum::handler::Handler;
+use axum::http::Method;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get, post, put};
+use axum::routing::{MethodFilter, MethodRouter, on};
 use axum::{Extension, Json, Router};
 use serde::Deserialize;
 use serde_json::json;
 
 use crate::auth::{
-    ADMIN_FEATURE, AdminError, Auth, AuthError, KeyPrincipal, NewKey, NewSession, SessionRef,
+    ADMIN_FEATURE, AdminError, AuditQuery, Auth, AuthError, KeyPrincipal, NewKey, NewSession,
+    SessionQuery, SessionRef,
 };
+
+type AdminRoute = (Method, &'static str, MethodRouter<Auth>);
+
+fn route<H, T>(method: Method, path: &'static str, handler: H) -> AdminRoute
+where
+    H: Handler<T, Auth>,
+    T: 'static,
+{
+    let filter = MethodFilter::try_from(method.clone()).expect("admin routes use standard methods");
+    (method, path, on(filter, handler))
+}
+
+/// Every admin route with its handler.
+fn routes() -> [AdminRoute; 10] {
+    [
+        route(Method::POST, "/admin/v1/keys", create_key),
+        route(Method::GET, "/admin/v1/keys", list_keys),
+        route(Method::DELETE, "/admin/v1/keys/{id}", revoke_key),
+        route(Method::POST, "/admin/v1/sessions", create_session),
+        route(Method::GET, "/admin/v1/sessions", list_sessions),
+        route(
+            Method::POST,
+            "/admin/v1/sessions/revoke",
+            revoke_session_by_token,
+        ),
+        route(Method::DELETE, "/admin/v1/sessions/{id}", revoke_session),
+        route(Method::GET, "/admin/v1/roles", list_roles),
+        route(Method::PUT, "/admin/v1/roles/{name}", set_role),
+        route(Method::GET, "/admin/v1/audit", audit),
+    ]
+}
+
+/// Every admin route the server mounts, as (method, path template): what
+/// `openapi/apigate-admin.yaml` must document.
+pub fn mounted() -> Vec<(Method, &'static str)> {
+    routes().into_iter().map(|(m, p, _)| (m, p)).collect()
+}
 
 /// The admin routes, with absolute paths (`/admin/v1/…`): merge into the main router.
 pub fn router(auth: Auth) -> Router {
-    Router::new()
-        .route("/admin/v1/keys", post(create_key).get(list_keys))
-        .route("/admin/v1/keys/{id}", delete(revoke_key))
-        .route("/admin/v1/sessions", post(create_session))
-        .route("/admin/v1/sessions/revoke", post(revoke_session_by_token))
-        .route("/admin/v1/sessions/{id}", delete(revoke_session))
-        .route("/admin/v1/roles", get(list_roles))
-        .route("/admin/v1/roles/{name}", put(set_role))
+    let mut router = Router::new();
+    for (_, path, handler) in routes() {
+        router = router.route(path, handler);
+    }
+    router
         .layer(middleware::from_fn_with_state(auth.clone(), require_admin))
         .with_state(auth)
 }
@@ -118,6 +156,12 @@ impl From<AdminError> for ApiError {
 
 impl From<JsonRejection> for ApiError {
     fn from(e: JsonRejection) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, "INVALID_ARGUMENTS", e.body_text())
+    }
+}
+
+impl From<QueryRejection> for ApiError {
+    fn from(e: QueryRejection) -> ApiError {
         ApiError::new(StatusCode::BAD_REQUEST, "INVALID_ARGUMENTS", e.body_text())
     }
 }
@@ -230,6 +274,22 @@ async fn revoke_session_by_token(
     };
     let r = auth.revoke_session(&which).await?;
     Ok(Json(r).into_response())
+}
+
+async fn list_sessions(
+    State(auth): State<Auth>,
+    query: Result<Query<SessionQuery>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let Query(q) = query?;
+    Ok(Json(auth.admin().list_sessions(&q).await?).into_response())
+}
+
+async fn audit(
+    State(auth): State<Auth>,
+    query: Result<Query<AuditQuery>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let Query(q) = query?;
+    Ok(Json(auth.admin().audit(&q).await?).into_response())
 }
 
 async fn list_roles(State(auth): State<Auth>) -> Result<Response, ApiError> {

@@ -1,6 +1,6 @@
 //! The agent-monitor client: the gate every tool call passes when `--monitor URL` is given.
 //!
-//! It speaks the plugin side of `shared/reference/agent-monitor-protocol.md`: `session.started`,
+//! It speaks the plugin side of the protocol in `docs/monitor-protocol.md`: `session.started`,
 //! `tool.pre_execute` (awaited, fail-closed), `tool.post_execute`, `session.error` and
 //! `session.idle`. It keeps per-session statistics (`toolCallCount`, `uniqueTools`,
 //! `duration`) and sanitizes tool arguments before they leave the process: the session token,
@@ -812,20 +812,21 @@ pub(crate) fn human_duration(d: Duration) -> String {
     }
 }
 
-/// Parses `10`, `10s`, `500ms`, `5m`, `1h` into a duration (a bare number is seconds).
-/// For the `--monitor-timeout` and `--approval-timeout` flags.
+/// Parses `10`, `10s`, `500ms`, `5m`, `1h`, `7d` into a duration (a bare number is seconds).
+/// Every duration flag takes this form.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
     let (num, unit) = s.split_at(split);
     let n: u64 = num
         .parse()
-        .map_err(|_| format!("invalid duration {s:?}: expected e.g. 10s, 500ms, 5m"))?;
+        .map_err(|_| format!("invalid duration {s:?}: expected e.g. 10s, 500ms, 5m, 1h"))?;
     let d = match unit.trim() {
         "" | "s" | "sec" | "secs" => Duration::from_secs(n),
         "ms" => Duration::from_millis(n),
         "m" | "min" | "mins" => Duration::from_secs(n.saturating_mul(60)),
         "h" => Duration::from_secs(n.saturating_mul(3600)),
+        "d" => Duration::from_secs(n.saturating_mul(86_400)),
         other => return Err(format!("invalid duration unit {other:?} in {s:?}")),
     };
     if d.is_zero() {
@@ -990,7 +991,11 @@ mod tests {
         assert_eq!(parse_duration("5m").unwrap(), Duration::from_secs(300));
         assert!(parse_duration("0s").is_err());
         assert!(parse_duration("ten").is_err());
-        assert!(parse_duration("3d").is_err());
+        assert_eq!(
+            parse_duration("3d").unwrap(),
+            Duration::from_secs(3 * 86_400)
+        );
+        assert!(parse_duration("3w").is_err());
         assert_eq!(human_duration(Duration::from_secs(10)), "10s");
         assert_eq!(human_duration(Duration::from_millis(300)), "300ms");
     }

@@ -238,6 +238,33 @@ impl Store {
         Ok(rows)
     }
 
+    /// User sessions, newest first: never their token digests. `user` filters by user id;
+    /// without `all` only sessions that are neither revoked nor expired. Returns up to `limit`
+    /// rows starting at `offset`.
+    pub(crate) async fn list_sessions(
+        &self,
+        user: Option<&str>,
+        all: bool,
+        limit: i64,
+        offset: i64,
+    ) -> Result<Vec<SessionRow>, StoreError> {
+        let rows = sqlx::query_as::<_, SessionRow>(
+            "SELECT id, user_id, tenant_id, organization_id, roles, features, read_only, \
+             created_at, expires_at, revoked_at, last_used_at, created_by \
+             FROM api_keys WHERE kind = 'session' \
+             AND ($1::text IS NULL OR user_id = $1) \
+             AND ($2 OR (revoked_at IS NULL AND expires_at > now())) \
+             ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET $4",
+        )
+        .bind(user)
+        .bind(all)
+        .bind(limit)
+        .bind(offset)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows)
+    }
+
     /// Marks a credential revoked and announces it, in one transaction (the notification is
     /// delivered at commit). Returns `None` when no such credential exists; revoking twice
     /// keeps the first time.
@@ -369,13 +396,29 @@ impl Store {
         Ok(())
     }
 
-    /// The newest audit rows first.
-    pub async fn recent_audit(&self, limit: i64) -> Result<Vec<AuditRow>, StoreError> {
+    /// Audit rows matching `filter`, newest first: up to `limit` rows with an id below
+    /// `filter.before` (the cursor of the previous page).
+    pub async fn audit_page(
+        &self,
+        filter: &AuditFilter,
+        limit: i64,
+    ) -> Result<Vec<AuditRow>, StoreError> {
         let rows = sqlx::query_as::<_, AuditRow>(
             "SELECT id, at, key_id, session_id, user_id, tenant_id, tool, operation, method, path, \
              decision, upstream_status, duration_ms, error_code \
-             FROM audit_log ORDER BY id DESC LIMIT $1",
+             FROM audit_log \
+             WHERE ($1::timestamptz IS NULL OR at >= $1) \
+             AND ($2::text IS NULL OR user_id = $2) \
+             AND ($3::text IS NULL OR tool = $3) \
+             AND ($4::uuid IS NULL OR session_id = $4) \
+             AND ($5::bigint IS NULL OR id < $5) \
+             ORDER BY id DESC LIMIT $6",
         )
+        .bind(filter.since)
+        .bind(filter.user.as_deref())
+        .bind(filter.tool.as_deref())
+        .bind(filter.session)
+        .bind(filter.before)
         .bind(limit)
         .fetch_all(&self.pool)
         .await?;
@@ -562,6 +605,35 @@ impl fmt::Debug for KeyRow {
             .field("revoked_at", &self.revoked_at)
             .finish_non_exhaustive()
     }
+}
+
+/// A user session as listed: `api_keys` without the token digest.
+#[derive(Debug, Clone, FromRow)]
+pub(crate) struct SessionRow {
+    pub id: Uuid,
+    pub user_id: Option<String>,
+    pub tenant_id: Option<String>,
+    pub organization_id: Option<String>,
+    pub roles: Vec<String>,
+    pub features: Vec<String>,
+    pub read_only: bool,
+    pub created_at: DateTime<Utc>,
+    pub expires_at: Option<DateTime<Utc>>,
+    pub revoked_at: Option<DateTime<Utc>>,
+    pub last_used_at: Option<DateTime<Utc>>,
+    pub created_by: Option<String>,
+}
+
+/// Which audit rows to read; every field narrows, `None` does not.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AuditFilter {
+    /// Rows at or after this time.
+    pub since: Option<DateTime<Utc>>,
+    pub user: Option<String>,
+    pub tool: Option<String>,
+    pub session: Option<Uuid>,
+    /// Rows with an id below this one: the cursor of a previous page.
+    pub before: Option<i64>,
 }
 
 /// A row of `roles`.

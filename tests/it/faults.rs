@@ -587,7 +587,7 @@ async fn database_outage_under_load(outage: Outage) {
 async fn a_stalled_upstream_times_out_while_other_calls_go_on() {
     let upstream = FaultyUpstream::start().await;
     let mut args = engine_args(&spec_path("petstore-3.0.json"), Some(upstream.url()));
-    args.upstream_timeout = 1;
+    args.upstream_timeout = Duration::from_secs(1);
     let server = Server::start(args, false).await;
     let client = server.client().await;
     let stalled: Vec<JoinHandle<(bool, Value)>> = ["stall-head", "stall-body"]

@@ -14,6 +14,7 @@ mod mcp;
 mod monitor;
 mod monitor_browser;
 mod monitor_e2e;
+mod operator;
 mod production;
 mod spec;
 mod support;

@@ -271,7 +271,8 @@ impl Proc {
     }
 
     /// [`Proc::spawn`] with these environment variables set (after the test environment's
-    /// apigate variables are removed).
+    /// apigate variables are removed); an empty value removes the variable (`RUST_LOG`,
+    /// `NO_COLOR`).
     pub async fn spawn_with_env(
         name: &'static str,
         args: &[&str],
@@ -300,7 +301,11 @@ impl Proc {
             .stderr(Stdio::piped())
             .kill_on_drop(true);
         for (name, value) in env {
-            command.env(name, value);
+            if value.is_empty() {
+                command.env_remove(name);
+            } else {
+                command.env(name, value);
+            }
         }
         let mut child = command
             .spawn()
