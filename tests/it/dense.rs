@@ -20,7 +20,7 @@ pub fn model_dir() -> PathBuf {
     let dir = PathBuf::from(dir);
     assert!(
         dir.join("model.safetensors").is_file(),
-        "no embedding model in {}: run scripts/fetch-model.sh (or set APIGATE_TEST_MODEL)",
+        "no embedding model in {}: run `scripts/fetch-model.sh /var/tmp/apigate-model` (needs python3 and pip), or set APIGATE_TEST_MODEL to a folder holding it",
         dir.display()
     );
     dir
