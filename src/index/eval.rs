@@ -103,19 +103,15 @@ impl Options {
 }
 
 /// Evaluates `queries_file` against the specs in `specs_dir`: each query against its own
-/// spec, or with `pooled` against one index of every spec in the directory.
+/// spec, or with `pooled` against one index of every spec the query file names (so a set's
+/// numbers do not move when the folder gains specs for another set).
 pub async fn run(
     specs_dir: &Path,
     queries_file: &Path,
     options: Options,
 ) -> anyhow::Result<Report> {
-    let pooled = options.pooled;
     let queries = read_queries(queries_file).await?;
-    let mut files: Vec<String> = if pooled {
-        spec_files(specs_dir)?
-    } else {
-        queries.iter().map(|q| q.spec.clone()).collect()
-    };
+    let mut files: Vec<String> = queries.iter().map(|q| q.spec.clone()).collect();
     files.sort();
     files.dedup();
     let mut specs = Vec::with_capacity(files.len());
@@ -274,21 +270,6 @@ pub async fn read_queries(path: &Path) -> anyhow::Result<Vec<EvalQuery>> {
                 .with_context(|| format!("{}:{}: not a query object", path.display(), i + 1))
         })
         .collect()
-}
-
-fn spec_files(dir: &Path) -> anyhow::Result<Vec<String>> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
-        let path: PathBuf = entry?.path();
-        let is_spec = path
-            .extension()
-            .and_then(|e| e.to_str())
-            .is_some_and(|e| matches!(e, "json" | "yaml" | "yml"));
-        if is_spec && let Some(name) = path.file_name().and_then(|n| n.to_str()) {
-            out.push(name.to_string());
-        }
-    }
-    Ok(out)
 }
 
 /// The report as a text table: overall, per spec, per kind, then the queries missed at 5.
