@@ -20,7 +20,7 @@ use url::Url;
 
 use crate::spec::{Operation, Spec};
 
-pub use build::{CallArgs, PreparedRequest, merge_path_values};
+pub use build::{CallArgs, PreparedRequest, is_forbidden_header};
 pub use config::{
     ConfigError, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_REDIRECTS,
     DEFAULT_TIMEOUT, UpstreamConfig,
@@ -59,31 +59,6 @@ pub enum UpstreamError {
     TooManyRedirects(usize),
     #[error("upstream request failed: {0}")]
     Other(String),
-}
-
-impl UpstreamError {
-    /// The stable error code (`docs/design.md`, the flow of a call).
-    pub fn code(&self) -> &'static str {
-        match self {
-            UpstreamError::InvalidArguments(_) => "INVALID_ARGUMENTS",
-            UpstreamError::Timeout { .. } => "UPSTREAM_TIMEOUT",
-            _ => "UPSTREAM_ERROR",
-        }
-    }
-}
-
-/// What `api_execute` returns: the upstream's response, or with `dryRun` the request that
-/// would have been sent (`{"dryRun": true, "request": {method, url, headers, body,
-/// contentType}}`, credentials redacted).
-#[derive(Debug, serde::Serialize)]
-#[serde(untagged)]
-pub enum Execution {
-    DryRun {
-        #[serde(rename = "dryRun")]
-        dry_run: bool,
-        request: PreparedRequest,
-    },
-    Response(UpstreamResponse),
 }
 
 /// A redirect the policy refused because it leaves the origin.
@@ -175,25 +150,6 @@ impl Upstream {
         build::prepare(&self.cfg, spec, op, args)
     }
 
-    /// `api_execute`'s HTTP part: prepares the request, then returns it as the dry-run view or
-    /// sends it.
-    pub async fn execute(
-        &self,
-        spec: &Spec,
-        op: &Operation,
-        args: &CallArgs,
-        dry_run: bool,
-    ) -> Result<Execution, UpstreamError> {
-        let request = self.prepare(spec, op, args)?;
-        if dry_run {
-            return Ok(Execution::DryRun {
-                dry_run: true,
-                request,
-            });
-        }
-        self.send(&request).await.map(Execution::Response)
-    }
-
     /// Sends a prepared request with the configured credentials and reads the response within
     /// the body budget.
     pub async fn send(&self, req: &PreparedRequest) -> Result<UpstreamResponse, UpstreamError> {
@@ -209,8 +165,18 @@ impl Upstream {
             .client
             .request(req.method.clone(), req.url.clone())
             .headers(headers);
-        if let Some(b) = &req.body {
-            builder = builder.body(b.bytes.clone());
+        match &req.body {
+            Some(b) => builder = builder.body(b.bytes.clone()),
+            // A write with no body still says how long it is: some APIs (GitHub's "star a
+            // repository") answer 411 Length Required otherwise.
+            None if matches!(
+                req.method,
+                http::Method::POST | http::Method::PUT | http::Method::PATCH
+            ) =>
+            {
+                builder = builder.header(http::header::CONTENT_LENGTH, "0");
+            }
+            None => {}
         }
         let shown_url = config::redact_url(&req.url);
         let result = builder.send().await;
