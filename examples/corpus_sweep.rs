@@ -65,7 +65,7 @@ async fn main() {
             let outcome = catch_unwind(AssertUnwindSafe(|| {
                 let described = spec.describe(op);
                 let schema = spec.args_schema(op);
-                let found = spec.find(&op.method, &op.path).map(|(o, _)| o.id.clone());
+                let found = spec.find(op.method, &op.path).map(|(o, _)| o.id.clone());
                 t1 = Instant::now();
                 let violations = spec.validate(op, &mut json!({}));
                 (described, schema, found, violations)

@@ -1,9 +1,9 @@
 //! `api_execute` against a fixed spec (tests/data/fuzz/request-spec.json: path parameters in
 //! the simple, label and matrix styles, every query style, headers, JSON, form, multipart and
-//! text bodies, an operation-level server): resolve (by id, or by a concrete path through
-//! `Spec::find` + `merge_path_values`), validate, then `Upstream::prepare` the request without
-//! sending it, under three configurations (the spec's servers, `--upstream` with no path,
-//! `--upstream` with user info and a path).
+//! text bodies, an operation-level server), through the server's own path:
+//! `Engine::plan_execute` types the arguments, resolves the operation (by id, or by a concrete
+//! path), validates them and builds the request without sending it, under three configurations
+//! (the spec's servers, `--upstream` with no path, `--upstream` with user info and a path).
 //!
 //! Properties beyond "no panic", from `upstream`'s docs: the URL stays on the configured
 //! origin with its user info, under the server's base path, with exactly the template's
@@ -14,10 +14,13 @@
 
 #![no_main]
 
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
+use apigate::auth::Principal;
+use apigate::index::Index;
 use apigate::spec::{ParamIn, Spec, match_template};
-use apigate::upstream::{CallArgs, Upstream, UpstreamConfig, merge_path_values};
+use apigate::tools::Engine;
+use apigate::upstream::{Upstream, UpstreamConfig};
 use apigate_fuzz::{string, value};
 use arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
@@ -27,18 +30,21 @@ const SPEC: &[u8] = include_bytes!("../../tests/data/fuzz/request-spec.json");
 const CREDENTIAL: &str = "Bearer CRED-SECRET-4711";
 const UPSTREAM_PASSWORD: &str = "s3cretpw";
 
-static SPEC_LOADED: LazyLock<Spec> = LazyLock::new(|| {
-    Spec::from_bytes(SPEC, "request-spec.json").expect("the fuzz fixture spec loads")
+static SPEC_LOADED: LazyLock<Arc<Spec>> = LazyLock::new(|| {
+    Arc::new(Spec::from_bytes(SPEC, "request-spec.json").expect("the fuzz fixture spec loads"))
 });
 
-/// (upstream, expected origin override, expected base path override)
-static UPSTREAMS: LazyLock<Vec<(Upstream, Option<&'static str>, Option<&'static str>)>> =
+/// (engine, expected origin override, expected base path override)
+static UPSTREAMS: LazyLock<Vec<(Engine, Option<&'static str>, Option<&'static str>)>> =
     LazyLock::new(|| {
         let header = format!("Authorization: {CREDENTIAL}");
+        let spec = SPEC_LOADED.clone();
+        let index = Arc::new(Index::build(&[&*spec]).expect("the fixture indexes"));
         let build = |base: Option<&str>| {
             let cfg = UpstreamConfig::from_flags(base, std::slice::from_ref(&header), None)
                 .expect("valid fuzz upstream config");
-            Upstream::new(cfg).expect("upstream client builds")
+            let upstream = Upstream::new(cfg).expect("upstream client builds");
+            Engine::new(spec.clone(), index.clone(), upstream, None)
         };
         let with_user = format!("http://user:{UPSTREAM_PASSWORD}@localhost:9/base/");
         vec![
@@ -80,8 +86,8 @@ fn scalar(v: &Value) -> Option<String> {
 struct Case {
     op: usize,
     upstream: usize,
-    args: Value,
-    /// A concrete path to resolve through `Spec::find` instead of the operation id.
+    args: Map<String, Value>,
+    /// A concrete path to name the operation by, instead of its id.
     concrete: Option<String>,
 }
 
@@ -142,7 +148,7 @@ fn case(u: &mut Unstructured<'_>) -> Result<Case> {
     Ok(Case {
         op: op_index,
         upstream,
-        args: Value::Object(args),
+        args,
         concrete,
     })
 }
@@ -158,38 +164,40 @@ fuzz_target!(|data: &[u8]| {
     else {
         return;
     };
-    let spec = &*SPEC_LOADED;
+    let spec = &**SPEC_LOADED;
     let mut op = &spec.operations[op];
-    if let Some(path) = &concrete {
-        let Some((found, values)) = spec.find(&op.method, path) else {
-            return;
-        };
-        op = found;
-        if merge_path_values(&mut args, &values).is_err() {
-            return;
+    match &concrete {
+        Some(path) => {
+            args.insert("method".into(), Value::String(op.method.to_string()));
+            args.insert("path".into(), Value::String(path.clone()));
+        }
+        None => {
+            args.insert("operationId".into(), Value::String(op.id.clone()));
         }
     }
-    let violations = spec.validate(op, &mut args);
-    let Ok(call) = CallArgs::from_value(&args) else {
-        return;
-    };
-    let (client, origin_override, base_override) = &UPSTREAMS[upstream];
-    let result = client.prepare(spec, op, &call);
-
-    let forbidden_given = call
-        .headers
-        .keys()
-        .any(|h| NEVER_FROM_AGENT.contains(&h.to_ascii_lowercase().as_str()));
+    let forbidden_given = args
+        .get("headers")
+        .and_then(Value::as_object)
+        .is_some_and(|h| {
+            h.keys()
+                .any(|h| NEVER_FROM_AGENT.contains(&h.to_ascii_lowercase().as_str()))
+        });
+    let (engine, origin_override, base_override) = &UPSTREAMS[upstream];
+    let result = engine.plan_execute(&Principal::dev(), args);
     if forbidden_given {
         assert!(
             result.is_err(),
-            "a forbidden header from the agent was accepted: {:?}",
-            call.headers.keys().collect::<Vec<_>>()
+            "a forbidden header from the agent was accepted"
         );
     }
-    let Ok(request) = result else {
+    let Ok(planned) = result else {
         return;
     };
+    // A concrete path may match a more literal template than the one it was made from.
+    op = &spec.operations[planned.op];
+    let call = &planned.call;
+    let request = &planned.request;
+
 
     // The origin and base path.
     let declared = op
@@ -255,17 +263,15 @@ fuzz_target!(|data: &[u8]| {
         );
     }
 
-    // Query keys come from declared parameters once the arguments are valid.
-    if violations.is_empty() {
-        for (key, _) in url.query_pairs() {
-            let base_name = key.split('[').next().unwrap_or_default();
-            assert!(
-                op.parameters
-                    .iter()
-                    .any(|p| p.location == ParamIn::Query && p.name == base_name),
-                "undeclared query key {key:?} in {url}"
-            );
-        }
+    // Query keys come from declared parameters (the arguments were valid).
+    for (key, _) in url.query_pairs() {
+        let base_name = key.split('[').next().unwrap_or_default();
+        assert!(
+            op.parameters
+                .iter()
+                .any(|p| p.location == ParamIn::Query && p.name == base_name),
+            "undeclared query key {key:?} in {url}"
+        );
     }
 
     // The dry-run view: no credential, no password, no agent-set forbidden header.

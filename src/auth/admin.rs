@@ -35,18 +35,6 @@ pub enum AdminError {
     Internal,
 }
 
-impl AdminError {
-    /// The stable machine-readable code.
-    pub fn code(&self) -> &'static str {
-        match self {
-            AdminError::Invalid(_) => "INVALID_ARGUMENTS",
-            AdminError::NotFound(_) => "NOT_FOUND",
-            AdminError::Unavailable(_) => "UNAVAILABLE",
-            AdminError::Internal => "INTERNAL",
-        }
-    }
-}
-
 impl From<StoreError> for AdminError {
     fn from(e: StoreError) -> Self {
         if e.is_unavailable() {

@@ -37,6 +37,7 @@ pub use token_arg::{
     take_session_token,
 };
 
+use crate::spec::Method;
 use crate::store::{
     AuditEntry, Decision, Heard, Invalidation, InvalidationListener, KeyRow, Store, StoreError,
 };
@@ -49,7 +50,7 @@ pub const MAX_CACHE_TTL: Duration = Duration::from_secs(60);
 /// The feature that admits a server key to `/admin/v1/*`.
 pub const ADMIN_FEATURE: &str = "apigate.admin";
 
-/// Why a caller was turned away. [`AuthError::code`] gives the stable code for the agent.
+/// Why a caller was turned away. Adapters map each variant to a stable code for the agent.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum AuthError {
     #[error("{0}")]
@@ -63,7 +64,7 @@ pub enum AuthError {
     #[error(
         "permission denied: a read-only caller may only use GET, HEAD and OPTIONS, not {method}"
     )]
-    ReadOnly { method: String },
+    ReadOnly { method: Method },
     #[error("rate limit exceeded; retry in {retry_after_ms} ms")]
     RateLimited { retry_after_ms: u64 },
     #[error("authentication is unavailable: the database cannot be reached")]
@@ -71,35 +72,6 @@ pub enum AuthError {
 }
 
 impl AuthError {
-    /// `UNAUTHORIZED`, `SESSION_EXPIRED`, `FORBIDDEN`, `RATE_LIMITED` or `UNAVAILABLE`.
-    pub fn code(&self) -> &'static str {
-        match self {
-            AuthError::Unauthorized(_) => "UNAUTHORIZED",
-            AuthError::SessionExpired => "SESSION_EXPIRED",
-            AuthError::Forbidden { .. } | AuthError::ReadOnly { .. } => "FORBIDDEN",
-            AuthError::RateLimited { .. } => "RATE_LIMITED",
-            AuthError::Unavailable(_) => "UNAVAILABLE",
-        }
-    }
-
-    /// Extra fields for the error body (`missing`, `retryAfterMs`, `readOnly`).
-    pub fn details(&self) -> serde_json::Map<String, serde_json::Value> {
-        let mut m = serde_json::Map::new();
-        match self {
-            AuthError::Forbidden { missing } => {
-                m.insert("missing".into(), missing.clone().into());
-            }
-            AuthError::ReadOnly { .. } => {
-                m.insert("readOnly".into(), true.into());
-            }
-            AuthError::RateLimited { retry_after_ms } => {
-                m.insert("retryAfterMs".into(), (*retry_after_ms).into());
-            }
-            _ => {}
-        }
-        m
-    }
-
     fn from_store(e: &StoreError) -> AuthError {
         tracing::error!(error = %e, "credential lookup failed");
         AuthError::Unavailable(e.to_string())
@@ -241,8 +213,6 @@ pub struct Principal {
     pub expires_at: Option<DateTime<Utc>>,
 }
 
-const SAFE_METHODS: [&str; 3] = ["GET", "HEAD", "OPTIONS"];
-
 impl Principal {
     /// The all-features principal of dev mode.
     pub fn dev() -> Principal {
@@ -269,21 +239,18 @@ impl Principal {
     /// feature the configured rules require.
     pub fn may_execute(
         &self,
-        method: &str,
+        method: Method,
         path_template: &str,
         required: &[String],
         rules: &PermissionRules,
     ) -> Result<(), AuthError> {
-        let method_upper = method.to_ascii_uppercase();
-        if self.read_only && !SAFE_METHODS.contains(&method_upper.as_str()) {
-            return Err(AuthError::ReadOnly {
-                method: method_upper,
-            });
+        if self.read_only && !method.is_safe() {
+            return Err(AuthError::ReadOnly { method });
         }
         let needed = required
             .iter()
             .map(String::as_str)
-            .chain(rules.required_for(&method_upper, path_template));
+            .chain(rules.required_for(method.as_str(), path_template));
         match self.features.first_missing(needed) {
             Some(missing) => Err(AuthError::Forbidden {
                 missing: missing.to_string(),
@@ -296,7 +263,7 @@ impl Principal {
     /// (holds `apigate.execute` and passes [`Principal::may_execute`]).
     pub fn may_see(
         &self,
-        method: &str,
+        method: Method,
         path_template: &str,
         required: &[String],
         rules: &PermissionRules,
@@ -918,7 +885,7 @@ mod tests {
         let p = principal(&["apigate.discover"], false);
         assert!(p.may_use_tool("api_discover").is_ok());
         let e = p.may_use_tool("api_execute").unwrap_err();
-        assert_eq!(e.code(), "FORBIDDEN");
+        assert!(matches!(e, AuthError::Forbidden { .. }));
         assert!(e.to_string().contains("apigate.execute"));
         assert!(
             principal(&["apigate.*"], false)
@@ -935,40 +902,42 @@ mod tests {
         .unwrap();
         let p = principal(&["apigate.execute", "billing.*"], false);
         let billing = vec!["billing.read".to_string()];
-        assert!(p.may_execute("get", "/invoices", &billing, &rules).is_ok());
-        assert!(p.may_execute("GET", "/repos/{o}/{r}", &[], &rules).is_ok());
-        match p.may_execute("DELETE", "/repos/{o}/{r}", &[], &rules) {
+        assert!(
+            p.may_execute(Method::Get, "/invoices", &billing, &rules)
+                .is_ok()
+        );
+        assert!(
+            p.may_execute(Method::Get, "/repos/{o}/{r}", &[], &rules)
+                .is_ok()
+        );
+        match p.may_execute(Method::Delete, "/repos/{o}/{r}", &[], &rules) {
             Err(AuthError::Forbidden { missing }) => assert_eq!(missing, "github.admin"),
             other => panic!("{other:?}"),
         }
         let crm = vec!["crm.read".to_string()];
-        assert!(p.may_execute("GET", "/c", &crm, &rules).is_err());
-        assert!(p.may_see("GET", "/invoices", &billing, &rules));
-        assert!(!p.may_see("GET", "/c", &crm, &rules));
-        assert!(!principal(&["billing.*"], false).may_see("GET", "/invoices", &billing, &rules));
+        assert!(p.may_execute(Method::Get, "/c", &crm, &rules).is_err());
+        assert!(p.may_see(Method::Get, "/invoices", &billing, &rules));
+        assert!(!p.may_see(Method::Get, "/c", &crm, &rules));
+        assert!(!principal(&["billing.*"], false).may_see(
+            Method::Get,
+            "/invoices",
+            &billing,
+            &rules
+        ));
     }
 
     #[test]
     fn read_only_allows_only_safe_methods() {
         let p = principal(&["*"], true);
         let none = PermissionRules::default();
-        for m in ["GET", "head", "OPTIONS"] {
+        for m in [Method::Get, Method::Head, Method::Options] {
             assert!(p.may_execute(m, "/x", &[], &none).is_ok(), "{m}");
         }
-        let e = p.may_execute("post", "/x", &[], &none).unwrap_err();
-        assert_eq!(e.code(), "FORBIDDEN");
-        assert!(matches!(e, AuthError::ReadOnly { ref method } if method == "POST"));
-        assert!(!p.may_see("DELETE", "/x", &[], &none));
-    }
-
-    #[test]
-    fn codes_and_details() {
-        assert_eq!(AuthError::SessionExpired.code(), "SESSION_EXPIRED");
-        let e = AuthError::RateLimited {
-            retry_after_ms: 250,
-        };
-        assert_eq!(e.code(), "RATE_LIMITED");
-        assert_eq!(e.details()["retryAfterMs"], 250);
+        for m in [Method::Post, Method::Trace] {
+            let e = p.may_execute(m, "/x", &[], &none).unwrap_err();
+            assert!(matches!(e, AuthError::ReadOnly { method } if method == m));
+        }
+        assert!(!p.may_see(Method::Delete, "/x", &[], &none));
     }
 
     #[test]

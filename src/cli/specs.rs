@@ -201,7 +201,8 @@ pub async fn schema(args: SchemaArgs) -> anyhow::Result<ExitCode> {
             let (method, path) = wanted.split_once(' ').with_context(|| {
                 format!("{wanted:?} is not an operationId of {}; give an operationId or \"METHOD /path\"", spec.source)
             })?;
-            spec.find(method.trim(), path.trim())
+            let method: crate::spec::Method = method.parse()?;
+            spec.find(method, path.trim())
                 .map(|(op, _)| op)
                 .with_context(|| format!("no operation {wanted:?} in {}", spec.source))?
         }

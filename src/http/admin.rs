@@ -113,44 +113,53 @@ impl IntoResponse for ApiError {
 
 impl From<AuthError> for ApiError {
     fn from(e: AuthError) -> ApiError {
-        let status = match &e {
-            AuthError::Unauthorized(_) | AuthError::SessionExpired => StatusCode::UNAUTHORIZED,
-            AuthError::Forbidden { .. } | AuthError::ReadOnly { .. } => StatusCode::FORBIDDEN,
-            AuthError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
-            AuthError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
-        };
-        let retry_after_secs = match &e {
-            AuthError::RateLimited { retry_after_ms } => Some(retry_after_ms.div_ceil(1000)),
-            _ => None,
+        let (status, code) = match &e {
+            AuthError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "UNAUTHORIZED"),
+            AuthError::SessionExpired => (StatusCode::UNAUTHORIZED, "SESSION_EXPIRED"),
+            AuthError::Forbidden { .. } | AuthError::ReadOnly { .. } => {
+                (StatusCode::FORBIDDEN, "FORBIDDEN")
+            }
+            AuthError::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "RATE_LIMITED"),
+            AuthError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "UNAVAILABLE"),
         };
         let message = match &e {
             // Says the database cannot be reached; its error stays in the log.
             AuthError::Unavailable(_) => format!("{e}; try again later"),
             other => other.to_string(),
         };
-        ApiError {
-            status,
-            code: e.code(),
-            message,
-            details: e.details(),
-            retry_after_secs,
+        let mut error = ApiError::new(status, code, message);
+        match e {
+            AuthError::Forbidden { missing } => {
+                error.details.insert("missing".into(), missing.into());
+            }
+            AuthError::ReadOnly { .. } => {
+                error.details.insert("readOnly".into(), true.into());
+            }
+            AuthError::RateLimited { retry_after_ms } => {
+                error
+                    .details
+                    .insert("retryAfterMs".into(), retry_after_ms.into());
+                error.retry_after_secs = Some(retry_after_ms.div_ceil(1000));
+            }
+            _ => {}
         }
+        error
     }
 }
 
 impl From<AdminError> for ApiError {
     fn from(e: AdminError) -> ApiError {
-        let status = match &e {
-            AdminError::Invalid(_) => StatusCode::BAD_REQUEST,
-            AdminError::NotFound(_) => StatusCode::NOT_FOUND,
-            AdminError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
-            AdminError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        let (status, code) = match &e {
+            AdminError::Invalid(_) => (StatusCode::BAD_REQUEST, "INVALID_ARGUMENTS"),
+            AdminError::NotFound(_) => (StatusCode::NOT_FOUND, "NOT_FOUND"),
+            AdminError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "UNAVAILABLE"),
+            AdminError::Internal => (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL"),
         };
         let message = match &e {
             AdminError::Unavailable(_) => "the database is unavailable; try again later".into(),
             other => other.to_string(),
         };
-        ApiError::new(status, e.code(), message)
+        ApiError::new(status, code, message)
     }
 }
 

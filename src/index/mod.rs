@@ -299,7 +299,7 @@ impl Index {
                 docs.push(DocMeta {
                     spec: s,
                     op: o,
-                    method: op.method.clone(),
+                    method: op.method.to_string(),
                     tags: op.tags.iter().map(|t| t.to_lowercase()).collect(),
                     deprecated: op.deprecated,
                     item: op.path.trim_end_matches('/').ends_with('}'),

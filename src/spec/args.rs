@@ -190,24 +190,74 @@ impl ArgsValidator {
         let Some(v) = &self.validator else {
             return Vec::new();
         };
-        v.iter_errors(args)
-            .map(|e| {
-                let mut message = e.to_string();
-                if message.len() > 300 {
-                    let cut = (0..=300)
-                        .rev()
-                        .find(|i| message.is_char_boundary(*i))
-                        .unwrap_or(0);
-                    message.truncate(cut);
-                    message.push('…');
-                }
-                Violation {
-                    pointer: e.instance_path().to_string(),
-                    message,
-                }
-            })
-            .collect()
+        violations(v, args)
     }
+}
+
+/// The most enum values a violation lists.
+const MAX_ENUM_SHOWN: usize = 20;
+
+/// Every violation of `instance` against `validator`, each with its JSON pointer: an unknown
+/// property is named at its own pointer, an enum violation lists the allowed values (up to
+/// twenty), other messages are cut at 300 characters.
+pub fn violations(validator: &jsonschema::Validator, instance: &Value) -> Vec<Violation> {
+    let mut out = Vec::new();
+    for e in validator.iter_errors(instance) {
+        let pointer = e.instance_path().to_string();
+        match e.kind() {
+            jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } => {
+                for name in unexpected {
+                    out.push(Violation {
+                        pointer: format!("{pointer}/{}", escape_pointer(name)),
+                        message: format!("unknown property {name:?}"),
+                    });
+                }
+            }
+            jsonschema::error::ValidationErrorKind::Enum { options } => {
+                let all = options.as_array().cloned().unwrap_or_default();
+                let mut shown: Vec<String> = all
+                    .iter()
+                    .take(MAX_ENUM_SHOWN)
+                    .map(Value::to_string)
+                    .collect();
+                if all.len() > MAX_ENUM_SHOWN {
+                    shown.push(format!(
+                        "… ({} values in all; api_schema lists them)",
+                        all.len()
+                    ));
+                }
+                out.push(Violation {
+                    pointer,
+                    message: format!(
+                        "{} is not one of the allowed values: {}",
+                        cut(&e.instance().to_string(), 100),
+                        shown.join(", ")
+                    ),
+                });
+            }
+            _ => out.push(Violation {
+                pointer,
+                message: cut(&e.to_string(), 300),
+            }),
+        }
+    }
+    out
+}
+
+fn escape_pointer(name: &str) -> String {
+    name.replace('~', "~0").replace('/', "~1")
+}
+
+/// `text` cut at `max` bytes (on a character boundary), with an ellipsis when cut.
+fn cut(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let at = (0..=max)
+        .rev()
+        .find(|i| text.is_char_boundary(*i))
+        .unwrap_or(0);
+    format!("{}…", &text[..at])
 }
 
 fn strip_key(v: &mut Value, key: &str) {

@@ -5,6 +5,7 @@
 
 mod args;
 mod describe;
+mod method;
 mod operation;
 mod paths;
 mod refs;
@@ -16,14 +17,30 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-pub use args::Violation;
-pub use operation::{
-    Dialect, METHODS_UPPER, MediaType, Operation, ParamIn, Parameter, RequestBody, Response,
-};
+pub use args::{Violation, violations};
+pub use method::{Method, NotAMethod};
+pub use operation::{Dialect, MediaType, Operation, ParamIn, Parameter, RequestBody, Response};
 pub use paths::match_template;
 pub use refs::InlineBudget;
 pub use source::{Location, MAX_DOCUMENT_BYTES};
 pub use text::plain as plain_text;
+
+/// How a caller names an operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OperationName<'a> {
+    /// Its `operationId`.
+    Id(&'a str),
+    /// Its method and its path template or a concrete path.
+    Route { method: Method, path: &'a str },
+}
+
+/// An operation [`Spec::resolve`] found: its position in `operations`, and the path
+/// parameter values a concrete path carried (`/pets/42` → `petId = "42"`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved {
+    pub index: usize,
+    pub path_values: Vec<(String, String)>,
+}
 
 /// Why a document could not be loaded. Every message names the file (and the JSON pointer
 /// where one applies).
@@ -165,21 +182,43 @@ impl Spec {
         self.by_id.get(id).copied()
     }
 
-    /// The operation for `METHOD path`, where `path` is either a template as written in the
-    /// document or a concrete path (`/pets/42`). For a concrete path, the values it carries are
-    /// returned; the most literal template wins.
-    pub fn find(&self, method: &str, path: &str) -> Option<(&Operation, Vec<(String, String)>)> {
-        let method = method.to_ascii_uppercase();
-        let candidates = self.operations.iter().filter(|op| op.method == method);
-        if let Some(op) = candidates.clone().find(|op| op.path == path) {
-            return Some((op, Vec::new()));
+    /// Finds the operation `name` names, once: by id, or by method and a path that is either
+    /// a template as written in the document or a concrete path (`/pets/42`), where the most
+    /// literal template wins. The handle carries the values a concrete path held.
+    pub fn resolve(&self, name: &OperationName<'_>) -> Option<Resolved> {
+        match *name {
+            OperationName::Id(id) => self.index_of(id).map(|index| Resolved {
+                index,
+                path_values: Vec::new(),
+            }),
+            OperationName::Route { method, path } => {
+                let candidates = self
+                    .operations
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, op)| op.method == method);
+                if let Some((index, _)) = candidates.clone().find(|(_, op)| op.path == path) {
+                    return Some(Resolved {
+                        index,
+                        path_values: Vec::new(),
+                    });
+                }
+                candidates
+                    .filter_map(|(index, op)| {
+                        paths::match_template(&op.path, path)
+                            .map(|(score, values)| (score, index, values))
+                    })
+                    .max_by_key(|(score, _, _)| *score)
+                    .map(|(_, index, path_values)| Resolved { index, path_values })
+            }
         }
-        candidates
-            .filter_map(|op| {
-                paths::match_template(&op.path, path).map(|(score, values)| (score, op, values))
-            })
-            .max_by_key(|(score, _, _)| *score)
-            .map(|(_, op, values)| (op, values))
+    }
+
+    /// The operation for `METHOD path` (template or concrete) and the values a concrete path
+    /// carried: [`Spec::resolve`] by route.
+    pub fn find(&self, method: Method, path: &str) -> Option<(&Operation, Vec<(String, String)>)> {
+        let r = self.resolve(&OperationName::Route { method, path })?;
+        Some((&self.operations[r.index], r.path_values))
     }
 
     /// The JSON Schema of `api_execute`'s `{pathParams, query, headers, body}` for `op`, with

@@ -7,18 +7,9 @@ use std::collections::{HashMap, HashSet};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
+use super::method::Method;
 use super::refs::{self, follow};
 use super::text;
-
-/// The HTTP methods an OpenAPI path item may hold, in document order.
-pub const METHODS: [&str; 8] = [
-    "get", "put", "post", "delete", "options", "head", "patch", "trace",
-];
-
-/// The same methods, upper-case, as `Operation::method` holds them.
-pub const METHODS_UPPER: [&str; 8] = [
-    "GET", "PUT", "POST", "DELETE", "OPTIONS", "HEAD", "PATCH", "TRACE",
-];
 
 /// The document dialect.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -130,8 +121,7 @@ pub struct Response {
 pub struct Operation {
     /// The document's `operationId`, or a synthesized, stable one (`get_api_contents_by_path`).
     pub id: String,
-    /// Upper-case HTTP method.
-    pub method: String,
+    pub method: Method,
     /// The path template as written in the document.
     pub path: String,
     pub summary: Option<String>,
@@ -154,9 +144,9 @@ pub struct Operation {
 }
 
 impl Operation {
-    /// `true` for methods that change state.
+    /// `true` for methods that may change state (see [`Method::is_safe`]).
     pub fn mutating(&self) -> bool {
-        !matches!(self.method.as_str(), "GET" | "HEAD" | "OPTIONS" | "TRACE")
+        !self.method.is_safe()
     }
 
     /// `METHOD /path`.
@@ -218,9 +208,11 @@ pub(crate) fn extract(root: &Value, dialect: Dialect) -> Extracted {
         };
         let path_params = item.get("parameters");
         let path_servers = servers_of(item.get("servers"));
-        for method in METHODS {
-            let Some(op) = item.get(method) else { continue };
-            let at = format!("/paths/{}/{method}", refs::escape(path));
+        for method in Method::ALL {
+            let Some(op) = item.get(method.path_item_key()) else {
+                continue;
+            };
+            let at = format!("/paths/{}/{}", refs::escape(path), method.path_item_key());
             let Some(op) = op.as_object() else {
                 warnings.push(format!("{at}: not an object; skipped"));
                 continue;
@@ -257,7 +249,7 @@ impl Ctx<'_> {
     fn operation(
         &self,
         path: &str,
-        method: &str,
+        method: Method,
         op: &Map<String, Value>,
         path_params: Option<&Value>,
         path_servers: &[String],
@@ -373,7 +365,7 @@ impl Ctx<'_> {
             id: str_of("operationId")
                 .map(|s| s.trim().to_string())
                 .unwrap_or_default(),
-            method: method.to_ascii_uppercase(),
+            method,
             path: path.to_string(),
             summary,
             description,
@@ -752,7 +744,7 @@ fn assign_ids(ops: &mut [Operation], warnings: &mut Vec<String>) {
         }
         let base = if op.id.is_empty() {
             missing += 1;
-            synthesize_id(&op.method, &op.path)
+            synthesize_id(op.method, &op.path)
         } else {
             warnings.push(format!(
                 "operationId {:?} is used more than once; made unique",
@@ -776,8 +768,8 @@ fn assign_ids(ops: &mut [Operation], warnings: &mut Vec<String>) {
 }
 
 /// `GET /api/contents/{path}` → `get_api_contents_by_path`.
-pub fn synthesize_id(method: &str, path: &str) -> String {
-    let mut out = method.to_ascii_lowercase();
+pub fn synthesize_id(method: Method, path: &str) -> String {
+    let mut out = method.path_item_key().to_string();
     for seg in path.split('/').filter(|s| !s.is_empty()) {
         out.push('_');
         let seg = match seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
@@ -808,14 +800,14 @@ mod tests {
     #[test]
     fn synthesized_ids_are_readable() {
         assert_eq!(
-            synthesize_id("GET", "/api/contents/{path}"),
+            synthesize_id(Method::Get, "/api/contents/{path}"),
             "get_api_contents_by_path"
         );
         assert_eq!(
-            synthesize_id("DELETE", "/api/sessions/{session}"),
+            synthesize_id(Method::Delete, "/api/sessions/{session}"),
             "delete_api_sessions_by_session"
         );
-        assert_eq!(synthesize_id("GET", "/"), "get");
+        assert_eq!(synthesize_id(Method::Get, "/"), "get");
     }
 
     #[test]

@@ -3,6 +3,8 @@
 
 use serde_json::{Value, json};
 
+use crate::spec::Method;
+
 pub const DISCOVER: &str = "api_discover";
 pub const SCHEMA: &str = "api_schema";
 pub const EXECUTE: &str = "api_execute";
@@ -12,9 +14,61 @@ pub const NAMES: [&str; 3] = [DISCOVER, SCHEMA, EXECUTE];
 pub const DEFAULT_LIMIT: usize = 10;
 pub const MAX_LIMIT: usize = 50;
 
-const METHODS: [&str; 8] = [
-    "GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "TRACE",
-];
+fn methods() -> Vec<&'static str> {
+    Method::ALL.iter().map(|m| m.as_str()).collect()
+}
+
+/// A tool's input JSON Schema: what `tools/list` publishes and what `tools::args` checks
+/// arguments against first. Unknown arguments are violations.
+pub fn input_schema(name: &str) -> Value {
+    let methods = methods();
+    match name {
+        DISCOVER => json!({
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "What you want to do, in plain words."},
+                "method": {"type": "string", "enum": methods, "description": "Only operations with this HTTP method."},
+                "tag": {"type": "string", "description": "Only operations with this tag."},
+                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT,
+                    "description": "How many results (default 10, at most 50)."}
+            },
+            "required": ["query"],
+            "additionalProperties": false
+        }),
+        SCHEMA => json!({
+            "type": "object",
+            "properties": {
+                "operationId": {"type": "string", "description": "The operation's id, as returned by api_discover."},
+                "method": {"type": "string", "enum": methods, "description": "With `path`, instead of operationId."},
+                "path": {"type": "string", "description": "The path template (/pets/{petId}) or a concrete path (/pets/42)."}
+            },
+            "additionalProperties": false
+        }),
+        EXECUTE => json!({
+            "type": "object",
+            "properties": {
+                "operationId": {"type": "string", "description": "The operation's id, as returned by api_discover."},
+                "method": {"type": "string", "enum": methods, "description": "With `path`, instead of operationId."},
+                "path": {"type": "string", "description": "The path template or a concrete path (/pets/42)."},
+                "pathParams": {"type": "object", "description": "Values for the {placeholders} of the path.", "additionalProperties": true},
+                "query": {"type": "object", "description": "Query parameters by name.", "additionalProperties": true},
+                "headers": {"type": "object", "description": "Header parameters the operation declares.", "additionalProperties": true},
+                "body": {"description": "The request body, as JSON."},
+                "dryRun": {"type": "boolean", "default": false, "description": "Return the request that would be sent, without sending it."}
+            },
+            "additionalProperties": false
+        }),
+        _ => json!({"type": "object"}),
+    }
+}
+
+/// The argument names a tool takes, in its schema's order.
+pub fn argument_names(name: &str) -> Vec<String> {
+    input_schema(name)["properties"]
+        .as_object()
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default()
+}
 
 /// One tool's definition in MCP's `tools/list` shape.
 pub fn definition(name: &str, api_title: &str) -> Option<Value> {
@@ -34,17 +88,7 @@ pub fn definition(name: &str, api_title: &str) -> Option<Value> {
                  operationId here, call api_schema to learn its parameters, then api_execute \
                  to call it. Filter with `method` (GET, POST, …) or `tag` when you know them. \
                  Only operations you are allowed to call are listed."),
-            "inputSchema": {
-                "type": "object",
-                "properties": {
-                    "query": {"type": "string", "description": "What you want to do, in plain words."},
-                    "method": {"type": "string", "enum": METHODS, "description": "Only operations with this HTTP method."},
-                    "tag": {"type": "string", "description": "Only operations with this tag."},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT,
-                        "description": "How many results (default 10, at most 50)."}
-                },
-                "required": ["query"]
-            },
+            "inputSchema": input_schema(name),
             "annotations": {"title": "Find API operations", "readOnlyHint": true, "openWorldHint": false}
         }),
         SCHEMA => json!({
@@ -57,14 +101,7 @@ pub fn definition(name: &str, api_title: &str) -> Option<Value> {
                  `path`. Step 2 of 3: then call api_execute with `pathParams`, `query`, \
                  `headers` and `body` shaped as this schema says. A schema shown as \
                  {{\"$recursive\": \"Name\"}} repeats the enclosing Name."),
-            "inputSchema": {
-                "type": "object",
-                "properties": {
-                    "operationId": {"type": "string", "description": "The operation's id, as returned by api_discover."},
-                    "method": {"type": "string", "enum": METHODS, "description": "With `path`, instead of operationId."},
-                    "path": {"type": "string", "description": "The path template (/pets/{petId}) or a concrete path (/pets/42)."}
-                }
-            },
+            "inputSchema": input_schema(name),
             "annotations": {"title": "Describe an API operation", "readOnlyHint": true, "openWorldHint": false}
         }),
         EXECUTE => json!({
@@ -83,19 +120,7 @@ pub fn definition(name: &str, api_title: &str) -> Option<Value> {
                  without sending it. `ok` is false when the API answered 4xx (read its \
                  body); 5xx answers, timeouts and connection failures come back as errors. Step 3 of 3; mutating calls (POST, PUT, PATCH, DELETE) \
                  change real data."),
-            "inputSchema": {
-                "type": "object",
-                "properties": {
-                    "operationId": {"type": "string", "description": "The operation's id, as returned by api_discover."},
-                    "method": {"type": "string", "enum": METHODS, "description": "With `path`, instead of operationId."},
-                    "path": {"type": "string", "description": "The path template or a concrete path (/pets/42)."},
-                    "pathParams": {"type": "object", "description": "Values for the {placeholders} of the path.", "additionalProperties": true},
-                    "query": {"type": "object", "description": "Query parameters by name.", "additionalProperties": true},
-                    "headers": {"type": "object", "description": "Header parameters the operation declares.", "additionalProperties": true},
-                    "body": {"description": "The request body, as JSON."},
-                    "dryRun": {"type": "boolean", "default": false, "description": "Return the request that would be sent, without sending it."}
-                }
-            },
+            "inputSchema": input_schema(name),
             "annotations": {"title": "Call an API operation", "readOnlyHint": false,
                 "destructiveHint": true, "idempotentHint": false, "openWorldHint": true}
         }),

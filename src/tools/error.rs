@@ -39,26 +39,6 @@ impl Code {
         }
     }
 
-    /// The code for a code string from another module (auth, upstream); unknown → `INTERNAL`.
-    pub fn parse(code: &str) -> Code {
-        [
-            Code::Unauthorized,
-            Code::SessionExpired,
-            Code::Forbidden,
-            Code::RateLimited,
-            Code::UnknownTool,
-            Code::UnknownOperation,
-            Code::InvalidArguments,
-            Code::BlockedByMonitor,
-            Code::UpstreamError,
-            Code::UpstreamTimeout,
-            Code::Unavailable,
-        ]
-        .into_iter()
-        .find(|c| c.as_str() == code)
-        .unwrap_or(Code::Internal)
-    }
-
     /// Whether the call was refused (audit `denied`) rather than failed.
     pub fn is_denial(self) -> bool {
         matches!(

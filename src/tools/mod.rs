@@ -4,6 +4,7 @@
 //! metrics. Adapters (MCP over HTTP, SSE, stdio) call [`Engine::call`] and only change how
 //! results look.
 
+pub mod args;
 pub mod defs;
 pub mod error;
 mod ops;
@@ -24,6 +25,7 @@ use crate::spec::Spec;
 use crate::store::Decision;
 use crate::upstream::Upstream;
 pub use error::{Code, ToolError};
+pub use ops::{Planned, Prepared};
 
 /// Whose permissions a call runs with.
 pub enum Access {
@@ -73,7 +75,8 @@ pub type ToolResult = Result<Value, ToolError>;
 /// What the audit row records about a call, filled in as the pipeline learns it.
 #[derive(Default)]
 struct Trace {
-    operation: Option<(String, String, String)>,
+    /// The operation the arguments name (its index in the spec).
+    operation: Option<usize>,
     upstream_status: Option<u16>,
 }
 
@@ -173,10 +176,10 @@ impl Engine {
                 Err(_) => Decision::Failed,
             };
             let mut entry = who.audit_entry(tool, decision);
-            if let Some((id, method, path)) = trace.operation {
-                entry.operation = Some(id);
-                entry.method = Some(method);
-                entry.path = Some(path);
+            if let Some(op) = trace.operation.and_then(|i| self.spec.operations.get(i)) {
+                entry.operation = Some(op.id.clone());
+                entry.method = Some(op.method.to_string());
+                entry.path = Some(op.path.clone());
             }
             entry.upstream_status = trace.upstream_status;
             entry.duration_ms = started.elapsed().as_millis() as u64;
@@ -206,7 +209,7 @@ impl Engine {
                 let token = choose_session_token(token, caller.session_token.as_deref());
                 auth.authenticate_session(key, token.as_deref().unwrap_or(""))
                     .await
-                    .map_err(auth_error)
+                    .map_err(ToolError::from)
             }
         }
     }
@@ -239,33 +242,25 @@ impl Engine {
                 ),
             ));
         }
-        // The audit row names the operation the arguments name, even when a check below
-        // refuses the call.
-        if tool != defs::DISCOVER
-            && let Some(o) =
-                ops::named_operation(self, &args).and_then(|i| self.spec.operations.get(i))
-        {
-            trace.operation = Some((o.id.clone(), o.method.clone(), o.path.clone()));
+        // The arguments are typed and the operation they name is found once, here; their
+        // errors wait until the caller has passed the tool permission and the rate limit. The
+        // audit row names the operation even when a check below refuses the call.
+        let args_value = Value::Object(args.clone());
+        let parsed = ops::parse(self, tool, args);
+        if let Ok(p) = &parsed {
+            trace.operation = p.operation();
         }
         // 2. Permissions for the tool.
-        principal.may_use_tool(tool).map_err(auth_error)?;
+        principal.may_use_tool(tool).map_err(ToolError::from)?;
         // 3. Rate limit.
         if let Some(auth) = &self.auth {
-            auth.check_rate(principal).map_err(auth_error)?;
+            auth.check_rate(principal).map_err(ToolError::from)?;
         }
-        // 4. Resolve and validate the arguments (and the operation's permissions).
-        let prepared = match tool {
-            defs::DISCOVER => ops::Prepared::Discover(ops::parse_discover(&args)?),
-            defs::SCHEMA => ops::Prepared::Schema(ops::resolve(self, principal, &args)?.0),
-            _ => ops::prepare_execute(self, principal, &args)?,
-        };
-        let op = prepared.operation(&self.spec);
-        if let Some(o) = op {
-            trace.operation = Some((o.id.clone(), o.method.clone(), o.path.clone()));
-        }
+        // 4. The operation's permission; validate the arguments and build the request.
+        let prepared = ops::prepare(self, principal, parsed?)?;
+        let op = prepared.operation(self);
         // 5. The agent-monitor gate (fail-closed).
         let session_id = Engine::monitor_session(caller, principal);
-        let args_value = Value::Object(args);
         let call = ToolCall {
             session_id: &session_id,
             call_id,
@@ -273,7 +268,7 @@ impl Engine {
             args: &args_value,
             operation: op.map(|o| OperationRef {
                 operation_id: &o.id,
-                method: &o.method,
+                method: o.method.as_str(),
                 path: &o.path,
             }),
         };
@@ -322,10 +317,39 @@ impl Engine {
     }
 }
 
-/// An auth failure as a tool error with the same code and details.
-fn auth_error(e: AuthError) -> ToolError {
-    let code = Code::parse(e.code());
-    let mut err = ToolError::new(code, e.to_string());
-    err.details.extend(e.details());
-    err
+/// An auth failure as a tool error, with the details an agent can act on.
+impl From<AuthError> for ToolError {
+    fn from(e: AuthError) -> ToolError {
+        let message = e.to_string();
+        match e {
+            AuthError::Unauthorized(_) => ToolError::new(Code::Unauthorized, message),
+            AuthError::SessionExpired => ToolError::new(Code::SessionExpired, message),
+            AuthError::Forbidden { missing } => {
+                ToolError::new(Code::Forbidden, message).with("missing", Value::String(missing))
+            }
+            AuthError::ReadOnly { .. } => {
+                ToolError::new(Code::Forbidden, message).with("readOnly", Value::Bool(true))
+            }
+            AuthError::RateLimited { retry_after_ms } => ToolError::new(Code::RateLimited, message)
+                .with("retryAfterMs", Value::from(retry_after_ms)),
+            AuthError::Unavailable(_) => ToolError::new(Code::Unavailable, message),
+        }
+    }
+}
+
+impl Engine {
+    /// `api_execute` up to the request it would send, as the pipeline runs it for
+    /// `principal`: typed arguments, the operation, its permission, validation and the built
+    /// request. Nothing is sent and no monitor is asked (the fuzz target drives this).
+    pub fn plan_execute(
+        &self,
+        principal: &Principal,
+        args: Map<String, Value>,
+    ) -> Result<Planned, ToolError> {
+        let parsed = ops::parse(self, defs::EXECUTE, args)?;
+        match ops::prepare(self, principal, parsed)? {
+            Prepared::Execute(planned) => Ok(*planned),
+            _ => unreachable!("api_execute prepares an execution"),
+        }
+    }
 }

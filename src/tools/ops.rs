@@ -1,235 +1,134 @@
-//! What each tool does once the pipeline lets it run: argument parsing and operation
-//! resolution (shared by `api_schema` and `api_execute`), and the three tool bodies.
+//! What each tool does once the pipeline lets it run: parsing the typed arguments and
+//! resolving the operation they name (once, in [`parse`]), checking its permission and
+//! validating and building the request (in [`prepare`]), and the three tool bodies ([`run`]).
+//! Production, tests and the fuzz target all go through these functions.
 
 use serde_json::{Map, Value, json};
 
-use super::defs::{DEFAULT_LIMIT, MAX_LIMIT};
+use super::args::{self, DiscoverArgs, ExecuteArgs, NamesOperation, SchemaArgs, invalid};
+use super::defs;
 use super::{Code, Engine, ToolError, ToolResult};
 use crate::auth::Principal;
 use crate::index::Query;
-use crate::spec::{Operation, Spec};
-use crate::upstream::CallArgs;
+use crate::spec::{Operation, OperationName, ParamIn, Resolved, Violation};
+use crate::upstream::{CallArgs, PreparedRequest, is_forbidden_header};
 
-/// Headers an agent may never set, whatever the operation declares.
-const FORBIDDEN_HEADERS: [&str; 13] = [
-    "authorization",
-    "proxy-authorization",
-    "cookie",
-    "host",
-    "connection",
-    "keep-alive",
-    "transfer-encoding",
-    "te",
-    "trailer",
-    "upgrade",
-    "proxy-connection",
-    "content-length",
-    "expect",
-];
+/// A call's arguments, typed, with the operation they name found (or not) in the spec.
+pub enum Parsed {
+    Discover(DiscoverArgs),
+    Schema {
+        args: SchemaArgs,
+        found: Option<Resolved>,
+    },
+    Execute {
+        args: Box<ExecuteArgs>,
+        found: Option<Resolved>,
+    },
+}
+
+impl Parsed {
+    /// The operation the arguments name, when the spec has it.
+    pub fn operation(&self) -> Option<usize> {
+        match self {
+            Parsed::Discover(_) => None,
+            Parsed::Schema { found, .. } | Parsed::Execute { found, .. } => {
+                found.as_ref().map(|r| r.index)
+            }
+        }
+    }
+}
 
 /// A validated call, ready to run.
 pub enum Prepared {
-    Discover(Discover),
+    Discover(DiscoverArgs),
     Schema(usize),
-    Execute {
-        op: usize,
-        args: Box<CallArgs>,
-        dry_run: bool,
-    },
+    Execute(Box<Planned>),
+}
+
+/// An `api_execute` call after validation: the operation, the validated request parts and
+/// the request they build (without credentials: they are added when it is sent).
+pub struct Planned {
+    pub op: usize,
+    pub call: CallArgs,
+    pub request: PreparedRequest,
+    pub dry_run: bool,
 }
 
 impl Prepared {
     /// The operation the call is about, if any.
-    pub fn operation<'a>(&self, spec: &'a Spec) -> Option<&'a Operation> {
+    pub fn operation<'a>(&self, engine: &'a Engine) -> Option<&'a Operation> {
         match self {
             Prepared::Discover(_) => None,
-            Prepared::Schema(op) | Prepared::Execute { op, .. } => spec.operations.get(*op),
+            Prepared::Schema(op) => engine.spec.operations.get(*op),
+            Prepared::Execute(p) => engine.spec.operations.get(p.op),
         }
     }
 }
 
-pub struct Discover {
-    query: String,
-    method: Option<String>,
-    tag: Option<String>,
-    limit: usize,
-}
-
-fn opt_str<'a>(args: &'a Map<String, Value>, key: &str) -> Result<Option<&'a str>, ToolError> {
-    match args.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.as_str())),
-        Some(other) => Err(ToolError::invalid(format!(
-            "`{key}` must be a string, not {}",
-            type_name(other)
-        ))
-        .with(
-            "violations",
-            json!([{"pointer": format!("/{key}"), "message": "expected a string"}]),
-        )),
-    }
-}
-
-fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
-fn check_keys(args: &Map<String, Value>, allowed: &[&str], tool: &str) -> Result<(), ToolError> {
-    let unknown: Vec<&String> = args
-        .keys()
-        .filter(|k| !allowed.contains(&k.as_str()))
-        .collect();
-    if unknown.is_empty() {
-        return Ok(());
-    }
-    let violations: Vec<Value> = unknown
-        .iter()
-        .map(|k| json!({"pointer": format!("/{k}"), "message": format!("unknown argument {k:?}")}))
-        .collect();
-    Err(ToolError::invalid(format!(
-        "{tool} does not take {}; its arguments are {}",
-        unknown
-            .iter()
-            .map(|k| format!("{k:?}"))
-            .collect::<Vec<_>>()
-            .join(", "),
-        allowed.join(", ")
-    ))
-    .with("violations", Value::Array(violations)))
-}
-
-fn parse_method(args: &Map<String, Value>) -> Result<Option<String>, ToolError> {
-    let Some(m) = opt_str(args, "method")? else {
-        return Ok(None);
+/// Types the arguments of `tool` (every violation of its input schema at once) and finds the
+/// operation they name. No permission is checked here.
+pub fn parse(engine: &Engine, tool: &str, args: Map<String, Value>) -> Result<Parsed, ToolError> {
+    let find = |name: Result<OperationName<'_>, ToolError>| -> Result<Option<Resolved>, ToolError> {
+        Ok(engine.spec.resolve(&name?))
     };
-    let upper = m.trim().to_ascii_uppercase();
-    if crate::spec::METHODS_UPPER.contains(&upper.as_str()) {
-        Ok(Some(upper))
-    } else {
-        Err(ToolError::invalid(format!(
-            "`method` {m:?} is not an HTTP method (GET, POST, PUT, PATCH, DELETE, …)"
-        )))
-    }
-}
-
-pub fn parse_discover(args: &Map<String, Value>) -> Result<Discover, ToolError> {
-    check_keys(args, &["query", "method", "tag", "limit"], "api_discover")?;
-    let query = opt_str(args, "query")?.map(str::trim).unwrap_or_default();
-    if query.is_empty() {
-        return Err(ToolError::invalid("`query` is required: say in plain words what you want to do, e.g. \"list open pull requests\"")
-            .with("violations", json!([{"pointer": "/query", "message": "required, non-empty string"}])));
-    }
-    let limit = match args.get("limit") {
-        None | Some(Value::Null) => DEFAULT_LIMIT,
-        Some(Value::Number(n)) => match n.as_u64() {
-            Some(n) if n >= 1 => (n as usize).min(MAX_LIMIT),
-            _ => {
-                return Err(ToolError::invalid(
-                    "`limit` must be a whole number from 1 to 50",
-                ));
-            }
-        },
-        Some(other) => {
-            return Err(ToolError::invalid(format!(
-                "`limit` must be a number, not {}",
-                type_name(other)
-            )));
+    match tool {
+        defs::DISCOVER => Ok(Parsed::Discover(args::discover(args)?)),
+        defs::SCHEMA => {
+            let args = args::schema(args)?;
+            let found = find(args.operation_name())?;
+            Ok(Parsed::Schema { args, found })
         }
-    };
-    Ok(Discover {
-        query: query.to_string(),
-        method: parse_method(args)?,
-        tag: opt_str(args, "tag")?.map(str::to_string),
-        limit,
-    })
-}
-
-/// The operation the arguments name, if they name one of this spec's (no errors, no permission
-/// check): what the audit row records when the call fails before it is fully prepared.
-pub fn named_operation(engine: &Engine, args: &Map<String, Value>) -> Option<usize> {
-    let spec = &engine.spec;
-    if let Some(Value::String(id)) = args.get("operationId") {
-        return spec.index_of(id.trim());
+        _ => {
+            let args = args::execute(args)?;
+            let found = find(args.operation_name())?;
+            Ok(Parsed::Execute {
+                args: Box::new(args),
+                found,
+            })
+        }
     }
-    let (Some(Value::String(method)), Some(Value::String(path))) =
-        (args.get("method"), args.get("path"))
-    else {
-        return None;
-    };
-    let (op, _) = spec.find(method.trim(), path.trim())?;
-    spec.index_of(&op.id)
 }
 
-/// Finds the operation named by `operationId`, or by `method` + `path` (template or concrete);
-/// returns its index and the path values a concrete path carried.
-pub fn resolve(
+/// Checks the operation's permission for `principal`, then (for `api_execute`) validates the
+/// arguments against the operation's schema and builds the request.
+pub fn prepare(
     engine: &Engine,
     principal: &Principal,
-    args: &Map<String, Value>,
-) -> Result<(usize, Vec<(String, String)>), ToolError> {
-    let (index, values) = find(engine, principal, args)?;
-    let op = &engine.spec.operations[index];
-    principal
-        .may_execute(&op.method, &op.path, &op.required_features, &engine.rules)
-        .map_err(super::auth_error)?;
-    Ok((index, values))
+    parsed: Parsed,
+) -> Result<Prepared, ToolError> {
+    match parsed {
+        Parsed::Discover(d) => Ok(Prepared::Discover(d)),
+        Parsed::Schema { args, found } => {
+            let found = permitted(engine, principal, &args, found)?;
+            Ok(Prepared::Schema(found.index))
+        }
+        Parsed::Execute { args, found } => {
+            let found = permitted(engine, principal, &*args, found)?;
+            plan(engine, *args, found).map(|p| Prepared::Execute(Box::new(p)))
+        }
+    }
 }
 
-fn find(
+/// The found operation, if the principal may execute it; else `UNKNOWN_OPERATION` (with the
+/// closest operations it may see) or `FORBIDDEN`.
+fn permitted(
     engine: &Engine,
     principal: &Principal,
-    args: &Map<String, Value>,
-) -> Result<(usize, Vec<(String, String)>), ToolError> {
-    let spec = &engine.spec;
-    if let Some(id) = opt_str(args, "operationId")?
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-    {
-        return match spec.index_of(id) {
-            Some(i) => Ok((i, Vec::new())),
-            None => Err(unknown_operation(
-                engine,
-                principal,
-                &format!("operationId {id:?}"),
-                id,
-            )),
+    args: &dyn NamesOperation,
+    found: Option<Resolved>,
+) -> Result<Resolved, ToolError> {
+    let Some(found) = found else {
+        let (what, hint) = match args.operation_name()? {
+            OperationName::Id(id) => (format!("operationId {id:?}"), id.to_string()),
+            OperationName::Route { method, path } => (format!("{method} {path}"), path.to_string()),
         };
-    }
-    let method = parse_method(args)?;
-    let path = opt_str(args, "path")?
-        .map(str::trim)
-        .filter(|s| !s.is_empty());
-    let (Some(method), Some(path)) = (method, path) else {
-        return Err(ToolError::invalid(
-            "name the operation: give `operationId` (from api_discover), or `method` and `path`",
-        ));
+        return Err(unknown_operation(engine, principal, &what, &hint));
     };
-    if !path.starts_with('/') {
-        return Err(ToolError::invalid(format!(
-            "`path` must start with '/', got {path:?}"
-        )));
-    }
-    if path.contains('?') || path.contains('#') {
-        return Err(ToolError::invalid(
-            "`path` must not contain '?' or '#': put query parameters in `query`",
-        ));
-    }
-    match spec.find(&method, path) {
-        Some((op, values)) => Ok((spec.index_of(&op.id).unwrap_or_default(), values)),
-        None => Err(unknown_operation(
-            engine,
-            principal,
-            &format!("{method} {path}"),
-            path,
-        )),
-    }
+    let op = &engine.spec.operations[found.index];
+    principal
+        .may_execute(op.method, &op.path, &op.required_features, &engine.rules)
+        .map_err(ToolError::from)?;
+    Ok(found)
 }
 
 fn unknown_operation(engine: &Engine, principal: &Principal, what: &str, hint: &str) -> ToolError {
@@ -258,21 +157,6 @@ fn unknown_operation(engine: &Engine, principal: &Principal, what: &str, hint: &
     .with("closest", Value::Array(closest))
 }
 
-fn object_arg(args: &Map<String, Value>, key: &str) -> Result<Map<String, Value>, ToolError> {
-    match args.get(key) {
-        None | Some(Value::Null) => Ok(Map::new()),
-        Some(Value::Object(m)) => Ok(m.clone()),
-        Some(other) => Err(ToolError::invalid(format!(
-            "`{key}` must be an object, not {}",
-            type_name(other)
-        ))
-        .with(
-            "violations",
-            json!([{"pointer": format!("/{key}"), "message": "expected an object"}]),
-        )),
-    }
-}
-
 /// Which operations the principal may see (discovery shows only what it may execute).
 fn visible<'a>(
     engine: &'a Engine,
@@ -280,48 +164,79 @@ fn visible<'a>(
 ) -> impl Fn(usize, usize) -> bool + Sync + 'a {
     move |_, i| {
         engine.spec.operations.get(i).is_some_and(|op| {
-            principal.may_see(&op.method, &op.path, &op.required_features, &engine.rules)
+            principal.may_see(op.method, &op.path, &op.required_features, &engine.rules)
         })
     }
 }
 
-pub fn prepare_execute(
-    engine: &Engine,
-    principal: &Principal,
-    args: &Map<String, Value>,
-) -> Result<Prepared, ToolError> {
-    check_keys(
-        args,
-        &[
-            "operationId",
-            "method",
-            "path",
-            "pathParams",
-            "query",
-            "headers",
-            "body",
-            "dryRun",
-        ],
-        "api_execute",
-    )?;
-    let (index, values) = resolve(engine, principal, args)?;
-    let op = &engine.spec.operations[index];
-    let mut path_params = object_arg(args, "pathParams")?;
-    for (name, value) in values {
-        path_params.entry(name).or_insert(Value::String(value));
+/// A path value as text, to compare with what a concrete path carried.
+fn scalar_text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
     }
-    let query = object_arg(args, "query")?;
-    let given_headers = object_arg(args, "headers")?;
-    let forbidden: Vec<&String> = given_headers
+}
+
+/// Validates `api_execute`'s request parts against the operation and builds the request.
+fn plan(engine: &Engine, args: ExecuteArgs, found: Resolved) -> Result<Planned, ToolError> {
+    let op = &engine.spec.operations[found.index];
+    let ExecuteArgs {
+        mut path_params,
+        query,
+        headers: given_headers,
+        body,
+        dry_run,
+        path,
+        ..
+    } = args;
+    // A concrete path fills pathParams; a value given both ways must agree.
+    let mut conflicts = Vec::new();
+    for (name, value) in found.path_values {
+        match path_params.get(&name) {
+            None => {
+                path_params.insert(name, Value::String(value));
+            }
+            Some(given) if scalar_text(given).as_deref() == Some(value.as_str()) => {}
+            Some(given) => conflicts.push(Violation {
+                pointer: format!("/pathParams/{name}"),
+                message: format!(
+                    "pathParams.{name} is {given} but the path {} says {value:?}",
+                    path.as_deref().unwrap_or_default()
+                ),
+            }),
+        }
+    }
+    if !conflicts.is_empty() {
+        return Err(invalid(
+            "the concrete path and pathParams disagree; give the value one way, or the same \
+             value both ways",
+            conflicts,
+        ));
+    }
+    let forbidden: Vec<Violation> = given_headers
         .keys()
-        .filter(|h| FORBIDDEN_HEADERS.contains(&h.to_ascii_lowercase().as_str()))
+        .filter(|h| is_forbidden_header(h))
+        .map(|h| Violation {
+            pointer: format!("/headers/{h}"),
+            message: "not allowed: credentials and connection headers are added by the server"
+                .into(),
+        })
         .collect();
     if !forbidden.is_empty() {
-        return Err(ToolError::invalid(format!(
-            "header {} cannot be set by the agent: credentials and connection headers are added by the server",
-            forbidden.iter().map(|h| format!("{h:?}")).collect::<Vec<_>>().join(", ")
-        ))
-        .with("violations", Value::Array(forbidden.iter().map(|h| json!({"pointer": format!("/headers/{h}"), "message": "not allowed"})).collect())));
+        return Err(invalid(
+            format!(
+                "{} cannot be set by the agent: credentials and connection headers are added \
+                 by the server",
+                forbidden
+                    .iter()
+                    .map(|v| v.pointer.trim_start_matches("/headers/").to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            forbidden,
+        ));
     }
     // Header names are case-insensitive: use the declared spelling.
     let mut headers = Map::new();
@@ -329,57 +244,61 @@ pub fn prepare_execute(
         let declared = op
             .parameters
             .iter()
-            .find(|p| p.location == crate::spec::ParamIn::Header && p.name.eq_ignore_ascii_case(&k))
+            .find(|p| p.location == ParamIn::Header && p.name.eq_ignore_ascii_case(&k))
             .map(|p| p.name.clone());
         headers.insert(declared.unwrap_or(k), v);
     }
-    let body = args.get("body").cloned();
-    let dry_run = match args.get("dryRun") {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(b)) => *b,
-        Some(other) => {
-            return Err(ToolError::invalid(format!(
-                "`dryRun` must be true or false, not {}",
-                type_name(other)
-            )));
-        }
-    };
     let mut to_check = Map::new();
     for (k, v) in [
-        ("pathParams", &path_params),
-        ("query", &query),
-        ("headers", &headers),
+        ("pathParams", path_params),
+        ("query", query),
+        ("headers", headers),
     ] {
         if !v.is_empty() {
-            to_check.insert(k.into(), Value::Object(v.clone()));
+            to_check.insert(k.into(), Value::Object(v));
         }
     }
-    if let Some(b) = &body {
-        to_check.insert("body".into(), b.clone());
+    if let Some(b) = body {
+        to_check.insert("body".into(), b);
     }
     let mut to_check = Value::Object(to_check);
     let violations = engine.spec.validate(op, &mut to_check);
     if !violations.is_empty() {
         let n = violations.len();
-        return Err(ToolError::invalid(format!(
-            "{n} argument problem{} for {} ({} {}); fix them all (see `violations`) and call again — api_schema shows the expected shapes",
-            if n == 1 { "" } else { "s" }, op.id, op.method, op.path
-        ))
-        .with("operationId", Value::String(op.id.clone()))
-        .with("violations", serde_json::to_value(&violations).unwrap_or_default()));
+        return Err(invalid(
+            format!(
+                "{n} argument problem{} for {} ({} {}); fix them all (see `violations`) and call \
+                 again — api_schema shows the expected shapes",
+                if n == 1 { "" } else { "s" },
+                op.id,
+                op.method,
+                op.path
+            ),
+            violations,
+        )
+        .with("operationId", Value::String(op.id.clone())));
     }
-    let take = |k: &str| match to_check.get(k) {
-        Some(Value::Object(m)) => m.clone(),
+    let Value::Object(mut checked) = to_check else {
+        unreachable!("built as an object above")
+    };
+    let mut take = |k: &str| match checked.remove(k) {
+        Some(Value::Object(m)) => m,
         _ => Map::new(),
     };
-    Ok(Prepared::Execute {
-        op: index,
-        args: Box::new(CallArgs {
-            path_params: take("pathParams"),
-            query: take("query"),
-            headers: take("headers"),
-            body: to_check.get("body").cloned(),
-        }),
+    let call = CallArgs {
+        path_params: take("pathParams"),
+        query: take("query"),
+        headers: take("headers"),
+        body: checked.remove("body"),
+    };
+    let request = engine
+        .upstream
+        .prepare(&engine.spec, op, &call)
+        .map_err(upstream_error)?;
+    Ok(Planned {
+        op: found.index,
+        call,
+        request,
         dry_run,
     })
 }
@@ -429,10 +348,10 @@ pub async fn run(
             let allowed = visible(engine, principal);
             let vector = query_vector(engine, &d.query).await;
             let (hits, total) = engine.index.search_total(&Query {
-                text: &d.query,
-                method: d.method.as_deref(),
+                text: d.query.trim(),
+                method: d.method.map(|m| m.as_str()),
                 tag: d.tag.as_deref(),
-                limit: d.limit,
+                limit: d.limit(),
                 allowed: Some(&allowed),
                 vector: vector.as_deref(),
             });
@@ -454,20 +373,16 @@ pub async fn run(
             Ok(json!({"results": results, "total": total}))
         }
         Prepared::Schema(i) => Ok(engine.spec.describe(&engine.spec.operations[i])),
-        Prepared::Execute { op, args, dry_run } => {
-            let op = &engine.spec.operations[op];
-            let request = engine
-                .upstream
-                .prepare(&engine.spec, op, &args)
-                .map_err(upstream_error)?;
-            if dry_run {
+        Prepared::Execute(planned) => {
+            let op = &engine.spec.operations[planned.op];
+            if planned.dry_run {
                 return Ok(
-                    json!({"dryRun": true, "operationId": op.id, "request": request.view()}),
+                    json!({"dryRun": true, "operationId": op.id, "request": planned.request.view()}),
                 );
             }
             let response = engine
                 .upstream
-                .send(&request)
+                .send(&planned.request)
                 .await
                 .map_err(upstream_error)?;
             *upstream_status = Some(response.status);
@@ -492,10 +407,16 @@ pub async fn run(
 }
 
 fn upstream_error(e: crate::upstream::UpstreamError) -> ToolError {
-    let code = match e.code() {
-        "INVALID_ARGUMENTS" => Code::InvalidArguments,
-        "UPSTREAM_TIMEOUT" => Code::UpstreamTimeout,
-        _ => Code::UpstreamError,
-    };
-    ToolError::new(code, e.to_string())
+    use crate::upstream::UpstreamError as E;
+    match e {
+        E::InvalidArguments(message) => invalid(
+            message.clone(),
+            vec![Violation {
+                pointer: String::new(),
+                message,
+            }],
+        ),
+        E::Timeout { .. } => ToolError::new(Code::UpstreamTimeout, e.to_string()),
+        other => ToolError::new(Code::UpstreamError, other.to_string()),
+    }
 }

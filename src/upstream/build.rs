@@ -13,76 +13,32 @@ use super::config::{HOP_BY_HOP, UpstreamConfig, redact_url};
 use super::encode;
 use crate::spec::{Dialect, Operation, ParamIn, Spec};
 
-/// Headers an agent never sets, whatever the operation declares: they carry identity or
-/// belong to the connection.
-const AGENT_FORBIDDEN: [&str; 4] = [
+/// Headers that carry identity: only the server's configuration sets them.
+const IDENTITY_HEADERS: [&str; 4] = [
     "authorization",
     "proxy-authorization",
     "cookie",
     "set-cookie",
 ];
 
-/// The `api_execute` arguments after validation: `{pathParams, query, headers, body}`.
+/// Whether an agent is refused a header, whatever the operation declares: identity headers
+/// (credentials come from configuration), hop-by-hop and framing headers (the client owns the
+/// connection), and `Expect`. The one check `api_execute` and the request builder share.
+pub fn is_forbidden_header(name: &str) -> bool {
+    let lower = name.trim().to_ascii_lowercase();
+    IDENTITY_HEADERS.contains(&lower.as_str())
+        || HOP_BY_HOP.contains(&lower.as_str())
+        || lower == "expect"
+}
+
+/// The `api_execute` request parts after validation: `{pathParams, query, headers, body}`
+/// (`tools` builds them from the typed arguments).
 #[derive(Debug, Clone, Default)]
 pub struct CallArgs {
     pub path_params: Map<String, Value>,
     pub query: Map<String, Value>,
     pub headers: Map<String, Value>,
     pub body: Option<Value>,
-}
-
-impl CallArgs {
-    /// Reads `{pathParams?, query?, headers?, body?}` (other keys are ignored).
-    pub fn from_value(args: &Value) -> Result<CallArgs, UpstreamError> {
-        let section = |key: &str| match args.get(key) {
-            None | Some(Value::Null) => Ok(Map::new()),
-            Some(Value::Object(m)) => Ok(m.clone()),
-            Some(_) => Err(UpstreamError::InvalidArguments(format!(
-                "`{key}` must be an object"
-            ))),
-        };
-        Ok(CallArgs {
-            path_params: section("pathParams")?,
-            query: section("query")?,
-            headers: section("headers")?,
-            body: args.get("body").filter(|b| !b.is_null()).cloned(),
-        })
-    }
-}
-
-/// Puts the values a concrete path carried (`/pets/42` → `petId = "42"`, from
-/// [`Spec::find`]) into `args.pathParams`, before validation (which coerces `"42"` to `42`).
-/// A value the agent also gave explicitly must agree with the path.
-pub fn merge_path_values(
-    args: &mut Value,
-    values: &[(String, String)],
-) -> Result<(), UpstreamError> {
-    if values.is_empty() {
-        return Ok(());
-    }
-    if !args.is_object() {
-        *args = json!({});
-    }
-    let section = args
-        .as_object_mut()
-        .map(|a| a.entry("pathParams").or_insert_with(|| json!({})));
-    let Some(Value::Object(params)) = section else {
-        return Err(invalid("`pathParams` must be an object"));
-    };
-    for (name, value) in values {
-        match params.get(name) {
-            Some(given) if encode::scalar(given) != *value => {
-                return Err(invalid(format!(
-                    "pathParams.{name} is {given} but the path says {value:?}; give one or the \
-                     other"
-                )));
-            }
-            _ => {
-                params.insert(name.clone(), Value::String(value.clone()));
-            }
-        }
-    }
-    Ok(())
 }
 
 /// A request ready to send, without credentials. Its `Serialize` form is the dry-run view:
@@ -166,8 +122,7 @@ pub(crate) fn prepare(
     op: &Operation,
     args: &CallArgs,
 ) -> Result<PreparedRequest, UpstreamError> {
-    let method = Method::from_bytes(op.method.as_bytes())
-        .map_err(|_| UpstreamError::Other(format!("{} is not an HTTP method", op.method)))?;
+    let method = Method::from(op.method);
     let (origin, base_path) = server(cfg, spec, op)?;
     let path = interpolate(op, &args.path_params)?;
     let query = query(op, &args.query)?;
@@ -421,7 +376,7 @@ fn headers(
     let mut out = Vec::new();
     for (name, value) in values {
         let lower = name.to_ascii_lowercase();
-        if AGENT_FORBIDDEN.contains(&lower.as_str()) || HOP_BY_HOP.contains(&lower.as_str()) {
+        if is_forbidden_header(&lower) {
             return Err(invalid(format!(
                 "headers.{name}: apigate never forwards a {name} header from the agent; \
                  upstream credentials come from the server's configuration (--upstream-header)"
@@ -482,7 +437,7 @@ fn headers(
         let given = values.keys().any(|k| k.eq_ignore_ascii_case(&p.name));
         if p.required && !given && !cfg.is_credential(&p.name) {
             let lower = p.name.to_ascii_lowercase();
-            return Err(if AGENT_FORBIDDEN.contains(&lower.as_str()) {
+            return Err(if IDENTITY_HEADERS.contains(&lower.as_str()) {
                 UpstreamError::MissingCredential(format!(
                     "{} requires the {} header, which only the server's configuration may set: \
                      start apigate with --upstream-header \"{}: …\"",
@@ -646,17 +601,21 @@ mod tests {
     }
 
     #[test]
-    fn concrete_path_values_merge() {
-        let values = vec![("petId".to_string(), "42".to_string())];
-        let mut args = json!({"query": {"a": 1}});
-        merge_path_values(&mut args, &values).unwrap();
-        assert_eq!(args["pathParams"], json!({"petId": "42"}));
-        let mut args = json!({"pathParams": {"petId": 42}});
-        merge_path_values(&mut args, &values).unwrap();
-        let mut args = json!({"pathParams": {"petId": 7}});
-        assert!(merge_path_values(&mut args, &values).is_err());
-        let mut args = json!({"pathParams": "x"});
-        assert!(merge_path_values(&mut args, &values).is_err());
+    fn the_agent_may_not_set_identity_or_connection_headers() {
+        for h in [
+            "Authorization",
+            "cookie",
+            "Host",
+            "Content-Length",
+            "Transfer-Encoding",
+            "expect",
+            " TE ",
+        ] {
+            assert!(is_forbidden_header(h), "{h}");
+        }
+        for h in ["X-Request-Id", "Accept", "If-None-Match", "Idempotency-Key"] {
+            assert!(!is_forbidden_header(h), "{h}");
+        }
     }
 
     #[test]

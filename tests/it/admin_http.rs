@@ -1,6 +1,7 @@
 //! `/admin/v1/*` over real HTTP (axum on 127.0.0.1:0, reqwest), and the admin OpenAPI document.
 
 use apigate::auth::{Auth, AuthConfig, KeyPrincipal, NewKey};
+use apigate::spec::Method;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -317,11 +318,13 @@ async fn apigate_loads_its_own_admin_spec() {
 
     let id = uuid::Uuid::new_v4();
     let (op, values) = spec
-        .find("DELETE", &format!("/admin/v1/sessions/{id}"))
+        .find(Method::Delete, &format!("/admin/v1/sessions/{id}"))
         .unwrap();
     assert_eq!(op.id, "revokeSession");
     assert_eq!(values, [("id".to_string(), id.to_string())]);
-    let (op, _) = spec.find("POST", "/admin/v1/sessions/revoke").unwrap();
+    let (op, _) = spec
+        .find(Method::Post, "/admin/v1/sessions/revoke")
+        .unwrap();
     assert_eq!(op.id, "revokeSessionByToken");
 
     let create = spec.get("createSession").unwrap();
@@ -369,7 +372,7 @@ async fn apigate_indexes_its_own_admin_spec() {
     };
     let allowed = |_: usize, op: usize| {
         let op = &spec.operations[op];
-        reader.may_see(&op.method, &op.path, &op.required_features, &rules)
+        reader.may_see(op.method, &op.path, &op.required_features, &rules)
     };
     let q = Query {
         allowed: Some(&allowed),

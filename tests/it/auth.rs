@@ -1,6 +1,7 @@
 //! Server keys, sessions, permissions, rate limits, audit and cross-instance invalidation,
 //! against a real Postgres (one fresh database per test, see `db.rs`).
 
+use apigate::spec::Method;
 use std::time::{Duration, Instant};
 
 use apigate::auth::{
@@ -35,7 +36,12 @@ fn session(user: &str, features: &[&str]) -> NewSession {
 }
 
 fn code<T: std::fmt::Debug>(r: Result<T, AuthError>) -> &'static str {
-    r.expect_err("expected an error").code()
+    code_of(&r.expect_err("expected an error"))
+}
+
+/// The code an agent sees for an auth failure.
+fn code_of(e: &AuthError) -> &'static str {
+    apigate::tools::ToolError::from(e.clone()).code.as_str()
 }
 
 /// Runs SQL on the test database behind the core's back (to age a session).
@@ -113,7 +119,7 @@ async fn server_keys_missing_wrong_revoked() {
     let r = auth.revoke_key(&created.public_id).await.unwrap();
     assert_eq!(r.id, created.id);
     let e = auth.authenticate_key(&created.key).await.unwrap_err();
-    assert_eq!(e.code(), "UNAUTHORIZED");
+    assert_eq!(code_of(&e), "UNAUTHORIZED");
     assert!(e.to_string().contains("revoked"), "{e}");
     assert!(auth.list_keys().await.unwrap()[0].revoked_at.is_some());
 
@@ -232,7 +238,7 @@ async fn sessions_unknown_expired_revoked() {
         .authenticate_session(&agent, &s2.token)
         .await
         .unwrap_err();
-    assert_eq!(e.code(), "UNAUTHORIZED");
+    assert_eq!(code_of(&e), "UNAUTHORIZED");
     assert!(e.to_string().contains("revoked"));
 
     // Revoked, by id.
@@ -309,18 +315,23 @@ async fn permissions_features_roles_wildcards_read_only() {
     let need = |f: &str| vec![f.to_string()];
     assert!(p.may_use_tool("api_execute").is_ok());
     assert!(
-        p.may_execute("GET", "/invoices", &need("billing.invoices.read"), &rules)
+        p.may_execute(
+            Method::Get,
+            "/invoices",
+            &need("billing.invoices.read"),
+            &rules
+        )
+        .is_ok()
+    );
+    assert!(
+        p.may_execute(Method::Get, "/contacts", &need("crm.read"), &rules)
             .is_ok()
     );
     assert!(
-        p.may_execute("GET", "/contacts", &need("crm.read"), &rules)
+        p.may_execute(Method::Delete, "/invoices/{id}", &[], &rules)
             .is_ok()
     );
-    assert!(
-        p.may_execute("DELETE", "/invoices/{id}", &[], &rules)
-            .is_ok()
-    );
-    match p.may_execute("GET", "/stock", &need("inventory.read"), &rules) {
+    match p.may_execute(Method::Get, "/stock", &need("inventory.read"), &rules) {
         Err(AuthError::Forbidden { missing }) => assert_eq!(missing, "inventory.read"),
         other => panic!("{other:?}"),
     }
@@ -330,7 +341,7 @@ async fn permissions_features_roles_wildcards_read_only() {
         .await
         .unwrap();
     let p = auth.authenticate_session(&agent, &s.token).await.unwrap();
-    match p.may_execute("DELETE", "/invoices/{id}", &[], &rules) {
+    match p.may_execute(Method::Delete, "/invoices/{id}", &[], &rules) {
         Err(AuthError::Forbidden { missing }) => assert_eq!(missing, "billing.admin"),
         other => panic!("{other:?}"),
     }
@@ -348,11 +359,13 @@ async fn permissions_features_roles_wildcards_read_only() {
         .unwrap();
     let p = auth.authenticate_session(&agent, &ro.token).await.unwrap();
     assert!(p.read_only);
-    assert!(p.may_execute("GET", "/invoices", &[], &rules).is_ok());
-    let e = p.may_execute("POST", "/invoices", &[], &rules).unwrap_err();
-    assert_eq!(e.code(), "FORBIDDEN");
+    assert!(p.may_execute(Method::Get, "/invoices", &[], &rules).is_ok());
+    let e = p
+        .may_execute(Method::Post, "/invoices", &[], &rules)
+        .unwrap_err();
+    assert_eq!(code_of(&e), "FORBIDDEN");
     assert!(matches!(e, AuthError::ReadOnly { .. }));
-    assert!(!p.may_see("POST", "/invoices", &[], &rules));
+    assert!(!p.may_see(Method::Post, "/invoices", &[], &rules));
 
     // A read-only key makes every session over it read-only.
     let ro_key = auth
@@ -366,7 +379,7 @@ async fn permissions_features_roles_wildcards_read_only() {
     let full = auth.create_session(session("u", &["*"])).await.unwrap();
     let p = auth.authenticate_session(&k, &full.token).await.unwrap();
     assert_eq!(p.key_id, Some(ro_key.id));
-    assert!(p.may_execute("DELETE", "/x", &[], &rules).is_err());
+    assert!(p.may_execute(Method::Delete, "/x", &[], &rules).is_err());
 }
 
 #[tokio::test]
@@ -397,7 +410,7 @@ async fn rate_limit_trips_per_session_and_per_key() {
     auth.check_rate(&pa).unwrap();
     auth.check_rate(&pa).unwrap();
     let e = auth.check_rate(&pa).unwrap_err();
-    assert_eq!(e.code(), "RATE_LIMITED");
+    assert_eq!(code_of(&e), "RATE_LIMITED");
     assert!(matches!(e, AuthError::RateLimited { retry_after_ms } if retry_after_ms > 1000));
     // Another session has its own bucket, but the key's bucket is shared (5 in all, 2 used).
     auth.check_rate(&pb).unwrap();

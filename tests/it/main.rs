@@ -18,4 +18,5 @@ mod operator;
 mod production;
 mod spec;
 mod support;
+mod typed_args;
 mod upstream;

@@ -1,5 +1,6 @@
 //! Spec loading against the real documents in `tests/data/specs/` and malformed inputs.
 
+use apigate::spec::Method;
 use std::path::PathBuf;
 
 use apigate::spec::{Dialect, Spec};
@@ -57,7 +58,9 @@ async fn swagger2_servers_bodies_and_synthesized_ids() {
     );
 
     let jupyter = load("jupyter-server-swagger2.yaml").await;
-    let (op, values) = jupyter.find("GET", "/api/contents/notes.ipynb").unwrap();
+    let (op, values) = jupyter
+        .find(Method::Get, "/api/contents/notes.ipynb")
+        .unwrap();
     assert_eq!(op.id, "get_api_contents_by_path");
     assert_eq!(
         values,

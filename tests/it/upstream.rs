@@ -2,6 +2,7 @@
 //! records what arrives (method, raw path and query, headers, body), and the answers it gets
 //! back (errors, truncation, timeouts, redirects).
 
+use apigate::spec::Method;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -212,8 +213,20 @@ fn upstream_with(base: &str, f: impl FnOnce(&mut UpstreamConfig)) -> Upstream {
     Upstream::new(cfg).unwrap()
 }
 
+/// Request parts as `api_execute` hands them to the upstream after validation.
 fn args(v: Value) -> CallArgs {
-    CallArgs::from_value(&v).unwrap()
+    let section = |k: &str| {
+        v.get(k)
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default()
+    };
+    CallArgs {
+        path_params: section("pathParams"),
+        query: section("query"),
+        headers: section("headers"),
+        body: v.get("body").filter(|b| !b.is_null()).cloned(),
+    }
 }
 
 /// Prepares and sends `op_id` with `a`.
@@ -266,10 +279,9 @@ async fn path_parameters_are_encoded_and_cannot_change_the_route() {
             matches!(e, UpstreamError::InvalidArguments(_)),
             "{value:?}: {e:?}"
         );
-        assert_eq!(e.code(), "INVALID_ARGUMENTS");
     }
     // A concrete path matched to its template carries the decoded value: still refused.
-    let (op, values) = spec.find("GET", "/user/..%2Fadmin").unwrap();
+    let (op, values) = spec.find(Method::Get, "/user/..%2Fadmin").unwrap();
     let mut a = CallArgs::default();
     a.path_params
         .extend(values.into_iter().map(|(k, v)| (k, Value::String(v))));
@@ -522,7 +534,7 @@ async fn stripe_form_bodies_use_brackets() {
     let spec = Spec::load(&crate::support::spec_path("stripe.json"))
         .await
         .unwrap();
-    let (op, _) = spec.find("POST", "/v1/customers").unwrap();
+    let (op, _) = spec.find(Method::Post, "/v1/customers").unwrap();
     let body = json!({
         "email": "jenny+1@example.com",
         "metadata": {"order_id": "6735"},
@@ -572,7 +584,7 @@ async fn slack_form_data_goes_form_encoded_with_configured_token() {
     let spec = Spec::load(&crate::support::spec_path("slack-web-swagger2.json"))
         .await
         .unwrap();
-    let (op, _) = spec.find("POST", "/chat.postMessage").unwrap();
+    let (op, _) = spec.find(Method::Post, "/chat.postMessage").unwrap();
     let req = up
         .prepare(
             &spec,
@@ -651,7 +663,6 @@ async fn a_slow_upstream_times_out() {
         matches!(e, UpstreamError::Timeout { connect: false, .. }),
         "{e:?}"
     );
-    assert_eq!(e.code(), "UPSTREAM_TIMEOUT");
 }
 
 #[tokio::test]
@@ -665,7 +676,6 @@ async fn a_closed_port_is_a_connect_error() {
         .await
         .unwrap_err();
     assert!(matches!(e, UpstreamError::Connect(_)), "{e:?}");
-    assert_eq!(e.code(), "UPSTREAM_ERROR");
 }
 
 #[tokio::test]
@@ -811,17 +821,13 @@ async fn dry_runs_send_nothing_and_echoed_credentials_are_scrubbed() {
     let spec = petstore();
     let op = spec.get("getUserByName").unwrap();
     let a = args(json!({"pathParams": {"username": "echo"}}));
-    let dry = up.execute(&spec, op, &a, true).await.unwrap();
-    let shown = serde_json::to_value(&dry).unwrap();
-    assert_eq!(shown["dryRun"], true);
-    assert_eq!(
-        shown["request"]["url"],
-        format!("{}/v2/user/echo", srv.url())
-    );
-    assert_eq!(shown["request"]["headers"]["authorization"], "[redacted]");
+    let request = up.prepare(&spec, op, &a).unwrap();
+    let shown = request.view();
+    assert_eq!(shown["url"], format!("{}/v2/user/echo", srv.url()));
+    assert_eq!(shown["headers"]["authorization"], "[redacted]");
     assert!(srv.seen().is_empty());
 
-    let done = up.execute(&spec, op, &a, false).await.unwrap();
+    let done = up.send(&request).await.unwrap();
     let shown = serde_json::to_value(&done).unwrap();
     assert_eq!(
         srv.last().header("authorization"),
@@ -923,7 +929,7 @@ async fn every_curated_operation_prepares_on_the_upstream() {
                     prepared += 1;
                     let url = req.url().to_string();
                     assert!(url.starts_with("http://127.0.0.1:9/"), "{}: {url}", op.id);
-                    assert_eq!(req.method(), op.method);
+                    assert_eq!(req.method(), op.method.as_str());
                 }
                 Err(UpstreamError::InvalidArguments(m) | UpstreamError::MissingCredential(m)) => {
                     // Raw-body operations given an object, required credential headers.
@@ -936,23 +942,36 @@ async fn every_curated_operation_prepares_on_the_upstream() {
     assert!(prepared > 3000, "{prepared}");
 }
 
-/// The path `api_execute` takes: a concrete path matched to its template, its values merged,
-/// validated (coerced), then executed.
+/// A body-less PUT, POST or PATCH says `Content-Length: 0` (GitHub's "star a repository"
+/// answers 411 without it); a GET carries no body header at all.
 #[tokio::test]
-async fn a_concrete_path_goes_through_find_validate_execute() {
+async fn body_less_writes_send_content_length_zero() {
     let srv = Server::start().await;
     let up = upstream(&srv.url());
-    let spec = petstore();
-    let (op, values) = spec.find("get", "/pet/42").unwrap();
-    assert_eq!(op.id, "getPetById");
-    let mut a = json!({});
-    apigate::upstream::merge_path_values(&mut a, &values).unwrap();
-    assert!(spec.validate(op, &mut a).is_empty());
-    assert_eq!(a["pathParams"]["petId"], 42);
-    let done = up
-        .execute(&spec, op, &CallArgs::from_value(&a).unwrap(), false)
+    let doc = json!({
+        "openapi": "3.0.0",
+        "info": {"title": "stars", "version": "1"},
+        "servers": [{"url": "https://api.example.com"}],
+        "paths": {"/user/starred/{repo}": {
+            "parameters": [{"name": "repo", "in": "path", "required": true, "schema": {"type": "string"}}],
+            "put": {"operationId": "star", "responses": {"204": {"description": "starred"}}},
+            "post": {"operationId": "poke", "responses": {"204": {"description": "poked"}}},
+            "patch": {"operationId": "touch", "responses": {"204": {"description": "touched"}}},
+            "get": {"operationId": "isStarred", "responses": {"204": {"description": "yes"}}}
+        }}
+    });
+    let spec = Spec::from_bytes(doc.to_string().as_bytes(), "stars.json").unwrap();
+    for id in ["star", "poke", "touch"] {
+        call(&up, &spec, id, json!({"pathParams": {"repo": "apigate"}}))
+            .await
+            .unwrap();
+        let got = srv.last();
+        assert_eq!(got.header("content-length"), Some("0"), "{id}: {:?}", got.headers);
+        assert!(got.body.is_empty());
+    }
+    call(&up, &spec, "isStarred", json!({"pathParams": {"repo": "apigate"}}))
         .await
         .unwrap();
-    assert_eq!(srv.last().uri, "/v2/pet/42");
-    assert_eq!(serde_json::to_value(&done).unwrap()["status"], 200);
+    let got = srv.last();
+    assert_eq!(got.header("content-length"), None, "{:?}", got.headers);
 }

@@ -1,0 +1,187 @@
+//! The tools' arguments on their one typed path, through the real server over Streamable HTTP
+//! against a recording upstream: every argument violation at once in one shape, unknown
+//! arguments refused by every tool, a concrete path and `pathParams` that disagree refused
+//! (the same value twice accepted), and the fuzz target's entry point agreeing with the server.
+
+use apigate::auth::Principal;
+use serde_json::{Value, json};
+
+use crate::support::{Server, Upstream, call, engine_args, spec_path};
+
+async fn petstore(upstream: &Upstream) -> Server {
+    Server::start(
+        engine_args(&spec_path("petstore-3.0.json"), Some(upstream.url())),
+        false,
+    )
+    .await
+}
+
+fn pointers(r: &Value) -> Vec<String> {
+    let mut p: Vec<String> = r["violations"]
+        .as_array()
+        .unwrap_or_else(|| panic!("INVALID_ARGUMENTS without violations: {r}"))
+        .iter()
+        .map(|v| v["pointer"].as_str().unwrap().to_string())
+        .collect();
+    p.sort();
+    p
+}
+
+#[tokio::test]
+async fn a_concrete_path_and_path_params_must_agree() {
+    let upstream = Upstream::start().await;
+    let server = petstore(&upstream).await;
+    let client = server.client().await;
+
+    let (err, r) = call(
+        &client,
+        "api_execute",
+        json!({"method": "GET", "path": "/pet/42", "pathParams": {"petId": 7}}),
+    )
+    .await;
+    assert!(err, "{r}");
+    assert_eq!(r["code"], "INVALID_ARGUMENTS");
+    assert_eq!(pointers(&r), ["/pathParams/petId"]);
+    let message = r["violations"][0]["message"].as_str().unwrap();
+    assert!(
+        message.contains('7') && message.contains("\"42\""),
+        "{message}"
+    );
+    assert!(upstream.requests().is_empty(), "nothing was sent");
+
+    // The same value both ways (as a number or as text) is one value.
+    for same in [json!(42), json!("42")] {
+        let (err, r) = call(
+            &client,
+            "api_execute",
+            json!({"method": "GET", "path": "/pet/42", "pathParams": {"petId": same}}),
+        )
+        .await;
+        assert!(!err, "{r}");
+        assert_eq!(r["status"], 200);
+    }
+    let sent: Vec<String> = upstream.requests().iter().map(|r| r.uri.clone()).collect();
+    assert_eq!(sent, ["/v2/pet/42", "/v2/pet/42"]);
+}
+
+#[tokio::test]
+async fn every_tool_reports_every_argument_problem_in_one_shape() {
+    let upstream = Upstream::start().await;
+    let server = petstore(&upstream).await;
+    let client = server.client().await;
+
+    // api_schema refuses an unknown argument, as api_discover and api_execute do.
+    let (err, r) = call(
+        &client,
+        "api_schema",
+        json!({"operationId": "getPetById", "verbose": true}),
+    )
+    .await;
+    assert!(err, "{r}");
+    assert_eq!(r["code"], "INVALID_ARGUMENTS");
+    assert_eq!(pointers(&r), ["/verbose"]);
+    assert!(r["error"].as_str().unwrap().contains("operationId"), "{r}");
+
+    let (err, r) = call(
+        &client,
+        "api_discover",
+        json!({"query": 5, "limit": 0, "method": "FETCH", "sort": "asc"}),
+    )
+    .await;
+    assert!(err);
+    assert_eq!(pointers(&r), ["/limit", "/method", "/query", "/sort"]);
+    let method = r["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["pointer"] == "/method")
+        .unwrap();
+    for m in [
+        "GET", "PUT", "POST", "DELETE", "OPTIONS", "HEAD", "PATCH", "TRACE",
+    ] {
+        assert!(method["message"].as_str().unwrap().contains(m), "{method}");
+    }
+
+    let (err, r) = call(
+        &client,
+        "api_execute",
+        json!({"operationId": "getPetById", "pathParams": [1], "dryRun": "yes", "bodyy": {}}),
+    )
+    .await;
+    assert!(err);
+    assert_eq!(pointers(&r), ["/bodyy", "/dryRun", "/pathParams"]);
+
+    // Header refusals and operation-schema problems carry violations too.
+    let (err, r) = call(
+        &client,
+        "api_execute",
+        json!({"operationId": "getPetById", "pathParams": {"petId": 1},
+            "headers": {"Authorization": "Bearer stolen", "Cookie": "a=b"}}),
+    )
+    .await;
+    assert!(err);
+    assert_eq!(r["code"], "INVALID_ARGUMENTS");
+    assert_eq!(pointers(&r), ["/headers/Authorization", "/headers/Cookie"]);
+    let (err, r) = call(
+        &client,
+        "api_execute",
+        json!({"operationId": "findPetsByStatus", "query": {"status": ["lost"]}}),
+    )
+    .await;
+    assert!(err);
+    let message = r["violations"][0]["message"].as_str().unwrap();
+    for allowed in ["available", "pending", "sold"] {
+        assert!(message.contains(allowed), "every allowed value: {message}");
+    }
+    // A null argument is an absent one.
+    let (err, r) = call(
+        &client,
+        "api_execute",
+        json!({"operationId": "getPetById", "pathParams": {"petId": 3}, "query": null, "dryRun": null}),
+    )
+    .await;
+    assert!(!err, "{r}");
+    assert!(
+        upstream.requests().len() == 1,
+        "only the valid call was sent"
+    );
+}
+
+/// The fuzz target's entry point is the server's own: the same arguments give the same
+/// request, and the same refusals.
+#[tokio::test]
+async fn plan_execute_is_the_servers_path() {
+    let upstream = Upstream::start().await;
+    let engine = engine_args(&spec_path("petstore-3.0.json"), Some(upstream.url()))
+        .build()
+        .await
+        .unwrap();
+    let dev = Principal::dev();
+    let plan = |args: Value| {
+        let Value::Object(map) = args else {
+            unreachable!()
+        };
+        engine.plan_execute(&dev, map)
+    };
+    let planned = plan(json!({"method": "GET", "path": "/pet/9"})).unwrap();
+    assert_eq!(
+        planned.request.view()["url"],
+        format!("{}/v2/pet/9", upstream.url())
+    );
+    assert_eq!(planned.call.path_params["petId"], 9);
+    let e = plan(json!({"method": "GET", "path": "/pet/9", "pathParams": {"petId": 8}}))
+        .err()
+        .unwrap();
+    assert_eq!(e.code.as_str(), "INVALID_ARGUMENTS");
+    let e = plan(json!({"operationId": "nope"})).err().unwrap();
+    assert_eq!(e.code.as_str(), "UNKNOWN_OPERATION");
+    let reader = Principal {
+        read_only: true,
+        ..Principal::dev()
+    };
+    let Value::Object(map) = json!({"operationId": "deletePet", "pathParams": {"petId": 1}}) else {
+        unreachable!()
+    };
+    let e = engine.plan_execute(&reader, map).err().unwrap();
+    assert_eq!(e.code.as_str(), "FORBIDDEN");
+}
