@@ -63,7 +63,7 @@ async fn main() {
             let t0 = Instant::now();
             let mut t1 = t0;
             let outcome = catch_unwind(AssertUnwindSafe(|| {
-                let described = spec.describe(op);
+                let described = spec.describe(op, apigate::spec::Detail::Full);
                 let schema = spec.args_schema(op);
                 let found = spec.find(op.method, &op.path).map(|(o, _)| o.id.clone());
                 t1 = Instant::now();

@@ -43,7 +43,8 @@ fuzz_target!(|data: &[u8]| {
             .expect("find must return an operation for its own template");
         assert_eq!(found.path, op.path);
         assert!(values.is_empty());
-        let _ = spec.describe(op);
+        let _ = spec.describe(op, apigate::spec::Detail::Compact);
+        let _ = spec.describe(op, apigate::spec::Detail::Full);
         let _ = spec.args_schema(op);
         let mut empty = json!({});
         let _ = spec.validate(op, &mut empty);

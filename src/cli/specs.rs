@@ -54,6 +54,9 @@ pub struct SchemaArgs {
     /// Print exactly what `api_schema` returns (JSON) instead of a summary.
     #[arg(long)]
     pub json: bool,
+    /// With --json: the full response schemas (`api_schema`'s `include: ["responses"]`).
+    #[arg(long)]
+    pub full_responses: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -207,7 +210,12 @@ pub async fn schema(args: SchemaArgs) -> anyhow::Result<ExitCode> {
                 .with_context(|| format!("no operation {wanted:?} in {}", spec.source))?
         }
     };
-    let described = spec.describe(op);
+    let detail = if args.full_responses {
+        crate::spec::Detail::Full
+    } else {
+        crate::spec::Detail::Compact
+    };
+    let described = spec.describe(op, detail);
     if args.json {
         super::print(&format!("{}\n", serde_json::to_string_pretty(&described)?))?;
     } else {

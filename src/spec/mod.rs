@@ -18,6 +18,7 @@ use std::sync::OnceLock;
 use serde_json::Value;
 
 pub use args::{Violation, violations};
+pub use describe::Detail;
 pub use method::{Method, NotAMethod};
 pub use operation::{Dialect, MediaType, Operation, ParamIn, Parameter, RequestBody, Response};
 pub use paths::match_template;
@@ -244,8 +245,8 @@ impl Spec {
 
     /// `api_schema`'s view of one operation: parameters, request body, responses, security and
     /// server, `$ref`s inlined up to a budget, cycles marked `{"$recursive": name}`.
-    pub fn describe(&self, op: &Operation) -> Value {
-        describe::describe(self, op)
+    pub fn describe(&self, op: &Operation, detail: Detail) -> Value {
+        describe::describe(self, op, detail)
     }
 
     /// Inlines `$ref`s of any fragment of this document.

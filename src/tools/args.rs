@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 
 use super::ToolError;
 use super::defs::{self, DEFAULT_LIMIT, MAX_LIMIT};
-use crate::spec::{Method, OperationName, Violation};
+use crate::spec::{Detail, Method, OperationName, Violation};
 
 /// `api_discover`'s arguments.
 #[derive(Debug, Clone, Deserialize)]
@@ -33,7 +33,7 @@ impl DiscoverArgs {
     }
 }
 
-/// `api_schema`'s arguments: which operation.
+/// `api_schema`'s arguments: which operation, and what to include beyond the default.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SchemaArgs {
@@ -43,6 +43,27 @@ pub struct SchemaArgs {
     pub method: Option<Method>,
     #[serde(default)]
     pub path: Option<String>,
+    #[serde(default)]
+    pub include: Vec<Include>,
+}
+
+/// What `api_schema` adds on request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Include {
+    /// The full response schemas.
+    Responses,
+}
+
+impl SchemaArgs {
+    /// How much of the responses to show.
+    pub fn detail(&self) -> Detail {
+        if self.include.contains(&Include::Responses) {
+            Detail::Full
+        } else {
+            Detail::Compact
+        }
+    }
 }
 
 /// `api_execute`'s arguments: which operation, and the request's parts.

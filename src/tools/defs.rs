@@ -40,7 +40,9 @@ pub fn input_schema(name: &str) -> Value {
             "properties": {
                 "operationId": {"type": "string", "description": "The operation's id, as returned by api_discover."},
                 "method": {"type": "string", "enum": methods, "description": "With `path`, instead of operationId."},
-                "path": {"type": "string", "description": "The path template (/pets/{petId}) or a concrete path (/pets/42)."}
+                "path": {"type": "string", "description": "The path template (/pets/{petId}) or a concrete path (/pets/42)."},
+                "include": {"type": "array", "items": {"type": "string", "enum": ["responses"]},
+                    "description": "[\"responses\"]: the full response schemas, not only the success body's top-level fields."}
             },
             "additionalProperties": false
         }),
@@ -96,9 +98,10 @@ pub fn definition(name: &str, api_title: &str) -> Option<Value> {
             "title": "Describe an API operation",
             "description": format!(
                 "Show everything needed to call one operation of {api}: its parameters (name, \
-                 in, required, schema), request body schema and content type, responses and \
-                 server. Identify it by `operationId` (from api_discover) or by `method` + \
-                 `path`. Step 2 of 3: then call api_execute with `pathParams`, `query`, \
+                 in, required, schema), request body schema and content type, responses (status, \
+                 description and the success body's top-level fields; `include: [\"responses\"]` \
+                 for their full schemas) and server. Identify it by `operationId` (from \
+                 api_discover) or by `method` + `path`. Step 2 of 3: then call api_execute with `pathParams`, `query`, \
                  `headers` and `body` shaped as this schema says. A schema shown as \
                  {{\"$recursive\": \"Name\"}} repeats the enclosing Name."),
             "inputSchema": input_schema(name),

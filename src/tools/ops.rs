@@ -10,7 +10,7 @@ use super::defs;
 use super::{Code, Engine, ToolError, ToolResult};
 use crate::auth::Principal;
 use crate::index::Query;
-use crate::spec::{Operation, OperationName, ParamIn, Resolved, Violation};
+use crate::spec::{Detail, Operation, OperationName, ParamIn, Resolved, Violation};
 use crate::upstream::{CallArgs, PreparedRequest, is_forbidden_header};
 
 /// A call's arguments, typed, with the operation they name found (or not) in the spec.
@@ -41,7 +41,7 @@ impl Parsed {
 /// A validated call, ready to run.
 pub enum Prepared {
     Discover(DiscoverArgs),
-    Schema(usize),
+    Schema(usize, Detail),
     Execute(Box<Planned>),
 }
 
@@ -59,7 +59,7 @@ impl Prepared {
     pub fn operation<'a>(&self, engine: &'a Engine) -> Option<&'a Operation> {
         match self {
             Prepared::Discover(_) => None,
-            Prepared::Schema(op) => engine.spec.operations.get(*op),
+            Prepared::Schema(op, _) => engine.spec.operations.get(*op),
             Prepared::Execute(p) => engine.spec.operations.get(p.op),
         }
     }
@@ -100,7 +100,7 @@ pub fn prepare(
         Parsed::Discover(d) => Ok(Prepared::Discover(d)),
         Parsed::Schema { args, found } => {
             let found = permitted(engine, principal, &args, found)?;
-            Ok(Prepared::Schema(found.index))
+            Ok(Prepared::Schema(found.index, args.detail()))
         }
         Parsed::Execute { args, found } => {
             let found = permitted(engine, principal, &*args, found)?;
@@ -372,7 +372,7 @@ pub async fn run(
                 .collect();
             Ok(json!({"results": results, "total": total}))
         }
-        Prepared::Schema(i) => Ok(engine.spec.describe(&engine.spec.operations[i])),
+        Prepared::Schema(i, detail) => Ok(engine.spec.describe(&engine.spec.operations[i], detail)),
         Prepared::Execute(planned) => {
             let op = &engine.spec.operations[planned.op];
             if planned.dry_run {

@@ -3,7 +3,7 @@
 use apigate::spec::Method;
 use std::path::PathBuf;
 
-use apigate::spec::{Dialect, Spec};
+use apigate::spec::{Detail, Dialect, Spec};
 use serde_json::json;
 
 pub fn specs_dir() -> PathBuf {
@@ -110,7 +110,7 @@ async fn nullable_and_recursive_schemas_validate_on_big_specs() {
     let mut bad = json!({"pathParams": {"owner": "o", "repo": "r", "issue_number": 1},
         "body": {"state": "shut"}});
     assert_eq!(github.validate(op, &mut bad)[0].pointer, "/body/state");
-    let described = github.describe(op);
+    let described = github.describe(op, Detail::Compact);
     assert_eq!(described["method"], "PATCH");
     assert!(described.to_string().len() < 64 * 1024);
 }
@@ -125,7 +125,7 @@ async fn described_schemas_inline_refs_and_mark_cycles() {
             "children": {"type": "array", "items": {"$ref": "#/components/schemas/Node"}}}}}}});
     let spec = Spec::from_bytes(doc.to_string().as_bytes(), "nodes.json").unwrap();
     let op = spec.get("createNode").unwrap();
-    let d = spec.describe(op);
+    let d = spec.describe(op, Detail::Compact);
     assert_eq!(
         d["requestBody"]["schema"]["properties"]["children"]["items"],
         json!({"$recursive": "Node"})
@@ -155,7 +155,7 @@ async fn external_refs_resolve_relative_to_the_document() {
         pointers.contains(&"/body") && pointers.contains(&"/body/owner/pets/0/name"),
         "{v:?}"
     );
-    let d = spec.describe(op);
+    let d = spec.describe(op, Detail::Compact);
     assert_eq!(
         d["requestBody"]["schema"]["properties"]["owner"]["properties"]["pets"]["items"],
         json!({"$recursive": "Pet"})
@@ -237,4 +237,44 @@ async fn openapi_31_type_arrays_and_documents_without_paths() {
     let spec = Spec::from_bytes(hooks.as_bytes(), "hooks.json").unwrap();
     assert!(spec.operations.is_empty());
     assert!(spec.warnings.iter().any(|w| w.contains("no `paths`")));
+}
+
+/// The compact `api_schema` view of the large operations that used to cost 27–33 KB: GitHub's
+/// and Stripe's fit in 6 KB and a quarter of the full view, the request side intact.
+#[tokio::test]
+async fn compact_schemas_of_large_operations_stay_small() {
+    for (file, id, limit) in [
+        (
+            "github-rest-3.0.json",
+            "actions/list-workflow-runs",
+            6 * 1024,
+        ),
+        ("stripe.json", "GetInvoices", 6 * 1024),
+        // ObjectMeta's nested request fields keep this one above 6 KB (see BENCHMARKS.md).
+        (
+            "kubernetes-1.13-swagger2.json",
+            "replaceAppsV1NamespacedDeploymentScale",
+            10 * 1024,
+        ),
+    ] {
+        let spec = load(file).await;
+        let op = spec.get(id).unwrap();
+        let compact = spec.describe(op, Detail::Compact);
+        let full = spec.describe(op, Detail::Full);
+        let (c, f) = (compact.to_string().len(), full.to_string().len());
+        assert!(c <= limit && c * 10 <= f * 3, "{id}: {c} bytes of {f}");
+        let names = |d: &serde_json::Value| -> Vec<String> {
+            d["parameters"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p["name"].as_str().unwrap().to_string())
+                .collect()
+        };
+        assert_eq!(names(&compact), names(&full), "{id}");
+        assert_eq!(
+            compact["requestBody"]["schema"]["required"],
+            full["requestBody"]["schema"]["required"]
+        );
+    }
 }

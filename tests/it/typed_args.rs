@@ -185,3 +185,49 @@ async fn plan_execute_is_the_servers_path() {
     let e = engine.plan_execute(&reader, map).err().unwrap();
     assert_eq!(e.code.as_str(), "FORBIDDEN");
 }
+
+/// `api_schema` is compact by default: parameters and body in full, responses as status →
+/// description and the success body's top-level fields; `include: ["responses"]` adds the
+/// full response schemas.
+#[tokio::test]
+async fn api_schema_is_compact_unless_asked_for_responses() {
+    let upstream = Upstream::start().await;
+    let server = petstore(&upstream).await;
+    let client = server.client().await;
+    let (err, d) = call(
+        &client,
+        "api_schema",
+        json!({"operationId": "findPetsByStatus"}),
+    )
+    .await;
+    assert!(!err, "{d}");
+    let ok = &d["responses"]["200"];
+    assert!(ok.get("schema").is_none(), "{ok}");
+    assert_eq!(ok["shape"]["type"], "array");
+    let fields = &ok["shape"]["items"]["properties"];
+    assert_eq!(fields["name"], "string");
+    assert_eq!(fields["photoUrls"], "array of string");
+    assert_eq!(fields["id"], "integer (int64)");
+    assert!(d["responsesDetail"].as_str().unwrap().contains("include"));
+    // What a call needs is all there.
+    assert_eq!(d["parameters"][0]["name"], "status");
+    assert!(d["parameters"][0]["schema"]["items"]["enum"].is_array());
+
+    let (err, full) = call(
+        &client,
+        "api_schema",
+        json!({"operationId": "findPetsByStatus", "include": ["responses"]}),
+    )
+    .await;
+    assert!(!err, "{full}");
+    assert_eq!(full["responses"]["200"]["schema"]["type"], "array");
+    assert!(full.get("responsesDetail").is_none());
+    let (err, r) = call(
+        &client,
+        "api_schema",
+        json!({"operationId": "findPetsByStatus", "include": ["everything"]}),
+    )
+    .await;
+    assert!(err);
+    assert_eq!(r["code"], "INVALID_ARGUMENTS");
+}

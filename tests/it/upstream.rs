@@ -966,12 +966,22 @@ async fn body_less_writes_send_content_length_zero() {
             .await
             .unwrap();
         let got = srv.last();
-        assert_eq!(got.header("content-length"), Some("0"), "{id}: {:?}", got.headers);
+        assert_eq!(
+            got.header("content-length"),
+            Some("0"),
+            "{id}: {:?}",
+            got.headers
+        );
         assert!(got.body.is_empty());
     }
-    call(&up, &spec, "isStarred", json!({"pathParams": {"repo": "apigate"}}))
-        .await
-        .unwrap();
+    call(
+        &up,
+        &spec,
+        "isStarred",
+        json!({"pathParams": {"repo": "apigate"}}),
+    )
+    .await
+    .unwrap();
     let got = srv.last();
     assert_eq!(got.header("content-length"), None, "{:?}", got.headers);
 }
