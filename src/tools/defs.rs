@@ -64,6 +64,79 @@ pub fn input_schema(name: &str) -> Value {
     }
 }
 
+/// A tool's output JSON Schema: what `structuredContent` holds, its result or, with
+/// `isError: true`, `{error, code, …details}`.
+pub fn output_schema(name: &str) -> Value {
+    let error = json!({
+        "type": "object",
+        "properties": {
+            "error": {"type": "string", "description": "What happened and what to do."},
+            "code": {"type": "string", "enum": [
+                "UNAUTHORIZED", "SESSION_EXPIRED", "FORBIDDEN", "RATE_LIMITED", "UNKNOWN_TOOL",
+                "UNKNOWN_OPERATION", "INVALID_ARGUMENTS", "BLOCKED_BY_MONITOR", "UPSTREAM_ERROR",
+                "UPSTREAM_TIMEOUT", "UNAVAILABLE", "INTERNAL"]}
+        },
+        "required": ["error", "code"]
+    });
+    let result = match name {
+        DISCOVER => json!({
+            "type": "object",
+            "properties": {
+                "results": {"type": "array", "items": {
+                    "type": "object",
+                    "properties": {
+                        "operationId": {"type": "string"}, "method": {"type": "string"},
+                        "path": {"type": "string"}, "summary": {"type": "string"},
+                        "tags": {"type": "array", "items": {"type": "string"}},
+                        "mutating": {"type": "boolean"}, "score": {"type": "number"}
+                    },
+                    "required": ["operationId", "method", "path", "summary", "tags", "mutating", "score"]
+                }},
+                "total": {"type": "integer", "description": "How many operations matched."}
+            },
+            "required": ["results", "total"]
+        }),
+        SCHEMA => json!({
+            "type": "object",
+            "properties": {
+                "operationId": {"type": "string"}, "method": {"type": "string"},
+                "path": {"type": "string"}, "summary": {"type": "string"},
+                "description": {"type": "string"}, "serverUrl": {"type": ["string", "null"]},
+                "mutating": {"type": "boolean"}, "deprecated": {"type": "boolean"},
+                "tags": {"type": "array", "items": {"type": "string"}},
+                "parameters": {"type": "array", "items": {"type": "object"}},
+                "requestBody": {"type": "object"},
+                "responses": {"type": "object"}
+            },
+            "required": ["operationId", "method", "path", "parameters", "responses"]
+        }),
+        _ => json!({
+            "anyOf": [
+                {
+                    "type": "object",
+                    "description": "The API's answer (4xx included: `ok` is false).",
+                    "properties": {
+                        "status": {"type": "integer"}, "ok": {"type": "boolean"},
+                        "headers": {"type": "object"}, "body": {},
+                        "truncated": {"type": "boolean"}, "durationMs": {"type": "integer"}
+                    },
+                    "required": ["status", "ok", "headers", "body", "truncated", "durationMs"]
+                },
+                {
+                    "type": "object",
+                    "description": "With dryRun: the request that would be sent, credentials redacted.",
+                    "properties": {
+                        "dryRun": {"const": true}, "operationId": {"type": "string"},
+                        "request": {"type": "object"}
+                    },
+                    "required": ["dryRun", "operationId", "request"]
+                }
+            ]
+        }),
+    };
+    json!({"type": "object", "anyOf": [result, error]})
+}
+
 /// The argument names a tool takes, in its schema's order.
 pub fn argument_names(name: &str) -> Vec<String> {
     input_schema(name)["properties"]
@@ -91,6 +164,7 @@ pub fn definition(name: &str, api_title: &str) -> Option<Value> {
                  to call it. Filter with `method` (GET, POST, …) or `tag` when you know them. \
                  Only operations you are allowed to call are listed."),
             "inputSchema": input_schema(name),
+            "outputSchema": output_schema(name),
             "annotations": {"title": "Find API operations", "readOnlyHint": true, "openWorldHint": false}
         }),
         SCHEMA => json!({
@@ -105,6 +179,7 @@ pub fn definition(name: &str, api_title: &str) -> Option<Value> {
                  `headers` and `body` shaped as this schema says. A schema shown as \
                  {{\"$recursive\": \"Name\"}} repeats the enclosing Name."),
             "inputSchema": input_schema(name),
+            "outputSchema": output_schema(name),
             "annotations": {"title": "Describe an API operation", "readOnlyHint": true, "openWorldHint": false}
         }),
         EXECUTE => json!({
@@ -121,9 +196,11 @@ pub fn definition(name: &str, api_title: &str) -> Option<Value> {
                  encoded for you). Credentials are added by the server: never pass \
                  Authorization or cookies. Use `dryRun: true` to see the exact request \
                  without sending it. `ok` is false when the API answered 4xx (read its \
-                 body); 5xx answers, timeouts and connection failures come back as errors. Step 3 of 3; mutating calls (POST, PUT, PATCH, DELETE) \
-                 change real data."),
+                 body); 5xx answers, timeouts and connection failures come back as errors. \
+                 Step 3 of 3. Calls with GET, HEAD or OPTIONS only read; POST, PUT, PATCH, \
+                 DELETE and TRACE may change real data (api_discover marks them `mutating`)."),
             "inputSchema": input_schema(name),
+            "outputSchema": output_schema(name),
             "annotations": {"title": "Call an API operation", "readOnlyHint": false,
                 "destructiveHint": true, "idempotentHint": false, "openWorldHint": true}
         }),

@@ -231,3 +231,52 @@ async fn api_schema_is_compact_unless_asked_for_responses() {
     assert!(err);
     assert_eq!(r["code"], "INVALID_ARGUMENTS");
 }
+
+/// Each tool publishes an `outputSchema`, and what it returns (results, dry runs and errors)
+/// validates against it, so a client that checks `structuredContent` accepts every answer.
+#[tokio::test]
+async fn results_match_the_published_output_schemas() {
+    let upstream = Upstream::start().await;
+    let server = petstore(&upstream).await;
+    let client = server.client().await;
+    let tools = client.list_all_tools().await.unwrap();
+    let validator = |name: &str| {
+        let tool = tools.iter().find(|t| t.name == name).unwrap();
+        let schema = Value::Object((*tool.output_schema.clone().expect("an outputSchema")).clone());
+        jsonschema::validator_for(&schema).unwrap()
+    };
+    let calls = [
+        ("api_discover", json!({"query": "find pets by status"})),
+        ("api_discover", json!({"query": 1})),
+        ("api_schema", json!({"operationId": "addPet"})),
+        (
+            "api_schema",
+            json!({"operationId": "addPet", "include": ["responses"]}),
+        ),
+        ("api_schema", json!({"operationId": "nope"})),
+        ("api_execute", json!({"method": "GET", "path": "/pet/5"})),
+        (
+            "api_execute",
+            json!({"method": "GET", "path": "/pet/5", "dryRun": true}),
+        ),
+        (
+            "api_execute",
+            json!({"operationId": "getPetById", "pathParams": {"petId": 500}}),
+        ),
+        ("api_execute", json!({"operationId": "getPetById"})),
+    ];
+    for (tool, args) in calls {
+        let (_, content) = call(&client, tool, args.clone()).await;
+        let errors: Vec<String> = validator(tool)
+            .iter_errors(&content)
+            .map(|e| format!("{} at {}", e, e.instance_path()))
+            .collect();
+        assert!(errors.is_empty(), "{tool} {args}: {errors:?}\n{content}");
+    }
+    let execute = tools.iter().find(|t| t.name == "api_execute").unwrap();
+    let description = execute.description.as_deref().unwrap_or_default();
+    assert!(
+        description.contains("GET, HEAD or OPTIONS only read"),
+        "{description}"
+    );
+}
