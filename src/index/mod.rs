@@ -135,7 +135,7 @@ pub struct Tuning {
     /// precise ones); the user's own words in all of them.
     pub alternative_fields: usize,
     /// A (term, field) pair found in more than this share of documents is not searched
-    /// (coverage still counts it).
+    /// (coverage still counts it), in indexes of more than `SMALL_INDEX_DOCS` operations.
     pub common_df: f32,
     /// Hybrid ranking: `(1 - w) * lexical / best lexical + w * cosine`. 1 ranks by the
     /// embedding alone.
@@ -165,6 +165,9 @@ impl Default for Tuning {
         }
     }
 }
+
+/// Up to this many operations, no query word is dropped for being common (see `common_df`).
+const SMALL_INDEX_DOCS: usize = 300;
 
 /// What the second stage needs to know about each document.
 struct DocMeta {
@@ -497,11 +500,16 @@ impl Index {
                         .zip(&self.field_terms)
                         .take(fields)
                     {
-                        // Absent pairs match nothing; pairs in most documents add almost
-                        // nothing to BM25 (their IDF is near zero) but cost the longest
-                        // postings lists.
+                        // Absent pairs match nothing. In a large index, pairs in most
+                        // documents add almost nothing to BM25 (their IDF is near zero) but
+                        // cost the longest postings lists; in a small one (a spec about one
+                        // resource, where "pets" is everywhere) they are cheap and may be all
+                        // the query has.
+                        let docs = self.docs.len();
                         match known.get(term) {
-                            Some(&df) if df as f32 <= t.common_df * self.docs.len() as f32 => {}
+                            Some(&df)
+                                if docs <= SMALL_INDEX_DOCS
+                                    || df as f32 <= t.common_df * docs as f32 => {}
                             _ => continue,
                         }
                         let tq = TermQuery::new(

@@ -168,3 +168,56 @@ fn the_embedded_text_adds_a_description_sentence_only_when_it_says_more() {
         "Related artists. Artists similar to a given artist. pets. pets Petstore"
     );
 }
+
+/// A spec about one resource: "pets" is in nearly every operation, which must not make it a
+/// word the index ignores.
+const PETS_ONLY: &str = r#"{
+  "openapi": "3.0.0",
+  "info": {"title": "pets", "version": "1"},
+  "paths": {
+    "/pets": {
+      "get": {"operationId": "listPets", "summary": "List all pets"},
+      "post": {"operationId": "createPets", "summary": "Create a pet"}
+    },
+    "/pets/{petId}": {
+      "get": {"operationId": "showPetById", "summary": "Info for a specific pet"},
+      "put": {"operationId": "replacePet", "summary": "Replace a pet"},
+      "delete": {"operationId": "deletePet", "summary": "Delete a pet"}
+    },
+    "/pets/{petId}/photos": {
+      "post": {"operationId": "uploadPetPhoto", "summary": "Upload a photo of a pet"}
+    },
+    "/health": {
+      "get": {"operationId": "health", "summary": "Service health"}
+    }
+  }
+}"#;
+
+#[test]
+fn a_small_single_resource_spec_ranks_by_its_common_words() {
+    let spec = Spec::from_bytes(PETS_ONLY.as_bytes(), "pets-only.json").unwrap();
+    let index = Index::build(&[&spec]).unwrap();
+    let got = top(&index, &spec, &Query::text("get all my pets", 3));
+    assert_eq!(got.first().map(String::as_str), Some("listPets"), "{got:?}");
+    // Every pet operation, ahead of anything else.
+    let mut all = top(&index, &spec, &Query::text("pets", 10));
+    all.truncate(6);
+    all.sort();
+    assert_eq!(
+        all,
+        [
+            "createPets",
+            "deletePet",
+            "listPets",
+            "replacePet",
+            "showPetById",
+            "uploadPetPhoto"
+        ]
+    );
+    let got = top(&index, &spec, &Query::text("remove a pet", 3));
+    assert_eq!(
+        got.first().map(String::as_str),
+        Some("deletePet"),
+        "{got:?}"
+    );
+}
