@@ -86,12 +86,32 @@ impl EngineArgs {
             max_body_bytes: self.max_response_bytes,
             ..UpstreamConfig::default()
         })?;
+        let target = match &upstream.config().base_url {
+            Some(u) => shown_target(u.as_str()),
+            None => spec.servers.first().map_or_else(
+                || "nowhere: the spec names no server; start with --upstream URL".to_string(),
+                |s| shown_target(s),
+            ),
+        };
+        tracing::info!(%target, "API calls go to {target}");
         let title = (!spec.title.is_empty()).then_some(spec.title.as_str());
         let monitor = self.monitor.build(title)?;
         if let Some(m) = &monitor {
             tracing::info!(url = %m.endpoint(), "agent-monitor gate on: every tool call needs its approval");
         }
         Ok(Engine::new(Arc::new(spec), index, upstream, monitor))
+    }
+}
+
+/// A server URL for a log line: scheme, host, port and path, never user info or a query.
+fn shown_target(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(u) => format!(
+            "{}{}",
+            u.origin().ascii_serialization(),
+            u.path().trim_end_matches('/')
+        ),
+        Err(_) => "a relative server URL (give --upstream)".into(),
     }
 }
 

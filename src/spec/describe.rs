@@ -258,6 +258,15 @@ fn render(
                 .into(),
         );
     }
+    if let Some(p) = op.parameters.iter().find(|p| {
+        p.location == super::ParamIn::Header && p.name.eq_ignore_ascii_case("idempotency-key")
+    }) {
+        out["idempotencyKey"] = Value::String(format!(
+            "send a unique {} header: if the call fails without an answer, repeating it with the \
+             same value cannot apply it twice",
+            p.name
+        ));
+    }
     if let Some(s) = &op.security {
         out["security"] = s.clone();
     }

@@ -76,6 +76,15 @@ impl Method {
     }
 }
 
+impl Method {
+    /// Whether sending it twice has the effect of sending it once (RFC 9110 §9.2.2): all but
+    /// POST and PATCH. A failed POST or PATCH may have been applied and must not be blindly
+    /// retried.
+    pub fn is_idempotent(self) -> bool {
+        !matches!(self, Method::Post | Method::Patch)
+    }
+}
+
 impl fmt::Display for Method {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -138,6 +147,15 @@ mod tests {
         assert_eq!(Method::parse(" pAtCh "), Some(Method::Patch));
         assert_eq!(Method::parse("FETCH"), None);
         assert!("CONNECT".parse::<Method>().is_err());
+    }
+
+    #[test]
+    fn post_and_patch_are_not_idempotent() {
+        let not: Vec<Method> = Method::ALL
+            .into_iter()
+            .filter(|m| !m.is_idempotent())
+            .collect();
+        assert_eq!(not, [Method::Post, Method::Patch]);
     }
 
     #[test]

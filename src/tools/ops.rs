@@ -384,7 +384,7 @@ pub async fn run(
                 .upstream
                 .send(&planned.request)
                 .await
-                .map_err(upstream_error)?;
+                .map_err(|e| send_failure(engine, op, &planned.request, e))?;
             *upstream_status = Some(response.status);
             metrics::counter!("apigate_upstream_responses_total", "status" => response.status.to_string()).increment(1);
             let value = serde_json::to_value(&response).unwrap_or_default();
@@ -404,6 +404,42 @@ pub async fn run(
             Ok(value)
         }
     }
+}
+
+/// A request that got no answer: says where it went (the origin, never credentials), whether
+/// it may have been applied (POST and PATCH are not idempotent), and how to fix the target.
+fn send_failure(
+    engine: &Engine,
+    op: &Operation,
+    request: &PreparedRequest,
+    e: crate::upstream::UpstreamError,
+) -> ToolError {
+    use crate::upstream::UpstreamError as E;
+    let lost_answer = matches!(e, E::Timeout { .. } | E::Connect(_) | E::Other(_));
+    let origin = request.url().origin().ascii_serialization();
+    let mut error = upstream_error(e).with("target", Value::String(origin.clone()));
+    if lost_answer && !op.method.is_idempotent() {
+        let key = op.parameters.iter().find(|p| {
+            p.location == ParamIn::Header && p.name.eq_ignore_ascii_case("idempotency-key")
+        });
+        error.message.push_str(&format!(
+            ". {} is not idempotent: the API may have received and applied it. Do not repeat it \
+             blindly; check first (for example with a GET of the resource){}",
+            op.method,
+            match key {
+                Some(p) => format!(", or repeat it with the same {} header", p.name),
+                None => String::new(),
+            }
+        ));
+        error = error.with("mayHaveBeenApplied", Value::Bool(true));
+    }
+    if lost_answer && engine.upstream.config().base_url.is_none() {
+        error.message.push_str(&format!(
+            ". Calls go to the spec's server {origin}; if the API runs elsewhere, the operator \
+             starts apigate with --upstream URL"
+        ));
+    }
+    error
 }
 
 fn upstream_error(e: crate::upstream::UpstreamError) -> ToolError {

@@ -280,3 +280,61 @@ async fn results_match_the_published_output_schemas() {
         "{description}"
     );
 }
+
+/// A call that gets no answer says where it went, whether it may have been applied (POST and
+/// PATCH are not idempotent), and, when it went to the spec's own server, that --upstream
+/// points it elsewhere.
+#[tokio::test]
+async fn lost_answers_say_where_and_whether_to_retry() {
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let target = format!("http://127.0.0.1:{closed}");
+    let server = Server::start(
+        engine_args(&spec_path("petstore-3.0.json"), Some(target.clone())),
+        false,
+    )
+    .await;
+    let client = server.client().await;
+    let (err, r) = call(
+        &client,
+        "api_execute",
+        json!({"operationId": "addPet", "body": {"name": "Rex", "photoUrls": []}}),
+    )
+    .await;
+    assert!(err);
+    assert_eq!(r["code"], "UPSTREAM_ERROR");
+    assert_eq!(r["target"], target);
+    assert_eq!(r["mayHaveBeenApplied"], true);
+    assert!(
+        r["error"].as_str().unwrap().contains("not idempotent"),
+        "{r}"
+    );
+    assert!(!r["error"].as_str().unwrap().contains("--upstream"), "{r}");
+
+    let (err, r) = call(
+        &client,
+        "api_execute",
+        json!({"operationId": "getPetById", "pathParams": {"petId": 1}}),
+    )
+    .await;
+    assert!(err);
+    assert!(r.get("mayHaveBeenApplied").is_none(), "{r}");
+
+    // Without --upstream the calls go to the spec's server, which is not reachable here.
+    let server = Server::start(engine_args(&spec_path("petstore-3.0.json"), None), false).await;
+    let client = server.client().await;
+    let (err, r) = call(
+        &client,
+        "api_execute",
+        json!({"operationId": "getPetById", "pathParams": {"petId": 1}}),
+    )
+    .await;
+    assert!(err, "{r}");
+    assert_eq!(r["target"], "http://petstore.swagger.io");
+    assert!(
+        r["error"].as_str().unwrap().contains("--upstream URL"),
+        "{r}"
+    );
+}
