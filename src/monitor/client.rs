@@ -135,6 +135,10 @@ pub struct ToolCall<'a> {
     pub args: &'a Value,
     /// The resolved operation, for `api_execute` (and `api_schema`).
     pub operation: Option<OperationRef<'a>>,
+    /// For `api_execute`: the request as its dry run shows it (configured credentials already
+    /// redacted). Sanitized by [`preview`] and sent in `tool.pre_execute` only, so a person
+    /// approving the call sees which resource it touches and what it sends.
+    pub preview: Option<&'a Value>,
 }
 
 /// The operation a call resolved to; sent in full (method, path template, operationId).
@@ -309,6 +313,9 @@ impl Monitor {
             sanitize_args(call.tool, call.args, call.operation.as_ref()),
         );
         event.insert("sessionStats".into(), stats);
+        if let Some(request) = call.preview {
+            event.insert("preview".into(), preview(request));
+        }
         let event = Value::Object(event);
         match tokio::time::timeout_at(deadline, self.decide(&event)).await {
             Ok(result) => result,
@@ -732,6 +739,97 @@ fn is_secret_key(key: &str) -> bool {
     NEEDLES.iter().any(|n| k.contains(n))
 }
 
+/// The most bytes of a request body a preview shows.
+const PREVIEW_BODY_BYTES: usize = 4096;
+
+/// A request's dry-run view (`{method, url, headers, body, contentType}`) as a monitor may see
+/// it: the method and the URL's path as they are (they say which resource the call touches);
+/// query values, header values and body fields under credential-like names redacted;
+/// credential-shaped text redacted anywhere; the body cut at 4 KB.
+pub fn preview(view: &Value) -> Value {
+    let mut out = Map::new();
+    if let Some(m) = view.get("method").and_then(Value::as_str) {
+        out.insert("method".into(), m.into());
+    }
+    if let Some(url) = view.get("url").and_then(Value::as_str) {
+        out.insert("url".into(), preview_url(url).into());
+    }
+    if let Some(Value::Object(headers)) = view.get("headers") {
+        let shown: Map<String, Value> = headers
+            .iter()
+            .map(|(k, v)| {
+                let v = match v.as_str() {
+                    _ if is_secret_key(k) => "[redacted]".to_string(),
+                    Some(s) => redact_secrets_in_text(s),
+                    None => type_name(v).to_string(),
+                };
+                (k.clone(), Value::String(v))
+            })
+            .collect();
+        out.insert("headers".into(), Value::Object(shown));
+    }
+    if let Some(ct) = view.get("contentType").and_then(Value::as_str) {
+        out.insert("contentType".into(), ct.into());
+    }
+    if let Some(body) = view.get("body") {
+        let mut body = body.clone();
+        redact_fields(&mut body);
+        let text = match &body {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        if text.len() > PREVIEW_BODY_BYTES {
+            let cut = (0..=PREVIEW_BODY_BYTES)
+                .rev()
+                .find(|i| text.is_char_boundary(*i))
+                .unwrap_or(0);
+            body = Value::String(format!("{}… ({} bytes in all)", &text[..cut], text.len()));
+        }
+        out.insert("body".into(), body);
+    }
+    Value::Object(out)
+}
+
+/// The URL with the values of credential-like query parameters redacted.
+fn preview_url(url: &str) -> String {
+    let Ok(mut parsed) = url::Url::parse(url) else {
+        return redact_secrets_in_text(url);
+    };
+    if parsed.query().is_some() {
+        let pairs: Vec<(String, String)> = parsed
+            .query_pairs()
+            .map(|(k, v)| {
+                let v = if is_secret_key(&k) {
+                    "[redacted]".to_string()
+                } else {
+                    redact_secrets_in_text(&v)
+                };
+                (k.into_owned(), v)
+            })
+            .collect();
+        parsed.query_pairs_mut().clear().extend_pairs(pairs);
+    }
+    parsed.to_string()
+}
+
+/// Redacts, in place, the values under credential-like keys and credential-shaped text.
+fn redact_fields(v: &mut Value) {
+    match v {
+        Value::Object(map) => {
+            for (k, child) in map.iter_mut() {
+                if is_secret_key(k) {
+                    *child = Value::String("[redacted]".into());
+                } else {
+                    redact_fields(child);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(redact_fields),
+        Value::String(s) => *s = redact_secrets_in_text(s),
+        _ => {}
+    }
+}
+
 /// Replaces things shaped like apigate tokens, bearer credentials or key=value secrets. The
 /// key=value pattern has no leading `\b`: `_` is a word character, so `\btoken` would miss
 /// `access_token=…` and `client_secret: …`, the most common spellings.
@@ -838,6 +936,48 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_preview_shows_the_request_but_no_credential() {
+        let view = json!({
+            "method": "POST",
+            "url": "https://api.example.com/v2/pet/42?expand=owner&api_key=k-123456&token=t-9",
+            "headers": {"authorization": "[redacted]", "X-Api-Key": "given-key", "X-Trace": "abc",
+                "X-Note": "Bearer sk_live_abcdef"},
+            "contentType": "application/json",
+            "body": {"name": "Rex", "password": "hunter2", "owner": {"client_secret": "s3"},
+                "note": "token=abc123"}
+        });
+        let p = preview(&view);
+        let text = p.to_string();
+        for secret in [
+            "k-123456",
+            "t-9",
+            "given-key",
+            "sk_live_abcdef",
+            "hunter2",
+            "s3\"",
+            "abc123",
+        ] {
+            assert!(!text.contains(secret), "{secret} in {text}");
+        }
+        assert_eq!(p["method"], "POST");
+        let url = p["url"].as_str().unwrap();
+        assert!(
+            url.starts_with("https://api.example.com/v2/pet/42?expand=owner&"),
+            "{url}"
+        );
+        assert_eq!(p["headers"]["X-Trace"], "abc");
+        assert_eq!(p["body"]["name"], "Rex");
+        let big =
+            json!({"method": "POST", "url": "https://a.example/x", "body": "x".repeat(10_000)});
+        let cut = preview(&big)["body"].as_str().unwrap().to_string();
+        assert!(
+            cut.len() < 4200 && cut.ends_with("(10000 bytes in all)"),
+            "{}",
+            cut.len()
+        );
+    }
 
     #[test]
     fn strings_are_cut_and_other_values_typed() {

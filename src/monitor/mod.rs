@@ -10,7 +10,7 @@ mod server;
 
 pub use client::{
     BlockCause, Blocked, DEFAULT_TIMEOUT, MAX_ARG_CHARS, Monitor, MonitorConfig, MonitorError,
-    MonitorFlags, OperationRef, ToolCall, parse_duration, sanitize_args,
+    MonitorFlags, OperationRef, ToolCall, parse_duration, preview, sanitize_args,
 };
 pub use rules::RuleSet;
 pub use server::{MonitorArgs, RunningMonitor, ServerConfig, run, spawn};

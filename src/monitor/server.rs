@@ -332,6 +332,9 @@ struct ApprovalView {
     call_id: String,
     tool: String,
     args: Value,
+    /// `api_execute`'s request as apigate will send it, when the event carried one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    preview: Option<Value>,
     rule: Option<String>,
     reason: String,
     event_seq: u64,
@@ -819,6 +822,7 @@ async fn pre_execute(shared: Arc<Shared>, stored: StoredEvent, per_minute: u32) 
             call_id,
             tool,
             args,
+            preview: ev.get("preview").filter(|p| p.is_object()).cloned(),
             rule: verdict.rule,
             reason: verdict.reason,
             event_seq: stored.seq,

@@ -261,6 +261,10 @@ impl Engine {
         let op = prepared.operation(self);
         // 5. The agent-monitor gate (fail-closed).
         let session_id = Engine::monitor_session(caller, principal);
+        let request_view = match &prepared {
+            Prepared::Execute(planned) => Some(planned.request.view()),
+            _ => None,
+        };
         let call = ToolCall {
             session_id: &session_id,
             call_id,
@@ -271,6 +275,7 @@ impl Engine {
                 method: o.method.as_str(),
                 path: &o.path,
             }),
+            preview: request_view.as_ref(),
         };
         if let Some(monitor) = &self.monitor {
             let gate = monitor.pre_execute(&call);

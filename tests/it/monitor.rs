@@ -124,6 +124,7 @@ async fn gated_call(
             method,
             path,
         }),
+        preview: None,
     };
     match gate.pre_execute(&call).await {
         Ok(()) => {
@@ -202,6 +203,7 @@ async fn gate_allows_and_sends_the_protocol_events() {
         tool: "api_discover",
         args: &args,
         operation: None,
+        preview: None,
     };
     gate.pre_execute(&discover).await.unwrap();
     gate.session_idle("mcp-session-1");
@@ -287,6 +289,7 @@ async fn explicit_session_start_is_sent_once() {
         tool: "api_schema",
         args: &args,
         operation: None,
+        preview: None,
     };
     gate.pre_execute(&call).await.unwrap();
     gate.session_error("s-1", "UPSTREAM_TIMEOUT with token=abc123secret");
@@ -693,6 +696,7 @@ async fn reference_monitor_counts_calls_and_matches_arguments() {
                 tool,
                 args: &args,
                 operation: None,
+                preview: None,
             };
             gate.pre_execute(&c).await
         }

@@ -381,6 +381,12 @@ async fn dashboard_shows_a_pending_approval_live_and_approve_releases_the_call()
         "[...document.querySelectorAll('.approval')].some(el => el.innerText.includes('api_execute DELETE /pet/{petId}'))",
     )
     .await;
+    // The card shows the request itself: which pet is deleted.
+    page.wait_for(
+        "the request preview on the card",
+        "[...document.querySelectorAll('.approval pre.preview')].some(el => /^DELETE http:\\/\\/[^\\s]+\\/v2\\/pet\\/7$/m.test(el.innerText))",
+    )
+    .await;
     page.wait_for(
         "the session row",
         "!!document.querySelector('.session[data-id]')",

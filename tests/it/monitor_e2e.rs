@@ -164,6 +164,9 @@ async fn real_binaries_reads_pass_deletes_wait_for_a_person() {
             assert_eq!(a["rule"], "approve-deletes");
             assert_eq!(a["args"]["method"], "DELETE");
             assert_eq!(a["args"]["path"], "/pet/{petId}");
+            // The person sees which pet: the request itself, not just its shape.
+            assert_eq!(a["preview"]["method"], "DELETE");
+            assert_eq!(a["preview"]["url"], format!("{}/v2/pet/7", upstream.url()));
             assert_eq!(
                 deletes(&upstream, "/v2/pet/7"),
                 0,
@@ -568,7 +571,21 @@ async fn leak_check(stateless: bool) {
     }
     let events = events.lock().unwrap().clone();
     assert!(want(&events), "events: {events:#?}");
-    for e in &events {
+    let mut previews = 0;
+    for raw in &events {
+        // An api_execute approval shows the request (the `preview`): its URL says which
+        // resource the call touches, so a path value appears there and nowhere else.
+        let mut event: Value = serde_json::from_str(raw).unwrap();
+        if let Some(preview) = event.as_object_mut().and_then(|e| e.remove("preview")) {
+            previews += 1;
+            let mut preview = preview;
+            let url = preview["url"].as_str().unwrap().to_string();
+            assert!(url.starts_with(&upstream.url()), "{url}");
+            preview["url"] = Value::String(url.replace(PATH_SECRET, "{path value}"));
+            assert!(preview["method"].is_string(), "{preview}");
+            event["preview"] = preview;
+        }
+        let e = event.to_string();
         for secret in SECRETS {
             assert!(!e.contains(secret), "{secret:?} leaked in {e}");
         }
@@ -576,6 +593,8 @@ async fn leak_check(stateless: bool) {
         let lower = e.to_lowercase();
         assert!(!lower.contains("bearer"), "{e}");
     }
+    // One per api_execute call.
+    assert_eq!(previews, 6, "{events:#?}");
     drop(server);
 }
 
