@@ -226,6 +226,7 @@ fn render(
             .filter(|ct| Some(*ct) != body.preferred().map(|m| m.content_type.as_str()))
             .collect();
         if !others.is_empty() {
+            // api_execute's `contentType` picks one instead of the first.
             b["otherContentTypes"] = json!(others);
         }
         out["requestBody"] = b;
@@ -251,6 +252,10 @@ fn render(
         responses.insert(r.status.clone(), v);
     }
     out["responses"] = Value::Object(responses);
+    if op.response_types.len() > 1 {
+        // api_execute's `accept` picks one (GitHub: a commit as a diff or a patch).
+        out["accept"] = json!(op.response_types);
+    }
     if detail == Detail::Compact && op.responses.iter().any(|r| r.schema.is_some()) {
         out["responsesDetail"] = Value::String(
             "responses show the success body's top-level fields; call api_schema again with \

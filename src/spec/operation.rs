@@ -141,6 +141,10 @@ pub struct Operation {
     pub extensions: Map<String, Value>,
     /// From `x-required-features`.
     pub required_features: Vec<String>,
+    /// The media types a response may come in: every type the responses declare (Swagger:
+    /// `produces`), then types the operation's description names (GitHub documents
+    /// `application/octet-stream` for release assets only there). What `accept` may ask for.
+    pub response_types: Vec<String>,
 }
 
 impl Operation {
@@ -361,6 +365,7 @@ impl Ctx<'_> {
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         let required_features = strings(op.get("x-required-features"));
+        let response_types = self.response_types(op, str_of("description").as_deref());
         Operation {
             id: str_of("operationId")
                 .map(|s| s.trim().to_string())
@@ -381,7 +386,41 @@ impl Ctx<'_> {
             servers,
             extensions,
             required_features,
+            response_types,
         }
+    }
+
+    fn response_types(&self, op: &Map<String, Value>, description: Option<&str>) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        let mut add = |t: &str| {
+            let t = t.trim().to_ascii_lowercase();
+            if !t.is_empty() && !out.contains(&t) {
+                out.push(t);
+            }
+        };
+        if self.dialect == Dialect::Swagger2 {
+            let produces = match op.get("produces") {
+                Some(p) => strings(Some(p)),
+                None => self.produces.clone(),
+            };
+            produces.iter().for_each(|t| add(t));
+        } else if let Some(Value::Object(responses)) = op.get("responses") {
+            for r in responses.values() {
+                let (r, _) = follow(self.root, r);
+                if let Some(Value::Object(content)) = r.get("content") {
+                    content.keys().for_each(|t| add(t));
+                }
+            }
+        }
+        static DOCUMENTED: std::sync::LazyLock<Option<regex::Regex>> = std::sync::LazyLock::new(
+            || {
+                regex::Regex::new(r"\b(?:application|text|image|audio|video)/[A-Za-z0-9][A-Za-z0-9.+-]*[A-Za-z0-9]").ok()
+            },
+        );
+        if let (Some(text), Some(re)) = (description, DOCUMENTED.as_ref()) {
+            re.find_iter(text).for_each(|m| add(m.as_str()));
+        }
+        out
     }
 
     fn parameter(&self, p: &Map<String, Value>) -> Option<Parameter> {

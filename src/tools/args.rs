@@ -84,6 +84,12 @@ pub struct ExecuteArgs {
     pub headers: Map<String, Value>,
     #[serde(default)]
     pub body: Option<Value>,
+    /// The request body's media type, among those the operation declares.
+    #[serde(default)]
+    pub content_type: Option<String>,
+    /// The response media type to ask for, among those the operation declares or documents.
+    #[serde(default)]
+    pub accept: Option<String>,
     #[serde(default)]
     pub dry_run: bool,
 }

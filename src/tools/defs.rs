@@ -56,6 +56,8 @@ pub fn input_schema(name: &str) -> Value {
                 "query": {"type": "object", "description": "Query parameters by name.", "additionalProperties": true},
                 "headers": {"type": "object", "description": "Header parameters the operation declares.", "additionalProperties": true},
                 "body": {"description": "The request body, as JSON."},
+                "contentType": {"type": "string", "description": "The body's media type when the operation takes several (api_schema lists them), e.g. application/merge-patch+json."},
+                "accept": {"type": "string", "description": "The response media type to ask for, among those api_schema lists under `accept` (e.g. application/vnd.github.diff)."},
                 "dryRun": {"type": "boolean", "default": false, "description": "Return the request that would be sent, without sending it."}
             },
             "additionalProperties": false

@@ -11,7 +11,7 @@ use super::{Code, Engine, ToolError, ToolResult};
 use crate::auth::Principal;
 use crate::index::Query;
 use crate::spec::{Detail, Operation, OperationName, ParamIn, Resolved, Violation};
-use crate::upstream::{CallArgs, PreparedRequest, is_forbidden_header};
+use crate::upstream::{CallArgs, PreparedRequest, is_forbidden_header, media_essence};
 
 /// A call's arguments, typed, with the operation they name found (or not) in the spec.
 pub enum Parsed {
@@ -169,6 +169,52 @@ fn visible<'a>(
     }
 }
 
+/// What is wrong with the media types asked for: `contentType` must be one the request body
+/// declares, `accept` one the responses declare or the operation documents.
+fn media_choices(
+    op: &Operation,
+    content_type: Option<&str>,
+    accept: Option<&str>,
+) -> Vec<Violation> {
+    let mut out = Vec::new();
+    if let Some(ct) = content_type {
+        let offered: Vec<&str> = op
+            .request_body
+            .iter()
+            .flat_map(|b| b.content.iter().map(|m| m.content_type.as_str()))
+            .collect();
+        if !offered
+            .iter()
+            .any(|o| media_essence(o) == media_essence(ct))
+        {
+            out.push(Violation {
+                pointer: "/contentType".into(),
+                message: if offered.is_empty() {
+                    format!("{} takes no request body", op.key())
+                } else {
+                    format!("{ct:?} is not one of {}", offered.join(", "))
+                },
+            });
+        }
+    }
+    if let Some(a) = accept
+        && !op
+            .response_types
+            .iter()
+            .any(|t| media_essence(t) == media_essence(a))
+    {
+        out.push(Violation {
+            pointer: "/accept".into(),
+            message: if op.response_types.is_empty() {
+                format!("{} documents no response media type", op.key())
+            } else {
+                format!("{a:?} is not one of {}", op.response_types.join(", "))
+            },
+        });
+    }
+    out
+}
+
 /// A path value as text, to compare with what a concrete path carried.
 fn scalar_text(v: &Value) -> Option<String> {
     match v {
@@ -187,10 +233,20 @@ fn plan(engine: &Engine, args: ExecuteArgs, found: Resolved) -> Result<Planned, 
         query,
         headers: given_headers,
         body,
+        content_type,
+        accept,
         dry_run,
         path,
         ..
     } = args;
+    let media = media_choices(op, content_type.as_deref(), accept.as_deref());
+    if !media.is_empty() {
+        return Err(invalid(
+            "the operation does not offer that media type (see `violations` for the choices; \
+             api_schema lists them)",
+            media,
+        ));
+    }
     // A concrete path fills pathParams; a value given both ways must agree.
     let mut conflicts = Vec::new();
     for (name, value) in found.path_values {
@@ -290,6 +346,8 @@ fn plan(engine: &Engine, args: ExecuteArgs, found: Resolved) -> Result<Planned, 
         query: take("query"),
         headers: take("headers"),
         body: checked.remove("body"),
+        content_type,
+        accept,
     };
     let request = engine
         .upstream

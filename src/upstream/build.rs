@@ -39,6 +39,21 @@ pub struct CallArgs {
     pub query: Map<String, Value>,
     pub headers: Map<String, Value>,
     pub body: Option<Value>,
+    /// The body's media type, one the operation declares (default: its preferred one).
+    pub content_type: Option<String>,
+    /// The response media type to ask for, one of the operation's `response_types`.
+    pub accept: Option<String>,
+}
+
+/// The media type without parameters, lower-case: `application/json; charset=utf-8` →
+/// `application/json`.
+pub fn media_essence(media_type: &str) -> String {
+    media_type
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase()
 }
 
 /// A request ready to send, without credentials. Its `Serialize` form is the dry-run view:
@@ -146,12 +161,28 @@ pub(crate) fn prepare(
         ));
     }
     let mut headers = headers(cfg, op, &args.headers)?;
-    let body = body(spec, op, args.body.as_ref())?;
+    let body = body(spec, op, args.body.as_ref(), args.content_type.as_deref())?;
     if let Some(b) = &body {
         let ct = HeaderValue::from_str(&b.content_type)
             .map_err(|_| UpstreamError::Other(format!("bad content type {:?}", b.content_type)))?;
         headers.retain(|(n, _)| n != http::header::CONTENT_TYPE);
         headers.push((http::header::CONTENT_TYPE, ct));
+    }
+    if let Some(accept) = &args.accept {
+        if !op
+            .response_types
+            .iter()
+            .any(|t| media_essence(t) == media_essence(accept))
+        {
+            return Err(invalid(format!(
+                "accept: {} does not answer in {accept:?}",
+                op.key()
+            )));
+        }
+        let value = HeaderValue::from_str(accept)
+            .map_err(|_| invalid(format!("accept: {accept:?} is not a valid header value")))?;
+        headers.retain(|(n, _)| n != http::header::ACCEPT);
+        headers.push((http::header::ACCEPT, value));
     }
     if !headers.iter().any(|(n, _)| n == http::header::ACCEPT) {
         headers.push((
@@ -460,7 +491,12 @@ fn headers(
 /// Encodes the body as the operation's preferred media type. Swagger 2.0 `formData`
 /// parameters are sent form-encoded even when the operation also lists JSON in `consumes`
 /// (Slack's Web API does): the parameters are form fields by definition.
-fn body(spec: &Spec, op: &Operation, value: Option<&Value>) -> Result<Option<Body>, UpstreamError> {
+fn body(
+    spec: &Spec,
+    op: &Operation,
+    value: Option<&Value>,
+    asked: Option<&str>,
+) -> Result<Option<Body>, UpstreamError> {
     let Some(rb) = &op.request_body else {
         return match value {
             Some(_) => Err(invalid(format!("body: {} takes no request body", op.key()))),
@@ -481,9 +517,20 @@ fn body(spec: &Spec, op: &Operation, value: Option<&Value>) -> Result<Option<Bod
         let ct = m.content_type.to_ascii_lowercase();
         ct.starts_with("application/x-www-form-urlencoded") || ct.starts_with("multipart/form-data")
     });
-    let media = match form {
-        Some(f) if spec.dialect == Dialect::Swagger2 => Some(f),
-        _ => rb.preferred(),
+    let media = match (asked, form) {
+        (Some(asked), _) => {
+            let wanted = media_essence(asked);
+            Some(
+                rb.content
+                    .iter()
+                    .find(|m| media_essence(&m.content_type) == wanted)
+                    .ok_or_else(|| {
+                        invalid(format!("contentType: {} does not take {asked:?}", op.key()))
+                    })?,
+            )
+        }
+        (None, Some(f)) if spec.dialect == Dialect::Swagger2 => Some(f),
+        (None, _) => rb.preferred(),
     };
     let declared = media
         .map(|m| m.content_type.clone())

@@ -20,7 +20,7 @@ use url::Url;
 
 use crate::spec::{Operation, Spec};
 
-pub use build::{CallArgs, PreparedRequest, is_forbidden_header};
+pub use build::{CallArgs, PreparedRequest, is_forbidden_header, media_essence};
 pub use config::{
     ConfigError, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_REDIRECTS,
     DEFAULT_TIMEOUT, UpstreamConfig,
@@ -201,7 +201,8 @@ impl Upstream {
             .map_err(|e| self.map_error(e))?;
         // Stop reading: dropping the response closes the connection if bytes are left.
         drop(resp);
-        let mut body = response::body_value(&bytes, truncated, content_type.as_deref());
+        let mut body =
+            response::body_value(&bytes, truncated, content_type.as_deref(), &self.secrets);
         response::redact(&mut body, &self.secrets);
         let mut safe_headers = safe_headers;
         for v in safe_headers.values_mut() {

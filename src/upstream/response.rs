@@ -3,7 +3,7 @@
 //! allow-list of response headers (never `Set-Cookie`).
 
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 use url::Url;
 
 /// `api_execute`'s result: `{status, ok, headers, body, truncated, durationMs}`.
@@ -111,7 +111,15 @@ pub(crate) async fn read_limited(
 
 /// The body as a JSON value: parsed JSON, JSON cut to a valid prefix when `truncated`, text
 /// (cut on a character boundary), or a placeholder for binary content.
-pub(crate) fn body_value(bytes: &[u8], truncated: bool, content_type: Option<&str>) -> Value {
+/// Binary bodies up to this size come back base64-encoded; larger ones as type and size.
+const MAX_BASE64_BYTES: usize = 16 * 1024;
+
+pub(crate) fn body_value(
+    bytes: &[u8],
+    truncated: bool,
+    content_type: Option<&str>,
+    secrets: &[String],
+) -> Value {
     if bytes.is_empty() {
         return Value::Null;
     }
@@ -137,13 +145,37 @@ pub(crate) fn body_value(bytes: &[u8], truncated: bool, content_type: Option<&st
         Err(_) if ct.starts_with("text/") || ct.contains("xml") || ct.contains("json") => {
             Value::String(String::from_utf8_lossy(bytes).into_owned())
         }
-        Err(_) => Value::String(format!(
-            "[binary content not shown: {}{} bytes of {}]",
-            if truncated { "more than " } else { "" },
-            bytes.len(),
-            if ct.is_empty() { "unknown type" } else { &ct },
-        )),
+        Err(_) => binary(bytes, truncated, &ct, secrets),
     }
+}
+
+/// A binary body as `{contentType, bytes, base64?}`: small, complete bodies in base64, unless
+/// they hold a configured credential (its base64 form would pass every text redaction).
+fn binary(bytes: &[u8], truncated: bool, ct: &str, secrets: &[String]) -> Value {
+    use base64::Engine as _;
+    let mut out = json!({
+        "contentType": if ct.is_empty() { "application/octet-stream" } else { ct },
+        "bytes": bytes.len(),
+    });
+    let holds_secret = secrets
+        .iter()
+        .any(|s| !s.is_empty() && bytes.windows(s.len()).any(|w| w == s.as_bytes()));
+    if truncated {
+        out["note"] = Value::String(format!(
+            "binary content, more than {} bytes: larger than the response budget; not shown",
+            bytes.len()
+        ));
+    } else if holds_secret {
+        out["note"] =
+            Value::String("binary content holding a configured credential; not shown".into());
+    } else if bytes.len() > MAX_BASE64_BYTES {
+        out["note"] = Value::String(format!(
+            "binary content larger than {MAX_BASE64_BYTES} bytes; not shown"
+        ));
+    } else {
+        out["base64"] = Value::String(base64::engine::general_purpose::STANDARD.encode(bytes));
+    }
+    out
 }
 
 /// Replaces every occurrence of a configured secret in the strings (and keys) of `v` with
@@ -332,7 +364,6 @@ pub(crate) fn cut_json(bytes: &[u8], limit: usize) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     fn cut(s: &str, limit: usize) -> Option<Value> {
         let v = cut_json(&s.as_bytes()[..limit.min(s.len())], limit)?;
@@ -394,19 +425,43 @@ mod tests {
 
     #[test]
     fn text_and_binary_bodies() {
-        assert_eq!(body_value(b"", false, None), Value::Null);
+        assert_eq!(body_value(b"", false, None, &[]), Value::Null);
         assert_eq!(
-            body_value(b"{\"a\":1}", false, Some("application/json")),
+            body_value(b"{\"a\":1}", false, Some("application/json"), &[]),
             json!({"a":1})
         );
         assert_eq!(
-            body_value(b"not json", false, Some("application/json")),
+            body_value(b"not json", false, Some("application/json"), &[]),
             json!("not json")
         );
         let s = "ab\u{e9}".as_bytes();
-        assert_eq!(body_value(&s[..3], true, Some("text/plain")), json!("ab"));
-        let v = body_value(&[0xff, 0x00, 0xfe], false, Some("image/png"));
-        assert!(v.as_str().unwrap().starts_with("[binary content"));
+        assert_eq!(
+            body_value(&s[..3], true, Some("text/plain"), &[]),
+            json!("ab")
+        );
+        let v = body_value(&[0xff, 0x00, 0xfe], false, Some("image/png"), &[]);
+        assert_eq!(
+            v,
+            json!({"contentType": "image/png", "bytes": 3, "base64": "/wD+"})
+        );
+        let mut with_secret = vec![0xff, 0x00];
+        with_secret.extend_from_slice(b"sk_live_abcdef");
+        let v = body_value(
+            &with_secret,
+            false,
+            Some("application/octet-stream"),
+            &["sk_live_abcdef".into()],
+        );
+        assert!(
+            v.get("base64").is_none() && v["note"].as_str().unwrap().contains("credential"),
+            "{v}"
+        );
+        let big = vec![0xffu8; 20_000];
+        let v = body_value(&big, false, None, &[]);
+        assert_eq!(v["bytes"], 20_000);
+        assert!(v.get("base64").is_none());
+        let v = body_value(&big, true, None, &[]);
+        assert!(v["note"].as_str().unwrap().contains("budget"), "{v}");
     }
 
     #[test]

@@ -338,3 +338,36 @@ async fn lost_answers_say_where_and_whether_to_retry() {
         "{r}"
     );
 }
+
+/// `contentType` and `accept` outside what the operation offers are refused before anything
+/// is sent, with the choices.
+#[tokio::test]
+async fn media_types_outside_the_offer_are_refused_with_the_choices() {
+    let upstream = Upstream::start().await;
+    let server = petstore(&upstream).await;
+    let client = server.client().await;
+    let (err, r) = call(
+        &client,
+        "api_execute",
+        json!({"operationId": "addPet", "body": {"name": "Rex", "photoUrls": []},
+            "contentType": "text/csv", "accept": "image/gif"}),
+    )
+    .await;
+    assert!(err);
+    assert_eq!(pointers(&r), ["/accept", "/contentType"]);
+    let text = r.to_string();
+    assert!(
+        text.contains("application/xml") && text.contains("application/json"),
+        "{text}"
+    );
+    let (err, r) = call(
+        &client,
+        "api_execute",
+        json!({"operationId": "addPet", "body": {"name": "Rex", "photoUrls": []},
+            "contentType": "application/json", "dryRun": true}),
+    )
+    .await;
+    assert!(!err, "{r}");
+    assert_eq!(r["request"]["contentType"], "application/json");
+    assert!(upstream.requests().is_empty());
+}

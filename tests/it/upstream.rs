@@ -178,6 +178,16 @@ async fn handle(State(app): State<App>, req: Request) -> Response {
             )
                 .into_response()
         }
+        "binary" => (
+            [(header::CONTENT_TYPE, "application/octet-stream")],
+            vec![0xffu8, 0x00, 0xfe, 0x10],
+        )
+            .into_response(),
+        "diff" => (
+            [(header::CONTENT_TYPE, "application/vnd.github.diff")],
+            "diff --git a/x b/x\n",
+        )
+            .into_response(),
         "home" => (StatusCode::FOUND, [(header::LOCATION, "/v2/user/landed")]).into_response(),
         "loop" => (StatusCode::FOUND, [(header::LOCATION, "/v2/user/loop")]).into_response(),
         _ => (
@@ -226,6 +236,11 @@ fn args(v: Value) -> CallArgs {
         query: section("query"),
         headers: section("headers"),
         body: v.get("body").filter(|b| !b.is_null()).cloned(),
+        content_type: v
+            .get("contentType")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        accept: v.get("accept").and_then(Value::as_str).map(str::to_string),
     }
 }
 
@@ -984,4 +999,105 @@ async fn body_less_writes_send_content_length_zero() {
     .unwrap();
     let got = srv.last();
     assert_eq!(got.header("content-length"), None, "{:?}", got.headers);
+}
+
+/// The agent picks the request body's media type among those declared (a Kubernetes-style
+/// merge patch instead of the first-listed JSON Patch) and the response's among those declared
+/// or documented (a GitHub-style diff); a binary answer comes back as type, size and base64.
+#[tokio::test]
+async fn content_types_and_accept_are_chosen_among_the_declared_ones() {
+    let srv = Server::start().await;
+    let up = upstream(&srv.url());
+    let doc = json!({
+        "openapi": "3.0.0",
+        "info": {"title": "media", "version": "1"},
+        "servers": [{"url": "https://api.example.com/v2"}],
+        "paths": {
+            "/scale/{name}": {
+                "parameters": [{"name": "name", "in": "path", "required": true, "schema": {"type": "string"}}],
+                "patch": {"operationId": "patchScale",
+                    "requestBody": {"required": true, "content": {
+                        "application/json-patch+json": {"schema": {"type": "array"}},
+                        "application/merge-patch+json": {"schema": {"type": "object"}},
+                        "application/strategic-merge-patch+json": {"schema": {"type": "object"}}}},
+                    "responses": {"200": {"description": "ok"}}}
+            },
+            "/commits/diff": {
+                "get": {"operationId": "getCommit", "responses": {"200": {"description": "ok", "content": {
+                    "application/json": {"schema": {"type": "object"}},
+                    "application/vnd.github.diff": {"schema": {"type": "string"}}}}}}
+            },
+            "/assets/binary": {
+                "get": {"operationId": "getAsset",
+                    "description": "Set `Accept` to [`application/octet-stream`](https://docs.example.com) for the bytes.",
+                    "responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {"type": "object"}}}}}}
+            }
+        }
+    });
+    let spec = Spec::from_bytes(doc.to_string().as_bytes(), "media.json").unwrap();
+
+    call(
+        &up,
+        &spec,
+        "patchScale",
+        json!({"pathParams": {"name": "web"},
+        "body": {"spec": {"replicas": 3}}, "contentType": "application/merge-patch+json"}),
+    )
+    .await
+    .unwrap();
+    let got = srv.last();
+    assert_eq!(
+        got.header("content-type"),
+        Some("application/merge-patch+json")
+    );
+    assert_eq!(got.body_text(), r#"{"spec":{"replicas":3}}"#);
+    let e = call(
+        &up,
+        &spec,
+        "patchScale",
+        json!({"pathParams": {"name": "web"},
+        "body": {}, "contentType": "application/xml"}),
+    )
+    .await
+    .unwrap_err();
+    assert!(e.to_string().contains("contentType"), "{e}");
+
+    let done = call(
+        &up,
+        &spec,
+        "getCommit",
+        json!({"accept": "application/vnd.github.diff"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        srv.last().header("accept"),
+        Some("application/vnd.github.diff")
+    );
+    assert_eq!(done.body, json!("diff --git a/x b/x\n"));
+    assert!(
+        call(&up, &spec, "getCommit", json!({"accept": "image/png"}))
+            .await
+            .is_err()
+    );
+
+    // Documented only in the description, and answered in bytes.
+    let op = spec.get("getAsset").unwrap();
+    assert!(
+        op.response_types
+            .iter()
+            .any(|t| t == "application/octet-stream")
+    );
+    let done = call(
+        &up,
+        &spec,
+        "getAsset",
+        json!({"accept": "application/octet-stream"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        done.body,
+        json!({"contentType": "application/octet-stream", "bytes": 4, "base64": "/wD+EA=="})
+    );
 }
