@@ -4,7 +4,7 @@
 # process at a time, niced. Installs cargo-fuzz if missing.
 #
 #   spec_load        Spec::from_bytes on arbitrary JSON/YAML bytes, then describe/validate/find
-#   execute_request  validation + Upstream::prepare for api_execute on a fixed spec
+#   execute_request  Engine::plan_execute (the server's own api_execute path) on a fixed spec
 #   path_match       spec::match_template, raw and fill-then-match round trips
 #   sanitize_args    monitor::sanitize_args with planted secrets
 #
