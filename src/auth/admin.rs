@@ -452,8 +452,7 @@ impl Admin {
             .store
             .list_sessions(user, q.all, i64::from(limit) + 1, i64::from(offset))
             .await?;
-        let more = rows.len() > limit as usize;
-        rows.truncate(limit as usize);
+        let more = keep_page(&mut rows, limit);
         let now = Utc::now();
         let sessions = rows
             .into_iter()
@@ -498,8 +497,7 @@ impl Admin {
             before,
         };
         let mut entries = self.store.audit_page(&filter, i64::from(limit) + 1).await?;
-        let more = entries.len() > limit as usize;
-        entries.truncate(limit as usize);
+        let more = keep_page(&mut entries, limit);
         let next_cursor = more
             .then(|| entries.last().map(|e| e.id.to_string()))
             .flatten();
@@ -550,6 +548,13 @@ fn page_size(limit: Option<u32>) -> Result<u32, AdminError> {
             "limit {n} is out of range: 1 to {MAX_PAGE}"
         ))),
     }
+}
+
+/// Cuts rows fetched with one extra (`limit + 1`) to the page; whether there are more.
+fn keep_page<T>(rows: &mut Vec<T>, limit: u32) -> bool {
+    let more = rows.len() > limit as usize;
+    rows.truncate(limit as usize);
+    more
 }
 
 fn bad_cursor(c: &str) -> AdminError {

@@ -238,7 +238,7 @@ impl Store {
         Ok(rows)
     }
 
-    /// User sessions, newest first: never their token digests. `user` filters by user id;
+    /// User sessions, newest first (the caller shows no digest). `user` filters by user id;
     /// without `all` only sessions that are neither revoked nor expired. Returns up to `limit`
     /// rows starting at `offset`.
     pub(crate) async fn list_sessions(
@@ -247,11 +247,9 @@ impl Store {
         all: bool,
         limit: i64,
         offset: i64,
-    ) -> Result<Vec<SessionRow>, StoreError> {
-        let rows = sqlx::query_as::<_, SessionRow>(
-            "SELECT id, user_id, tenant_id, organization_id, roles, features, read_only, \
-             created_at, expires_at, revoked_at, last_used_at, created_by \
-             FROM api_keys WHERE kind = 'session' \
+    ) -> Result<Vec<KeyRow>, StoreError> {
+        let rows = sqlx::query_as::<_, KeyRow>(
+            "SELECT *, '{}'::text[] AS role_features FROM api_keys WHERE kind = 'session' \
              AND ($1::text IS NULL OR user_id = $1) \
              AND ($2 OR (revoked_at IS NULL AND expires_at > now())) \
              ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET $4",
@@ -605,23 +603,6 @@ impl fmt::Debug for KeyRow {
             .field("revoked_at", &self.revoked_at)
             .finish_non_exhaustive()
     }
-}
-
-/// A user session as listed: `api_keys` without the token digest.
-#[derive(Debug, Clone, FromRow)]
-pub(crate) struct SessionRow {
-    pub id: Uuid,
-    pub user_id: Option<String>,
-    pub tenant_id: Option<String>,
-    pub organization_id: Option<String>,
-    pub roles: Vec<String>,
-    pub features: Vec<String>,
-    pub read_only: bool,
-    pub created_at: DateTime<Utc>,
-    pub expires_at: Option<DateTime<Utc>>,
-    pub revoked_at: Option<DateTime<Utc>>,
-    pub last_used_at: Option<DateTime<Utc>>,
-    pub created_by: Option<String>,
 }
 
 /// Which audit rows to read; every field narrows, `None` does not.
