@@ -779,10 +779,7 @@ pub fn preview(view: &Value) -> Value {
             other => other.to_string(),
         };
         if text.len() > PREVIEW_BODY_BYTES {
-            let cut = (0..=PREVIEW_BODY_BYTES)
-                .rev()
-                .find(|i| text.is_char_boundary(*i))
-                .unwrap_or(0);
+            let cut = text.floor_char_boundary(PREVIEW_BODY_BYTES);
             body = Value::String(format!("{}… ({} bytes in all)", &text[..cut], text.len()));
         }
         out.insert("body".into(), body);

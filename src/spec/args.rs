@@ -253,11 +253,7 @@ fn cut(text: &str, max: usize) -> String {
     if text.len() <= max {
         return text.to_string();
     }
-    let at = (0..=max)
-        .rev()
-        .find(|i| text.is_char_boundary(*i))
-        .unwrap_or(0);
-    format!("{}…", &text[..at])
+    format!("{}…", &text[..text.floor_char_boundary(max)])
 }
 
 fn strip_key(v: &mut Value, key: &str) {

@@ -11,7 +11,7 @@ use super::{Code, Engine, ToolError, ToolResult};
 use crate::auth::Principal;
 use crate::index::Query;
 use crate::spec::{Detail, Operation, OperationName, ParamIn, Resolved, Violation};
-use crate::upstream::{CallArgs, PreparedRequest, is_forbidden_header, media_essence};
+use crate::upstream::{CallArgs, PreparedRequest, is_forbidden_header, media_essence, scalar};
 
 /// A call's arguments, typed, with the operation they name found (or not) in the spec.
 pub enum Parsed {
@@ -215,16 +215,6 @@ fn media_choices(
     out
 }
 
-/// A path value as text, to compare with what a concrete path carried.
-fn scalar_text(v: &Value) -> Option<String> {
-    match v {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        Value::Bool(b) => Some(b.to_string()),
-        _ => None,
-    }
-}
-
 /// Validates `api_execute`'s request parts against the operation and builds the request.
 fn plan(engine: &Engine, args: ExecuteArgs, found: Resolved) -> Result<Planned, ToolError> {
     let op = &engine.spec.operations[found.index];
@@ -254,7 +244,8 @@ fn plan(engine: &Engine, args: ExecuteArgs, found: Resolved) -> Result<Planned, 
             None => {
                 path_params.insert(name, Value::String(value));
             }
-            Some(given) if scalar_text(given).as_deref() == Some(value.as_str()) => {}
+            // The same text the request would carry: 42 and "42" agree.
+            Some(given) if scalar(given) == value => {}
             Some(given) => conflicts.push(Violation {
                 pointer: format!("/pathParams/{name}"),
                 message: format!(

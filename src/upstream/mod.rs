@@ -25,6 +25,7 @@ pub use config::{
     ConfigError, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_REDIRECTS,
     DEFAULT_TIMEOUT, UpstreamConfig,
 };
+pub(crate) use encode::scalar;
 pub use response::UpstreamResponse;
 
 /// Why a call did not produce an upstream response. An upstream answering with an error
