@@ -245,7 +245,11 @@ impl Engine {
         // The arguments are typed and the operation they name is found once, here; their
         // errors wait until the caller has passed the tool permission and the rate limit. The
         // audit row names the operation even when a check below refuses the call.
-        let args_value = Value::Object(args.clone());
+        // Only a monitor reads the raw arguments and the request's view: no copy without one.
+        let args_value = match &self.monitor {
+            Some(_) => Value::Object(args.clone()),
+            None => Value::Null,
+        };
         let parsed = ops::parse(self, tool, args);
         if let Ok(p) = &parsed {
             trace.operation = p.operation();
@@ -261,8 +265,8 @@ impl Engine {
         let op = prepared.operation(self);
         // 5. The agent-monitor gate (fail-closed).
         let session_id = Engine::monitor_session(caller, principal);
-        let request_view = match &prepared {
-            Prepared::Execute(planned) => Some(planned.request.view()),
+        let request_view = match (&prepared, &self.monitor) {
+            (Prepared::Execute(planned), Some(_)) => Some(planned.request.view()),
             _ => None,
         };
         let call = ToolCall {
