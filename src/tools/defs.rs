@@ -18,6 +18,20 @@ fn methods() -> Vec<&'static str> {
     Method::ALL.iter().map(|m| m.as_str()).collect()
 }
 
+/// How `api_schema` and `api_execute` name an operation (`tools::args::NamesOperation`), and
+/// the tool's other properties after them.
+fn naming_an_operation(more: Value) -> Value {
+    let mut properties = json!({
+        "operationId": {"type": "string", "description": "The operation's id, as returned by api_discover."},
+        "method": {"type": "string", "enum": methods(), "description": "With `path`, instead of operationId."},
+        "path": {"type": "string", "description": "The path template (/pets/{petId}) or a concrete path (/pets/42)."}
+    });
+    if let (Value::Object(p), Value::Object(more)) = (&mut properties, more) {
+        p.extend(more);
+    }
+    json!({"type": "object", "properties": properties, "additionalProperties": false})
+}
+
 /// A tool's input JSON Schema: what `tools/list` publishes and what `tools::args` checks
 /// arguments against first. Unknown arguments are violations.
 pub fn input_schema(name: &str) -> Value {
@@ -35,33 +49,19 @@ pub fn input_schema(name: &str) -> Value {
             "required": ["query"],
             "additionalProperties": false
         }),
-        SCHEMA => json!({
-            "type": "object",
-            "properties": {
-                "operationId": {"type": "string", "description": "The operation's id, as returned by api_discover."},
-                "method": {"type": "string", "enum": methods, "description": "With `path`, instead of operationId."},
-                "path": {"type": "string", "description": "The path template (/pets/{petId}) or a concrete path (/pets/42)."},
-                "include": {"type": "array", "items": {"type": "string", "enum": ["responses"]},
-                    "description": "[\"responses\"]: the full response schemas, not only the success body's top-level fields."}
-            },
-            "additionalProperties": false
-        }),
-        EXECUTE => json!({
-            "type": "object",
-            "properties": {
-                "operationId": {"type": "string", "description": "The operation's id, as returned by api_discover."},
-                "method": {"type": "string", "enum": methods, "description": "With `path`, instead of operationId."},
-                "path": {"type": "string", "description": "The path template or a concrete path (/pets/42)."},
-                "pathParams": {"type": "object", "description": "Values for the {placeholders} of the path.", "additionalProperties": true},
-                "query": {"type": "object", "description": "Query parameters by name.", "additionalProperties": true},
-                "headers": {"type": "object", "description": "Header parameters the operation declares.", "additionalProperties": true},
-                "body": {"description": "The request body, as JSON."},
-                "contentType": {"type": "string", "description": "The body's media type when the operation takes several (api_schema lists them), e.g. application/merge-patch+json."},
-                "accept": {"type": "string", "description": "The response media type to ask for, among those api_schema lists under `accept` (e.g. application/vnd.github.diff)."},
-                "dryRun": {"type": "boolean", "default": false, "description": "Return the request that would be sent, without sending it."}
-            },
-            "additionalProperties": false
-        }),
+        SCHEMA => naming_an_operation(json!({
+            "include": {"type": "array", "items": {"type": "string", "enum": ["responses"]},
+                "description": "[\"responses\"]: the full response schemas, not only the success body's top-level fields."}
+        })),
+        EXECUTE => naming_an_operation(json!({
+            "pathParams": {"type": "object", "description": "Values for the {placeholders} of the path.", "additionalProperties": true},
+            "query": {"type": "object", "description": "Query parameters by name.", "additionalProperties": true},
+            "headers": {"type": "object", "description": "Header parameters the operation declares.", "additionalProperties": true},
+            "body": {"description": "The request body, as JSON."},
+            "contentType": {"type": "string", "description": "The body's media type when the operation takes several (api_schema lists them), e.g. application/merge-patch+json."},
+            "accept": {"type": "string", "description": "The response media type to ask for, among those api_schema lists under `accept` (e.g. application/vnd.github.diff)."},
+            "dryRun": {"type": "boolean", "default": false, "description": "Return the request that would be sent, without sending it."}
+        })),
         _ => json!({"type": "object"}),
     }
 }
