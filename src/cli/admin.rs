@@ -318,12 +318,10 @@ pub async fn keys(admin: &Admin, cmd: KeysCommand) -> anyhow::Result<String> {
                         list_or_dash(&k.features),
                         list_or_dash(&k.roles),
                         yes_no(k.read_only),
-                        k.created_at.format("%Y-%m-%d %H:%M").to_string(),
-                        k.last_used_at
-                            .map_or("-".into(), |t| t.format("%Y-%m-%d %H:%M").to_string()),
-                        k.revoked_at.map_or("active".into(), |t| {
-                            format!("revoked {}", t.format("%Y-%m-%d %H:%M"))
-                        }),
+                        minute(Some(k.created_at)),
+                        minute(k.last_used_at),
+                        k.revoked_at
+                            .map_or("active".into(), |t| format!("revoked {}", minute(Some(t)))),
                     ]
                 })
                 .collect::<Vec<_>>();
@@ -570,7 +568,7 @@ pub async fn roles(admin: &Admin, cmd: RolesCommand) -> anyhow::Result<String> {
                     vec![
                         r.name.clone(),
                         list_or_dash(&r.features),
-                        r.updated_at.format("%Y-%m-%d %H:%M").to_string(),
+                        minute(Some(r.updated_at)),
                     ]
                 })
                 .collect::<Vec<_>>();
