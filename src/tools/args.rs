@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::ToolError;
 use super::defs::{self, DEFAULT_LIMIT, MAX_LIMIT};
@@ -106,7 +106,7 @@ pub trait NamesOperation {
         }
         let path = path.map(str::trim).filter(|s| !s.is_empty());
         let (Some(method), Some(path)) = (method, path) else {
-            return Err(invalid(
+            return Err(ToolError::invalid(
                 "name the operation: give `operationId` (from api_discover), or `method` and `path`",
                 vec![Violation {
                     pointer: String::new(),
@@ -115,13 +115,13 @@ pub trait NamesOperation {
             ));
         };
         if !path.starts_with('/') {
-            return Err(invalid(
+            return Err(ToolError::invalid(
                 format!("`path` must start with '/', got {path:?}"),
                 vec![at("/path", "must start with '/'")],
             ));
         }
         if path.contains('?') || path.contains('#') {
-            return Err(invalid(
+            return Err(ToolError::invalid(
                 "`path` must not contain '?' or '#': put query parameters in `query`",
                 vec![at("/path", "must not contain '?' or '#'")],
             ));
@@ -154,7 +154,7 @@ impl NamesOperation for ExecuteArgs {
 pub fn discover(args: Map<String, Value>) -> Result<DiscoverArgs, ToolError> {
     let parsed: DiscoverArgs = parse(defs::DISCOVER, args)?;
     if parsed.query.trim().is_empty() {
-        return Err(invalid(
+        return Err(ToolError::invalid(
             "`query` is required: say in plain words what you want to do, e.g. \"list open pull requests\"",
             vec![at("/query", "required, non-empty string")],
         ));
@@ -172,20 +172,6 @@ pub fn execute(args: Map<String, Value>) -> Result<ExecuteArgs, ToolError> {
     parse(defs::EXECUTE, args)
 }
 
-/// The operation the arguments name, read leniently and without errors: what the audit row
-/// records when a call fails before its arguments parse.
-pub fn named_operation(args: &Map<String, Value>) -> Option<OperationName<'_>> {
-    if let Some(Value::String(id)) = args.get("operationId") {
-        return Some(OperationName::Id(id.trim()));
-    }
-    let method = args.get("method").and_then(Value::as_str)?;
-    let path = args.get("path").and_then(Value::as_str)?;
-    Some(OperationName::Route {
-        method: Method::parse(method)?,
-        path: path.trim(),
-    })
-}
-
 /// Validates `args` against `tool`'s input schema, then deserializes them. A `null` argument
 /// counts as absent; `method` is read in any case.
 fn parse<T: DeserializeOwned>(tool: &str, mut args: Map<String, Value>) -> Result<T, ToolError> {
@@ -200,7 +186,7 @@ fn parse<T: DeserializeOwned>(tool: &str, mut args: Map<String, Value>) -> Resul
     if !violations.is_empty() {
         let n = violations.len();
         let takes = defs::argument_names(tool).join(", ");
-        return Err(invalid(
+        return Err(ToolError::invalid(
             format!(
                 "{n} problem{} with the arguments of {tool} (see `violations`); it takes {takes}",
                 if n == 1 { "" } else { "s" }
@@ -209,7 +195,7 @@ fn parse<T: DeserializeOwned>(tool: &str, mut args: Map<String, Value>) -> Resul
         ));
     }
     serde_json::from_value(value).map_err(|e| {
-        invalid(
+        ToolError::invalid(
             format!("the arguments of {tool} do not fit: {e}"),
             vec![at("", &e.to_string())],
         )
@@ -243,13 +229,10 @@ fn at(pointer: &str, message: &str) -> Violation {
     }
 }
 
-/// `INVALID_ARGUMENTS` in its one shape: a message and the `violations` list.
-pub fn invalid(message: impl Into<String>, violations: Vec<Violation>) -> ToolError {
-    ToolError::invalid(message).with("violations", json!(violations))
-}
-
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     fn map(v: Value) -> Map<String, Value> {

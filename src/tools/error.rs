@@ -3,6 +3,8 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::spec::Violation;
+
 /// The stable error codes an agent can branch on (`docs/design.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Code {
@@ -74,8 +76,9 @@ impl ToolError {
         self
     }
 
-    pub fn invalid(message: impl Into<String>) -> ToolError {
-        ToolError::new(Code::InvalidArguments, message)
+    /// `INVALID_ARGUMENTS` in its one shape: what to fix, and every violation with its pointer.
+    pub fn invalid(message: impl Into<String>, violations: Vec<Violation>) -> ToolError {
+        ToolError::new(Code::InvalidArguments, message).with("violations", json!(violations))
     }
 
     /// `{"error": message, "code": CODE, ...details}`.

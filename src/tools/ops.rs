@@ -5,7 +5,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::args::{self, DiscoverArgs, ExecuteArgs, NamesOperation, SchemaArgs, invalid};
+use super::args::{self, DiscoverArgs, ExecuteArgs, NamesOperation, SchemaArgs};
 use super::defs;
 use super::{Code, Engine, ToolError, ToolResult};
 use crate::auth::Principal;
@@ -231,7 +231,7 @@ fn plan(engine: &Engine, args: ExecuteArgs, found: Resolved) -> Result<Planned, 
     } = args;
     let media = media_choices(op, content_type.as_deref(), accept.as_deref());
     if !media.is_empty() {
-        return Err(invalid(
+        return Err(ToolError::invalid(
             "the operation does not offer that media type (see `violations` for the choices; \
              api_schema lists them)",
             media,
@@ -256,7 +256,7 @@ fn plan(engine: &Engine, args: ExecuteArgs, found: Resolved) -> Result<Planned, 
         }
     }
     if !conflicts.is_empty() {
-        return Err(invalid(
+        return Err(ToolError::invalid(
             "the concrete path and pathParams disagree; give the value one way, or the same \
              value both ways",
             conflicts,
@@ -272,7 +272,7 @@ fn plan(engine: &Engine, args: ExecuteArgs, found: Resolved) -> Result<Planned, 
         })
         .collect();
     if !forbidden.is_empty() {
-        return Err(invalid(
+        return Err(ToolError::invalid(
             format!(
                 "{} cannot be set by the agent: credentials and connection headers are added \
                  by the server",
@@ -312,7 +312,7 @@ fn plan(engine: &Engine, args: ExecuteArgs, found: Resolved) -> Result<Planned, 
     let violations = engine.spec.validate(op, &mut to_check);
     if !violations.is_empty() {
         let n = violations.len();
-        return Err(invalid(
+        return Err(ToolError::invalid(
             format!(
                 "{n} argument problem{} for {} ({} {}); fix them all (see `violations`) and call \
                  again — api_schema shows the expected shapes",
@@ -494,7 +494,7 @@ fn send_failure(
 fn upstream_error(e: crate::upstream::UpstreamError) -> ToolError {
     use crate::upstream::UpstreamError as E;
     match e {
-        E::InvalidArguments(message) => invalid(
+        E::InvalidArguments(message) => ToolError::invalid(
             message.clone(),
             vec![Violation {
                 pointer: String::new(),
