@@ -370,7 +370,9 @@ async fn serve_warns_when_no_client_can_connect() {
         ],
     )
     .await;
-    drop(client);
+    // Close the session (DELETE) rather than drop it, so shutdown has no open stream to wait
+    // for.
+    client.cancel().await.unwrap();
     tokio::time::sleep(Duration::from_millis(200)).await;
     let log = server.stderr();
     assert!(!log.contains("client_info"), "{log}");
