@@ -2,6 +2,7 @@
 //! suite that drives apigate through its real parts.
 
 mod admin_http;
+mod attacks;
 mod auth;
 mod cli_admin;
 mod conform;

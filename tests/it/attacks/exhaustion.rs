@@ -1,0 +1,1 @@
+//! See `attacks/mod.rs`.
