@@ -22,8 +22,11 @@ const MAX_TOKENS: usize = 256;
 /// to a length close to each of its inputs.
 pub const BATCH: usize = 32;
 
-/// Distinct recent queries whose vectors are kept.
-const QUERY_CACHE: u64 = 10_000;
+/// Bytes of recent queries and their vectors kept (each entry weighs its text plus its vector).
+const QUERY_CACHE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// A query is embedded, and cached, by at most its first this many characters.
+pub const QUERY_KEY_CHARS: usize = 1000;
 
 /// Why the model could not be loaded or run.
 #[derive(Debug, thiserror::Error)]
@@ -112,7 +115,12 @@ impl Embedder {
             device,
             dim: config.hidden_size,
             hash,
-            queries: moka::sync::Cache::new(QUERY_CACHE),
+            queries: moka::sync::Cache::builder()
+                .max_capacity(QUERY_CACHE_BYTES)
+                .weigher(|key: &String, v: &Arc<[f32]>| {
+                    u32::try_from(key.len() + std::mem::size_of_val::<[f32]>(v)).unwrap_or(u32::MAX)
+                })
+                .build(),
         })
     }
 
@@ -189,14 +197,26 @@ impl Embedder {
         Ok(v)
     }
 
+    /// What the cache of recent queries weighs, in bytes (texts and vectors).
+    pub fn query_cache_bytes(&self) -> u64 {
+        self.queries.run_pending_tasks();
+        self.queries.weighted_size()
+    }
+
     /// The vector of a recent query, without running the model.
     pub fn cached_query(&self, text: &str) -> Option<Arc<[f32]>> {
         self.queries.get(&query_key(text))
     }
 }
 
+/// What a query is embedded and cached as: trimmed, lower-cased, at most
+/// [`QUERY_KEY_CHARS`] characters, so a huge query neither fills the cache nor the model.
 fn query_key(text: &str) -> String {
-    text.trim().to_lowercase()
+    text.trim()
+        .chars()
+        .take(QUERY_KEY_CHARS)
+        .collect::<String>()
+        .to_lowercase()
 }
 
 /// Mean of the token vectors `hidden` `[batch, tokens, dim]` over the tokens whose `mask`

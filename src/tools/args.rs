@@ -94,6 +94,142 @@ pub struct ExecuteArgs {
     pub dry_run: bool,
 }
 
+/// Size caps on the arguments that drive matching, ranking and embedding, checked right after
+/// parsing and before any of them runs: a 4 MB `path` once took a minute of CPU to match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::Args)]
+pub struct InputLimits {
+    /// Longest `path` argument, in bytes.
+    #[arg(long, default_value_t = 8 * 1024)]
+    pub max_path_bytes: usize,
+    /// Longest `api_discover` query, in characters.
+    #[arg(long, default_value_t = 1000)]
+    pub max_query_chars: usize,
+    /// Longest operationId, tag, media type, and path, query or header parameter value (as
+    /// JSON text), in bytes.
+    #[arg(long, default_value_t = 8 * 1024)]
+    pub max_value_bytes: usize,
+}
+
+/// More segments than any API's path template has: a path beyond it cannot name an operation.
+pub const MAX_PATH_SEGMENTS: usize = 64;
+
+impl Default for InputLimits {
+    fn default() -> Self {
+        InputLimits {
+            max_path_bytes: 8 * 1024,
+            max_query_chars: 1000,
+            max_value_bytes: 8 * 1024,
+        }
+    }
+}
+
+impl InputLimits {
+    /// `INVALID_ARGUMENTS` naming every argument over its limit.
+    pub fn check_discover(&self, a: &DiscoverArgs) -> Result<(), ToolError> {
+        let mut over = Vec::new();
+        let chars = a.query.chars().count();
+        if chars > self.max_query_chars {
+            over.push(at(
+                "/query",
+                &format!(
+                    "{chars} characters, over the limit of {} (--max-query-chars): say it in \
+                     fewer words",
+                    self.max_query_chars
+                ),
+            ));
+        }
+        self.text(&mut over, "/tag", a.tag.as_deref());
+        refuse(over)
+    }
+
+    pub fn check_schema(&self, a: &SchemaArgs) -> Result<(), ToolError> {
+        let mut over = Vec::new();
+        self.name(&mut over, a);
+        refuse(over)
+    }
+
+    pub fn check_execute(&self, a: &ExecuteArgs) -> Result<(), ToolError> {
+        let mut over = Vec::new();
+        self.name(&mut over, a);
+        self.text(&mut over, "/contentType", a.content_type.as_deref());
+        self.text(&mut over, "/accept", a.accept.as_deref());
+        for (part, map) in [
+            ("pathParams", &a.path_params),
+            ("query", &a.query),
+            ("headers", &a.headers),
+        ] {
+            for (name, value) in map {
+                let pointer = format!("/{part}/{}", pointer_escape(name));
+                self.text(&mut over, &pointer, Some(name));
+                let len = match value {
+                    Value::String(s) => s.len(),
+                    other => other.to_string().len(),
+                };
+                if len > self.max_value_bytes {
+                    over.push(self.too_long(&pointer, len));
+                }
+            }
+        }
+        refuse(over)
+    }
+
+    fn name(&self, over: &mut Vec<Violation>, a: &dyn NamesOperation) {
+        let (id, _, path) = a.parts();
+        self.text(over, "/operationId", id);
+        let Some(path) = path else { return };
+        if path.len() > self.max_path_bytes {
+            over.push(at(
+                "/path",
+                &format!(
+                    "{} bytes, over the limit of {} (--max-path-bytes)",
+                    path.len(),
+                    self.max_path_bytes
+                ),
+            ));
+        } else if path.split('/').count() > MAX_PATH_SEGMENTS + 1 {
+            over.push(at(
+                "/path",
+                &format!(
+                    "more than {MAX_PATH_SEGMENTS} segments: no operation's path is that deep"
+                ),
+            ));
+        }
+    }
+
+    fn text(&self, over: &mut Vec<Violation>, pointer: &str, text: Option<&str>) {
+        if let Some(t) = text
+            && t.len() > self.max_value_bytes
+        {
+            over.push(self.too_long(pointer, t.len()));
+        }
+    }
+
+    fn too_long(&self, pointer: &str, len: usize) -> Violation {
+        at(
+            pointer,
+            &format!(
+                "{len} bytes, over the limit of {} (--max-value-bytes)",
+                self.max_value_bytes
+            ),
+        )
+    }
+}
+
+fn refuse(over: Vec<Violation>) -> Result<(), ToolError> {
+    if over.is_empty() {
+        return Ok(());
+    }
+    Err(ToolError::invalid(
+        "an argument is over its size limit (see `violations`)",
+        over,
+    ))
+}
+
+/// `name` as one JSON pointer token (RFC 6901).
+fn pointer_escape(name: &str) -> String {
+    name.replace('~', "~0").replace('/', "~1")
+}
+
 /// Arguments that name an operation.
 pub trait NamesOperation {
     fn parts(&self) -> (Option<&str>, Option<Method>, Option<&str>);

@@ -49,6 +49,8 @@ pub struct Engine {
     /// The database side: sessions, rate limits and the audit log (absent in dev without a
     /// database).
     pub auth: Option<Auth>,
+    /// Size caps on the arguments, checked before any matching or ranking.
+    pub limits: args::InputLimits,
 }
 
 /// Who is calling, as the transport knows it. Holds no secret but the session token the
@@ -96,6 +98,7 @@ impl Engine {
             access: Access::Fixed(Principal::dev()),
             rules: PermissionRules::default(),
             auth: None,
+            limits: args::InputLimits::default(),
         }
     }
 

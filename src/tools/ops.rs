@@ -71,15 +71,22 @@ pub fn parse(engine: &Engine, tool: &str, args: Map<String, Value>) -> Result<Pa
     let find = |name: Result<OperationName<'_>, ToolError>| -> Result<Option<Resolved>, ToolError> {
         Ok(engine.spec.resolve(&name?))
     };
+    let limits = &engine.limits;
     match tool {
-        defs::DISCOVER => Ok(Parsed::Discover(args::discover(args)?)),
+        defs::DISCOVER => {
+            let args = args::discover(args)?;
+            limits.check_discover(&args)?;
+            Ok(Parsed::Discover(args))
+        }
         defs::SCHEMA => {
             let args = args::schema(args)?;
+            limits.check_schema(&args)?;
             let found = find(args.operation_name())?;
             Ok(Parsed::Schema { args, found })
         }
         _ => {
             let args = args::execute(args)?;
+            limits.check_execute(&args)?;
             let found = find(args.operation_name())?;
             Ok(Parsed::Execute {
                 args: Box::new(args),
