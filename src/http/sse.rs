@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::convert::Infallible;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -23,21 +24,41 @@ use super::AppState;
 use super::guard::json_error;
 use crate::mcp::{HttpCaller, McpServer};
 
-type Sender = mpsc::UnboundedSender<ClientJsonRpcMessage>;
+/// Default of `--sse-queue`: requests a legacy SSE session may have unanswered on its stream
+/// (running, or answered but not yet taken by the client) before more are refused (429).
+pub const DEFAULT_QUEUE: usize = 64;
 
-/// Open legacy SSE sessions: id → (fingerprint of the key that opened it, sender of client
-/// messages).
+/// One open legacy SSE session.
+#[derive(Clone)]
+struct Entry {
+    /// Fingerprint of the key that opened it.
+    owner: String,
+    to_server: mpsc::UnboundedSender<ClientJsonRpcMessage>,
+    /// Requests posted whose replies the event stream has not yet sent. rmcp's service reads
+    /// every message at once and queues its replies, so the bound is kept here.
+    pending: Arc<AtomicUsize>,
+}
+
+/// Open legacy SSE sessions by id.
 #[derive(Default)]
 pub struct SseSessions {
-    inner: Mutex<HashMap<String, (String, Sender)>>,
+    inner: Mutex<HashMap<String, Entry>>,
 }
 
 impl SseSessions {
-    /// The session's sender, if `key` is the key that opened it.
-    fn sender(&self, id: &str, key: &str) -> Option<Sender> {
+    /// The session, if `key` is the key that opened it.
+    fn get(&self, id: &str, key: &str) -> Option<Entry> {
         let map = self.inner.lock().ok()?;
-        let (owner, sender) = map.get(id)?;
-        crate::auth::secrets_equal(owner, key).then(|| sender.clone())
+        let entry = map.get(id)?;
+        crate::auth::secrets_equal(&entry.owner, key).then(|| entry.clone())
+    }
+
+    /// Streams `key` has open.
+    fn open_for(&self, key: &str) -> usize {
+        self.inner
+            .lock()
+            .map(|map| map.values().filter(|e| e.owner == key).count())
+            .unwrap_or(0)
     }
 }
 
@@ -66,11 +87,29 @@ impl Drop for StreamGuard {
 
 pub async fn open(State(state): State<Arc<AppState>>, request: Request) -> Response {
     let owner = key_of(request.extensions());
+    // The same cap as Streamable HTTP sessions, counted apart.
+    let open = state.sse.open_for(&owner);
+    if open >= state.sessions.max_per_key() {
+        return json_error(
+            StatusCode::TOO_MANY_REQUESTS,
+            "TOO_MANY_SESSIONS",
+            &format!(
+                "this API key already has {open} open SSE sessions (--max-sessions-per-key): \
+                 close unused event streams first"
+            ),
+        );
+    }
     let id = uuid::Uuid::new_v4().simple().to_string();
     let (to_server, from_client) = mpsc::unbounded::<ClientJsonRpcMessage>();
     let (to_client, from_server) = mpsc::unbounded();
+    let pending = Arc::new(AtomicUsize::new(0));
     if let Ok(mut map) = state.sse.inner.lock() {
-        map.insert(id.clone(), (owner, to_server));
+        let entry = Entry {
+            owner,
+            to_server,
+            pending: pending.clone(),
+        };
+        map.insert(id.clone(), entry);
     }
     let stop = CancellationToken::new();
     let handler = McpServer::new(state.engine.clone(), Some(format!("sse-{id}")), true);
@@ -91,6 +130,10 @@ pub async fn open(State(state): State<Arc<AppState>>, request: Request) -> Respo
     let guard = StreamGuard { id, state, stop };
     let messages = from_server.map(move |msg: rmcp::model::ServerJsonRpcMessage| {
         let _keep = &guard;
+        if matches!(msg, JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_)) {
+            // An answer leaves: one request fewer unanswered.
+            let _ = pending.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+        }
         let data = serde_json::to_string(&msg).unwrap_or_default();
         Ok::<Event, Infallible>(Event::default().event("message").data(data))
     });
@@ -125,7 +168,7 @@ pub async fn message(
         );
     };
     // Only the key that opened the stream may post to it.
-    let Some(sender) = state.sse.sender(&id, &key_of(request.extensions())) else {
+    let Some(session) = state.sse.get(&id, &key_of(request.extensions())) else {
         return json_error(
             StatusCode::NOT_FOUND,
             "SESSION_NOT_FOUND",
@@ -163,7 +206,26 @@ pub async fn message(
         }
         _ => {}
     }
-    if sender.unbounded_send(msg).is_err() {
+    let is_request = matches!(msg, JsonRpcMessage::Request(_));
+    if is_request {
+        let taken = session
+            .pending
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < state.sse_queue).then_some(n + 1)
+            });
+        if taken.is_err() {
+            return json_error(
+                StatusCode::TOO_MANY_REQUESTS,
+                "SSE_QUEUE_FULL",
+                &format!(
+                    "this SSE session has {} requests whose replies its event stream has not \
+                     delivered (--sse-queue): read the stream before sending more",
+                    state.sse_queue
+                ),
+            );
+        }
+    }
+    if session.to_server.unbounded_send(msg).is_err() {
         return json_error(
             StatusCode::GONE,
             "SESSION_CLOSED",
