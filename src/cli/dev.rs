@@ -46,6 +46,8 @@ pub struct EngineArgs {
     pub monitor: MonitorFlags,
     #[command(flatten)]
     pub ranking: super::index::RankingArgs,
+    #[command(flatten)]
+    pub limits: crate::tools::args::InputLimits,
 }
 
 impl EngineArgs {
@@ -99,7 +101,9 @@ impl EngineArgs {
         if let Some(m) = &monitor {
             tracing::info!(url = %m.endpoint(), "agent-monitor gate on: every tool call needs its approval");
         }
-        Ok(Engine::new(Arc::new(spec), index, upstream, monitor))
+        let mut engine = Engine::new(Arc::new(spec), index, upstream, monitor);
+        engine.limits = self.limits;
+        Ok(engine)
     }
 }
 
@@ -133,6 +137,24 @@ pub struct HttpArgs {
     /// Largest request body accepted, in bytes.
     #[arg(long, default_value_t = http::DEFAULT_MAX_BODY_BYTES)]
     pub max_body_bytes: usize,
+    /// Live MCP sessions one API key may hold (Streamable HTTP; legacy SSE streams apart);
+    /// beyond it `initialize` gets 429.
+    #[arg(long, default_value_t = http::DEFAULT_MAX_SESSIONS_PER_KEY)]
+    pub max_sessions_per_key: usize,
+    /// Messages a legacy SSE session queues in each direction; beyond it POST /message gets 429.
+    #[arg(long, default_value_t = http::DEFAULT_SSE_QUEUE)]
+    pub sse_queue: usize,
+    /// A connection must send a request's complete header within this time (slow clients,
+    /// idle keep-alive connections) or it is closed.
+    #[arg(long, default_value = "10s", value_parser = crate::monitor::parse_duration)]
+    pub header_read_timeout: Duration,
+    /// Connections open at once; more are closed as they arrive.
+    #[arg(long, default_value_t = 1024)]
+    pub max_connections: usize,
+    /// Also serve /metrics without a key on this address, for a Prometheus scraper (on the
+    /// main address /metrics needs the API key).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 impl HttpArgs {
@@ -141,6 +163,49 @@ impl HttpArgs {
         allowed.hosts.extend(self.allowed_hosts.iter().cloned());
         allowed.origins = self.allowed_origins.clone();
         allowed
+    }
+
+    /// The HTTP options these flags set; `keys` and `mode` come from the command.
+    pub fn options(&self, keys: KeyCheck, mode: &'static str) -> HttpOptions {
+        HttpOptions {
+            stateless: self.stateless,
+            allowed: self.allowed(),
+            max_body_bytes: self.max_body_bytes,
+            max_sessions_per_key: self.max_sessions_per_key,
+            sse_queue: self.sse_queue,
+            ..HttpOptions::new(keys, mode)
+        }
+    }
+
+    /// Serves `router` on `listener` (and /metrics on `--metrics-listen`) until `shutdown`.
+    pub async fn serve(
+        &self,
+        listener: tokio::net::TcpListener,
+        router: axum::Router,
+        shutdown: CancellationToken,
+    ) -> anyhow::Result<()> {
+        let limits = http::ConnLimits {
+            header_read_timeout: self.header_read_timeout,
+            max_connections: self.max_connections,
+            ..http::ConnLimits::default()
+        };
+        if let Some(addr) = self.metrics_listen {
+            let metrics = tokio::net::TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("cannot listen on {addr} (--metrics-listen)"))?;
+            if !addr.ip().is_loopback() {
+                tracing::warn!(%addr, "/metrics is served without a key beyond loopback");
+            }
+            tracing::info!(%addr, "/metrics without a key on --metrics-listen");
+            tokio::spawn(http::serve(
+                metrics,
+                http::metrics_router(),
+                shutdown.clone(),
+                limits,
+            ));
+        }
+        http::serve(listener, router, shutdown, limits).await?;
+        Ok(())
     }
 }
 
@@ -332,17 +397,12 @@ pub async fn run_dev(args: DevArgs) -> anyhow::Result<ExitCode> {
     let router = http::router(
         engine,
         HttpOptions {
-            keys: KeyCheck::Single(key),
-            stateless: args.http.stateless,
-            allowed: args.http.allowed(),
-            max_body_bytes: args.http.max_body_bytes,
-            mode: "development",
-            admin: None,
             store,
+            ..args.http.options(KeyCheck::Single(key), "development")
         },
         shutdown.clone(),
     );
-    http::serve(listener, router, shutdown).await?;
+    args.http.serve(listener, router, shutdown).await?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -119,17 +119,15 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let router = http::router(
         engine,
         HttpOptions {
-            keys: KeyCheck::Database(auth.clone()),
-            stateless: args.http.stateless,
-            allowed: args.http.allowed(),
-            max_body_bytes: args.http.max_body_bytes,
-            mode: "production",
             admin: Some(http::admin::router(auth.clone())),
             store: Some(auth.store().clone()),
+            ..args
+                .http
+                .options(KeyCheck::Database(auth.clone()), "production")
         },
         shutdown.clone(),
     );
-    http::serve(listener, router, shutdown).await?;
+    args.http.serve(listener, router, shutdown).await?;
     let lost = auth.drain_audit(std::time::Duration::from_secs(5)).await;
     if lost > 0 {
         tracing::error!(

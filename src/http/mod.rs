@@ -1,12 +1,13 @@
 //! Thin axum adapter: `/mcp` (Streamable HTTP, stateful or stateless), legacy `/sse` +
-//! `/message`, `/health`, `/metrics`, and the middleware in front of them (Host/Origin check,
-//! body limit, `x-api-key`). Holds no SQL and no tantivy calls; tools run in `tools::Engine`.
+//! `/message`, `/health`, `/metrics` (with the key, or alone on `--metrics-listen`), and the
+//! middleware in front of them (Host/Origin check, body limit, `x-api-key`, MCP session owners). Holds no SQL and no tantivy calls; tools run in `tools::Engine`.
 
 pub mod admin;
+mod conn;
 pub mod guard;
+mod sessions;
 mod sse;
 
-use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
@@ -23,6 +24,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
+pub use conn::{ConnLimits, peer, serve};
 pub use guard::{Allowed, KeyCheck};
 
 use crate::mcp::McpServer;
@@ -43,7 +45,31 @@ pub struct HttpOptions {
     pub admin: Option<Router>,
     /// The database `/health` pings (503 while it is down).
     pub store: Option<crate::store::Store>,
+    /// Live MCP sessions (Streamable HTTP, and legacy SSE apart) one key may hold.
+    pub max_sessions_per_key: usize,
+    /// Messages a legacy SSE session queues in each direction.
+    pub sse_queue: usize,
 }
+
+impl HttpOptions {
+    /// The defaults for everything but who may connect.
+    pub fn new(keys: KeyCheck, mode: &'static str) -> HttpOptions {
+        HttpOptions {
+            keys,
+            stateless: false,
+            allowed: Allowed::default(),
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            mode,
+            admin: None,
+            store: None,
+            max_sessions_per_key: sessions::DEFAULT_MAX_SESSIONS_PER_KEY,
+            sse_queue: sse::DEFAULT_QUEUE,
+        }
+    }
+}
+
+pub use sessions::DEFAULT_MAX_SESSIONS_PER_KEY;
+pub use sse::DEFAULT_QUEUE as DEFAULT_SSE_QUEUE;
 
 /// Shared by every handler.
 pub struct AppState {
@@ -54,6 +80,8 @@ pub struct AppState {
     pub mode: &'static str,
     store: Option<crate::store::Store>,
     sse: sse::SseSessions,
+    sse_queue: usize,
+    sessions: sessions::McpSessions,
 }
 
 /// The process-wide Prometheus recorder (installed once, on first use).
@@ -79,6 +107,7 @@ pub fn metrics_handle() -> Option<&'static PrometheusHandle> {
 /// Builds the router. `shutdown` ends every open MCP session when cancelled.
 pub fn router(engine: Arc<Engine>, opts: HttpOptions, shutdown: CancellationToken) -> Router {
     metrics_handle();
+    let manager = (!opts.stateless).then(|| Arc::new(LocalSessionManager::default()));
     let state = Arc::new(AppState {
         engine: engine.clone(),
         keys: opts.keys,
@@ -87,13 +116,23 @@ pub fn router(engine: Arc<Engine>, opts: HttpOptions, shutdown: CancellationToke
         mode: opts.mode,
         store: opts.store,
         sse: sse::SseSessions::default(),
+        sse_queue: opts.sse_queue.max(1),
+        sessions: sessions::McpSessions::new(manager.clone(), opts.max_sessions_per_key),
     });
     // Host/Origin are checked by our middleware for every route, so rmcp's own check is off.
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(Vec::<String>::new())
         .with_max_request_body_bytes(opts.max_body_bytes)
         .with_cancellation_token(shutdown.child_token());
-    let mcp_service: Router<Arc<AppState>> = if opts.stateless {
+    let mcp_service: Router<Arc<AppState>> = if let Some(manager) = manager {
+        let engine = engine.clone();
+        let svc = StreamableHttpService::new(
+            move || Ok(McpServer::new(engine.clone(), None, true)),
+            manager,
+            config,
+        );
+        Router::new().nest_service("/mcp", svc)
+    } else {
         let engine = engine.clone();
         let svc = StreamableHttpService::new(
             move || Ok(McpServer::new(engine.clone(), None, false)),
@@ -103,18 +142,15 @@ pub fn router(engine: Arc<Engine>, opts: HttpOptions, shutdown: CancellationToke
                 .with_json_response(true),
         );
         Router::new().nest_service("/mcp", svc)
-    } else {
-        let engine = engine.clone();
-        let svc = StreamableHttpService::new(
-            move || Ok(McpServer::new(engine.clone(), None, true)),
-            Arc::new(LocalSessionManager::default()),
-            config,
-        );
-        Router::new().nest_service("/mcp", svc)
     };
     let protected = mcp_service
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            sessions::gate,
+        ))
         .route("/sse", get(sse::open))
         .route("/message", post(sse::message))
+        .route("/metrics", get(render_metrics))
         .layer(middleware::from_fn_with_state(
             state.clone(),
             guard::api_key,
@@ -122,7 +158,6 @@ pub fn router(engine: Arc<Engine>, opts: HttpOptions, shutdown: CancellationToke
     let mut app: Router = Router::new()
         .merge(protected)
         .route("/health", get(health))
-        .route("/metrics", get(render_metrics))
         .route("/.well-known/{*rest}", any(no_oauth))
         .route("/register", any(no_oauth))
         .route("/authorize", any(no_oauth))
@@ -184,7 +219,8 @@ async fn count_requests(request: Request, next: Next) -> Response {
                 "other".into()
             }
         });
-    let method = request.method().to_string();
+    // Labels come from fixed sets: a label per made-up method would grow memory without end.
+    let method = method_label(request.method());
     let started = Instant::now();
     let response = next.run(request).await;
     let status = response.status().as_u16().to_string();
@@ -193,6 +229,21 @@ async fn count_requests(request: Request, next: Next) -> Response {
     metrics::histogram!("apigate_http_request_duration_seconds", "route" => route)
         .record(started.elapsed().as_secs_f64());
     response
+}
+
+/// The method as a metrics label: the standard ones, and `other`.
+fn method_label(method: &axum::http::Method) -> &'static str {
+    use axum::http::Method;
+    match *method {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::PATCH => "PATCH",
+        Method::DELETE => "DELETE",
+        Method::HEAD => "HEAD",
+        Method::OPTIONS => "OPTIONS",
+        _ => "other",
+    }
 }
 
 async fn not_found() -> Response {
@@ -247,6 +298,16 @@ async fn health(State(state): State<Arc<AppState>>) -> Response {
     .into_response()
 }
 
+/// `/metrics` alone and without a key, for a Prometheus scraper on a separate listener
+/// (`--metrics-listen`). On the main listener `/metrics` needs the API key like `/mcp`.
+pub fn metrics_router() -> Router {
+    metrics_handle();
+    Router::new()
+        .route("/metrics", get(render_metrics))
+        .fallback(not_found)
+        .layer(middleware::from_fn(count_requests))
+}
+
 async fn render_metrics() -> Response {
     match metrics_handle() {
         Some(h) => (
@@ -263,30 +324,6 @@ async fn render_metrics() -> Response {
             "another metrics recorder is installed in this process",
         ),
     }
-}
-
-/// Serves `router` on `listener` until `shutdown` is cancelled, then drains.
-///
-/// Accepted sockets get `TCP_NODELAY`: SSE responses (stateful `/mcp`, `/sse`) go out as
-/// several small writes, and with Nagle's algorithm against the client's delayed ACK each
-/// response waited ~40 ms for nothing.
-pub async fn serve(
-    listener: tokio::net::TcpListener,
-    router: Router,
-    shutdown: CancellationToken,
-) -> std::io::Result<()> {
-    use axum::serve::ListenerExt;
-    let listener = listener.tap_io(|tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!(error = %e, "could not set TCP_NODELAY on a connection");
-        }
-    });
-    axum::serve(
-        listener,
-        router.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(async move { shutdown.cancelled().await })
-    .await
 }
 
 /// Cancels `token` on Ctrl-C or SIGTERM.

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use apigate::auth::{Auth, AuthConfig, NewKey, NewSession, PermissionRules, RateLimit};
-use apigate::http::{self, Allowed, HttpOptions, KeyCheck};
+use apigate::http::{self, HttpOptions, KeyCheck};
 use apigate::store::Store;
 use apigate::tools::Access;
 use reqwest::StatusCode;
@@ -24,20 +24,20 @@ use tokio_util::sync::CancellationToken;
 use crate::db::TestDb;
 use crate::support::{CutProxy, Upstream, call, engine_args, spec_path};
 
-const BOOTSTRAP: &str = "bootstrap-key-for-production-tests";
+pub(crate) const BOOTSTRAP: &str = "bootstrap-key-for-production-tests";
 
-type Client = RunningService<RoleClient, ()>;
+pub(crate) type Client = RunningService<RoleClient, ()>;
 
 /// How to start one production instance.
-struct Options {
-    spec: String,
-    rules: PermissionRules,
-    session_rate: RateLimit,
-    stateless: bool,
+pub(crate) struct Options {
+    pub spec: String,
+    pub rules: PermissionRules,
+    pub session_rate: RateLimit,
+    pub stateless: bool,
 }
 
 impl Options {
-    fn petstore() -> Options {
+    pub(crate) fn petstore() -> Options {
         Options {
             spec: spec_path("petstore-3.0.json"),
             rules: PermissionRules::default(),
@@ -49,14 +49,14 @@ impl Options {
 
 /// One `apigate serve` instance in-process, wired as `src/cli/serve.rs` wires it, with its own
 /// pool on the database at `database_url`.
-struct Prod {
-    addr: SocketAddr,
-    auth: Auth,
+pub(crate) struct Prod {
+    pub addr: SocketAddr,
+    pub auth: Auth,
     shutdown: CancellationToken,
 }
 
 impl Prod {
-    async fn start(database_url: &str, upstream: &Upstream, opts: Options) -> Prod {
+    pub(crate) async fn start(database_url: &str, upstream: &Upstream, opts: Options) -> Prod {
         let store = Store::connect(database_url).await.expect("store connects");
         store.migrate().await.expect("migrations apply");
         let auth = Auth::new(
@@ -82,17 +82,20 @@ impl Prod {
         let router = http::router(
             Arc::new(engine),
             HttpOptions {
-                keys: KeyCheck::Database(auth.clone()),
                 stateless: opts.stateless,
-                allowed: Allowed::default(),
                 max_body_bytes: 256 * 1024,
-                mode: "production",
                 admin: Some(http::admin::router(auth.clone())),
                 store: Some(auth.store().clone()),
+                ..HttpOptions::new(KeyCheck::Database(auth.clone()), "production")
             },
             shutdown.clone(),
         );
-        tokio::spawn(http::serve(listener, router, shutdown.clone()));
+        tokio::spawn(http::serve(
+            listener,
+            router,
+            shutdown.clone(),
+            http::ConnLimits::default(),
+        ));
         Prod {
             addr,
             auth,
@@ -100,12 +103,12 @@ impl Prod {
         }
     }
 
-    fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)
     }
 
     /// An rmcp client sending `key`, and `session_token` as `x-session-token` when given.
-    async fn client(&self, key: &str, session_token: Option<&str>) -> Client {
+    pub(crate) async fn client(&self, key: &str, session_token: Option<&str>) -> Client {
         let mut headers = HashMap::new();
         headers.insert(
             axum::http::HeaderName::from_static("x-api-key"),
@@ -124,7 +127,7 @@ impl Prod {
     }
 
     /// A server key holding the three tools' features.
-    async fn agent_key(&self) -> String {
+    pub(crate) async fn agent_key(&self) -> String {
         self.auth
             .create_key(NewKey {
                 name: "agent".into(),
@@ -140,7 +143,7 @@ impl Prod {
             .key
     }
 
-    async fn session(&self, features: &[&str], read_only: bool) -> String {
+    pub(crate) async fn session(&self, features: &[&str], read_only: bool) -> String {
         self.auth
             .create_session(NewSession {
                 user_id: "u-42".into(),

@@ -48,6 +48,7 @@ pub fn engine_args(spec: &str, upstream: Option<String>) -> EngineArgs {
             monitor_worktree: None,
         },
         ranking: Default::default(),
+        limits: Default::default(),
     }
 }
 
@@ -63,24 +64,32 @@ impl Server {
     }
 
     pub async fn start_with(args: EngineArgs, stateless: bool, allowed: Allowed) -> Server {
+        Server::start_custom(
+            args,
+            |o| {
+                o.stateless = stateless;
+                o.allowed = allowed;
+            },
+            http::ConnLimits::default(),
+        )
+        .await
+    }
+
+    /// A dev-mode server whose HTTP options and connection limits the test adjusts.
+    pub async fn start_custom(
+        args: EngineArgs,
+        options: impl FnOnce(&mut HttpOptions),
+        limits: http::ConnLimits,
+    ) -> Server {
         let engine = Arc::new(args.build().await.expect("engine builds"));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let shutdown = CancellationToken::new();
-        let router = http::router(
-            engine,
-            HttpOptions {
-                keys: KeyCheck::Single(KEY.into()),
-                stateless,
-                allowed,
-                max_body_bytes: 256 * 1024,
-                mode: "development",
-                admin: None,
-                store: None,
-            },
-            shutdown.clone(),
-        );
-        tokio::spawn(http::serve(listener, router, shutdown.clone()));
+        let mut opts = HttpOptions::new(KeyCheck::Single(KEY.into()), "development");
+        opts.max_body_bytes = 256 * 1024;
+        options(&mut opts);
+        let router = http::router(engine, opts, shutdown.clone());
+        tokio::spawn(http::serve(listener, router, shutdown.clone(), limits));
         Server { addr, shutdown }
     }
 

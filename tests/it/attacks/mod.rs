@@ -3,10 +3,12 @@
 //!
 //! - `leaks`: no credential reaches the agent (truncation, URL user-info, /health, binary bodies).
 //! - `exhaustion`: nothing unauthenticated, or cheap with one key, exhausts the server.
-//! - `owners`: MCP sessions, monitor sessions and approvals belong to their owner.
+//! - `mcp_sessions`: an MCP session belongs to the key that opened it.
+//! - `owners`: monitor sessions and approvals belong to their owner.
 //! - `privileges`: key features, session tokens, method override, lockout, admin actions.
 
 mod exhaustion;
 mod leaks;
+mod mcp_sessions;
 mod owners;
 mod privileges;

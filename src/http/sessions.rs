@@ -1,0 +1,220 @@
+//! In front of `/mcp`: request bodies that are not JSON-RPC get 400 with a JSON-RPC error (rmcp
+//! answers 415); a Streamable HTTP session belongs to the key that opened it (any other key gets
+//! the 404 of an unknown session); live sessions per key are capped (429 beyond the cap); and in
+//! production `initialize` takes from the key's rate limit like a tool call.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use serde_json::json;
+
+use super::AppState;
+use super::guard::KeyCheck;
+use crate::mcp::HttpCaller;
+
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// Default of `--max-sessions-per-key`.
+pub const DEFAULT_MAX_SESSIONS_PER_KEY: usize = 1000;
+
+/// Who opened each live Streamable HTTP session.
+pub struct McpSessions {
+    /// `None` in stateless mode: there are no sessions to own.
+    manager: Option<Arc<LocalSessionManager>>,
+    max_per_key: usize,
+    /// session id → fingerprint of the key that opened it.
+    owners: Mutex<HashMap<String, String>>,
+}
+
+impl McpSessions {
+    pub fn new(manager: Option<Arc<LocalSessionManager>>, max_per_key: usize) -> McpSessions {
+        McpSessions {
+            manager,
+            max_per_key: max_per_key.max(1),
+            owners: Mutex::default(),
+        }
+    }
+
+    pub fn max_per_key(&self) -> usize {
+        self.max_per_key
+    }
+
+    fn owners(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
+        self.owners
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn owner(&self, id: &str) -> Option<String> {
+        self.owners().get(id).cloned()
+    }
+
+    /// Sessions `key` has open, after forgetting those rmcp has closed (idle timeout, DELETE).
+    async fn live_for(&self, key: &str) -> usize {
+        let Some(manager) = &self.manager else {
+            return 0;
+        };
+        let live: std::collections::HashSet<String> = manager
+            .sessions
+            .read()
+            .await
+            .keys()
+            .map(|id| id.to_string())
+            .collect();
+        let mut owners = self.owners();
+        owners.retain(|id, _| live.contains(id));
+        owners.values().filter(|owner| *owner == key).count()
+    }
+}
+
+/// The middleware; see the module docs.
+pub async fn gate(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
+    let key = request
+        .extensions()
+        .get::<HttpCaller>()
+        .cloned()
+        .unwrap_or_default();
+    let session = request
+        .headers()
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    if let Some(id) = &session {
+        // Another key's session, or one we never saw: the same answer as rmcp's for an unknown
+        // id, so a guessed id tells nothing.
+        let owned = state.sessions.owner(id);
+        if state.sessions.manager.is_some()
+            && !owned.is_some_and(|o| crate::auth::secrets_equal(&o, &key.key_fingerprint))
+        {
+            return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
+        }
+    }
+    let request = if request.method() == Method::POST && is_json(&request) {
+        let (parts, body) = request.into_parts();
+        let bytes = match axum::body::to_bytes(body, state.max_body_bytes).await {
+            Ok(b) => b,
+            Err(_) => {
+                return super::guard::json_error(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "PAYLOAD_TOO_LARGE",
+                    &format!(
+                        "request body is over the {}-byte limit",
+                        state.max_body_bytes
+                    ),
+                );
+            }
+        };
+        let message = match parse(&bytes) {
+            Ok(m) => m,
+            Err(response) => return response,
+        };
+        if is_initialize(&message)
+            && let Some(refused) = admit_initialize(&state, &key, session.is_some()).await
+        {
+            return refused;
+        }
+        Request::from_parts(parts, Body::from(bytes))
+    } else {
+        request
+    };
+    let deleting = request.method() == Method::DELETE;
+    let response = next.run(request).await;
+    if let Some(id) = &session {
+        if deleting && response.status().is_success() {
+            state.sessions.owners().remove(id);
+        }
+    } else if state.sessions.manager.is_some()
+        && let Some(id) = response
+            .headers()
+            .get(SESSION_HEADER)
+            .and_then(|v| v.to_str().ok())
+    {
+        state
+            .sessions
+            .owners()
+            .insert(id.to_string(), key.key_fingerprint.clone());
+    }
+    response
+}
+
+fn is_json(request: &Request) -> bool {
+    request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"))
+}
+
+/// A JSON-RPC message, or the 400 that says why the body is not one.
+fn parse(bytes: &Bytes) -> Result<ClientJsonRpcMessage, Response> {
+    let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| {
+        rpc_error(
+            StatusCode::BAD_REQUEST,
+            -32700,
+            &format!("Parse error: the body is not JSON ({e})"),
+        )
+    })?;
+    serde_json::from_value(value).map_err(|e| {
+        rpc_error(
+            StatusCode::BAD_REQUEST,
+            -32600,
+            &format!("Invalid Request: the body is JSON but not a JSON-RPC 2.0 message ({e})"),
+        )
+    })
+}
+
+fn is_initialize(message: &ClientJsonRpcMessage) -> bool {
+    matches!(message, JsonRpcMessage::Request(r) if matches!(r.request, ClientRequest::InitializeRequest(_)))
+}
+
+/// `None` when a new session may start; else the refusal.
+async fn admit_initialize(
+    state: &AppState,
+    key: &HttpCaller,
+    has_session: bool,
+) -> Option<Response> {
+    if let (KeyCheck::Database(auth), Some(principal)) = (&state.keys, &key.key) {
+        if let Err(e) = auth.check_rate(&principal.principal()) {
+            return Some(super::admin::auth_error_response(e));
+        }
+    }
+    if has_session || state.sessions.manager.is_none() {
+        return None;
+    }
+    let open = state.sessions.live_for(&key.key_fingerprint).await;
+    if open < state.sessions.max_per_key {
+        return None;
+    }
+    tracing::warn!(
+        key = %key.key_fingerprint,
+        open,
+        "refused a new MCP session: this key has --max-sessions-per-key open"
+    );
+    Some(rpc_error(
+        StatusCode::TOO_MANY_REQUESTS,
+        -32000,
+        &format!(
+            "this API key already has {open} open MCP sessions (--max-sessions-per-key {}): \
+             end unused ones with DELETE /mcp and their Mcp-Session-Id, or wait for idle ones \
+             to expire (5 minutes)",
+            state.sessions.max_per_key
+        ),
+    ))
+}
+
+fn rpc_error(status: StatusCode, code: i64, message: &str) -> Response {
+    (
+        status,
+        axum::Json(json!({"jsonrpc": "2.0", "id": null,
+            "error": {"code": code, "message": message}})),
+    )
+        .into_response()
+}

@@ -1,0 +1,78 @@
+//! Item 10: a Streamable HTTP session belongs to the key that opened it. Key B used to be able
+//! to call tools on, and DELETE, key A's `Mcp-Session-Id`. Production mode, real Postgres.
+
+use serde_json::{Value, json};
+
+use crate::db::TestDb;
+use crate::production::{BOOTSTRAP, Options, Prod};
+use crate::support::Upstream;
+
+async fn post(server: &Prod, key: &str, session: Option<&str>, body: &Value) -> reqwest::Response {
+    let mut request = reqwest::Client::new()
+        .post(server.url("/mcp"))
+        .header("x-api-key", key)
+        .header("mcp-protocol-version", "2025-06-18")
+        .header("accept", "application/json, text/event-stream")
+        .json(body);
+    if let Some(id) = session {
+        request = request.header("mcp-session-id", id);
+    }
+    request.send().await.expect("the server answers")
+}
+
+#[tokio::test]
+async fn another_keys_session_id_is_unknown_to_it() {
+    let db = TestDb::new().await;
+    let upstream = Upstream::start().await;
+    let server = Prod::start(&db.url, &upstream, Options::petstore()).await;
+    let owner = server.agent_key().await;
+    let token = server
+        .session(
+            &["apigate.discover", "apigate.schema", "apigate.execute"],
+            false,
+        )
+        .await;
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let opened = post(&server, &owner, None, &init).await;
+    assert_eq!(opened.status(), 200);
+    let id = opened.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(
+        post(&server, &owner, Some(&id), &initialized)
+            .await
+            .status(),
+        202
+    );
+    let tools_call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+        "name": "api_discover", "arguments": {"query": "pets", "_sessionToken": token}}});
+    let own = post(&server, &owner, Some(&id), &tools_call).await;
+    assert_eq!(own.status(), 200);
+    assert!(own.text().await.unwrap().contains("findPetsByStatus"));
+
+    // Another valid key naming the owner's session.
+    let hijack = post(&server, BOOTSTRAP, Some(&id), &tools_call).await;
+    assert_eq!(
+        hijack.status(),
+        404,
+        "another key reached the session: {}",
+        hijack.text().await.unwrap()
+    );
+    let delete = reqwest::Client::new()
+        .delete(server.url("/mcp"))
+        .header("x-api-key", BOOTSTRAP)
+        .header("mcp-session-id", &id)
+        .header("mcp-protocol-version", "2025-06-18")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(delete.status(), 404, "another key ended the session");
+
+    // The owner's session lives on.
+    let again = post(&server, &owner, Some(&id), &tools_call).await;
+    assert_eq!(again.status(), 200);
+    assert!(again.text().await.unwrap().contains("findPetsByStatus"));
+}
