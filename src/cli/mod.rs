@@ -109,12 +109,17 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 /// _sqlx_migrations already exists") only from WARN.
 const DEFAULT_LOG_FILTER: &str = "info,rmcp=warn,sqlx=warn";
 
+/// Added to any filter, RUST_LOG included: rmcp logs each new session's id at INFO, and an id
+/// with its key is enough to join the session.
+const NO_SESSION_IDS: &str = "rmcp::transport::streamable_http_server::session=warn";
+
 /// Sets up `tracing` on stderr (stdout stays clean for `--json` and stdio MCP); colours only
 /// when stderr is a terminal.
 pub fn init_logging(format: &str) {
     use std::io::IsTerminal;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG_FILTER));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG_FILTER))
+        .add_directive(NO_SESSION_IDS.parse().expect("a valid directive"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::stderr().is_terminal())

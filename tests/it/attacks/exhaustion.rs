@@ -369,7 +369,7 @@ async fn connections_beyond_the_cap_are_closed() {
     // Let the server accept the three before the fourth arrives.
     let mut probe = TcpStream::connect(server.addr).await.unwrap();
     let _ = probe
-        .write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        .write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
         .await;
     let mut buf = Vec::new();
     let read = tokio::time::timeout(Duration::from_secs(30), probe.read_to_end(&mut buf)).await;
@@ -393,4 +393,38 @@ async fn connections_beyond_the_cap_are_closed() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert_eq!(served, Some(reqwest::StatusCode::OK));
+}
+
+/// A client that keeps an event stream open used to hold `SIGTERM` off for ever: shutdown
+/// now waits for open streams for a grace period only.
+#[tokio::test]
+async fn an_open_stream_does_not_hold_off_shutdown() {
+    let spec = spec_path("petstore-3.0.json");
+    let (mut proc, url) = crate::support::Proc::spawn(
+        "dev",
+        &[
+            "dev",
+            "--spec",
+            &spec,
+            "--listen",
+            "127.0.0.1:0",
+            "--api-key",
+            KEY,
+        ],
+        "/mcp",
+    )
+    .await;
+    let sse = url.replace("/mcp", "/sse");
+    let mut stream = reqwest::Client::new()
+        .get(&sse)
+        .header("x-api-key", KEY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), 200);
+    let first = stream.chunk().await.unwrap();
+    assert!(first.is_some(), "the endpoint event arrives");
+    // `terminate` fails the test if the process has not exited within 60 s.
+    assert!(proc.terminate().await, "{}", proc.log());
+    drop(stream);
 }

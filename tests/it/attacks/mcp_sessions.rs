@@ -76,3 +76,44 @@ async fn another_keys_session_id_is_unknown_to_it() {
     assert_eq!(again.status(), 200);
     assert!(again.text().await.unwrap().contains("findPetsByStatus"));
 }
+
+/// Item 10: rmcp logged every new session's id at INFO, even with `RUST_LOG=info` set by the
+/// operator; an id and its key are all it takes to join a session.
+#[tokio::test]
+async fn session_ids_are_not_logged() {
+    let spec = crate::support::spec_path("petstore-3.0.json");
+    let (mut proc, url) = crate::support::Proc::spawn(
+        "dev",
+        &[
+            "dev",
+            "--spec",
+            &spec,
+            "--listen",
+            "127.0.0.1:0",
+            "--api-key",
+            "k-0123456789abcdef",
+        ],
+        "/mcp",
+    )
+    .await;
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let opened = reqwest::Client::new()
+        .post(&url)
+        .header("x-api-key", "k-0123456789abcdef")
+        .header("accept", "application/json, text/event-stream")
+        .json(&init)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(opened.status(), 200);
+    let id = opened.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    let _ = opened.text().await;
+    // The log line would be written as the session is created, before the answer.
+    assert!(proc.terminate().await, "{}", proc.log());
+    let log = proc.stderr();
+    assert!(!log.contains(&id), "the session id is in the log:\n{log}");
+}
