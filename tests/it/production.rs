@@ -33,6 +33,7 @@ pub(crate) struct Options {
     pub spec: String,
     pub rules: PermissionRules,
     pub session_rate: RateLimit,
+    pub key_rate: RateLimit,
     pub stateless: bool,
 }
 
@@ -42,6 +43,7 @@ impl Options {
             spec: spec_path("petstore-3.0.json"),
             rules: PermissionRules::default(),
             session_rate: RateLimit::OFF,
+            key_rate: AuthConfig::default().key_rate,
             stateless: false,
         }
     }
@@ -64,6 +66,7 @@ impl Prod {
             AuthConfig {
                 bootstrap_key: Some(BOOTSTRAP.into()),
                 session_rate: opts.session_rate,
+                key_rate: opts.key_rate,
                 ..AuthConfig::default()
             },
         )

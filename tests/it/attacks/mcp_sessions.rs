@@ -117,3 +117,31 @@ async fn session_ids_are_not_logged() {
     let log = proc.stderr();
     assert!(!log.contains(&id), "the session id is in the log:\n{log}");
 }
+
+/// Item 8: `initialize` takes from the key's rate limit like a tool call, so one key cannot
+/// open sessions as fast as it can send.
+#[tokio::test]
+async fn initialize_is_rate_limited_per_key() {
+    let db = TestDb::new().await;
+    let upstream = Upstream::start().await;
+    let options = Options {
+        key_rate: apigate::auth::RateLimit {
+            per_second: 0.01,
+            burst: 3,
+        },
+        ..Options::petstore()
+    };
+    let server = Prod::start(&db.url, &upstream, options).await;
+    let key = server.agent_key().await;
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    for _ in 0..3 {
+        assert_eq!(post(&server, &key, None, &init).await.status(), 200);
+    }
+    let refused = post(&server, &key, None, &init).await;
+    assert_eq!(refused.status(), 429);
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["code"], "RATE_LIMITED", "{body}");
+    // Another key has its own bucket.
+    assert_eq!(post(&server, BOOTSTRAP, None, &init).await.status(), 200);
+}
