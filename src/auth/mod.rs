@@ -206,7 +206,8 @@ pub struct Principal {
     pub tenant_id: Option<String>,
     pub organization_id: Option<String>,
     pub roles: Vec<String>,
-    /// Effective features: the session's own ∪ its roles' (or the key's, without a session).
+    /// Effective features: the key's (own ∪ its roles') ∩ the session's (own ∪ its roles');
+    /// the key's alone without a session.
     pub features: Features,
     /// Set when the session or the key is read-only.
     pub read_only: bool,
@@ -677,8 +678,8 @@ impl Auth {
     // ---- tier 2 ---------------------------------------------------------------------------------
 
     /// Resolves a session token presented over an authenticated key. The principal carries the
-    /// session's user, tenant, organization and effective features; it is read-only when either
-    /// the session or the key is.
+    /// session's user, tenant and organization; its features are those both the key and the
+    /// session hold, and it is read-only when either the session or the key is.
     pub async fn authenticate_session(
         &self,
         key: &KeyPrincipal,
@@ -738,7 +739,9 @@ impl Auth {
             tenant_id: s.tenant_id.clone(),
             organization_id: s.organization_id.clone(),
             roles: s.roles.clone(),
-            features: s.features.clone(),
+            // The key says what the agent may do at all, the session what the user may: a
+            // call needs both.
+            features: s.features.intersection(&key.features),
             read_only: s.read_only || key.read_only,
             expires_at: Some(s.expires_at),
         })

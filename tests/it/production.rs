@@ -123,7 +123,8 @@ impl Prod {
         ().serve(transport).await.expect("MCP client connects")
     }
 
-    /// A server key holding the three tools' features.
+    /// A server key holding the three tools' features and the petstore's (`pets.*`,
+    /// `store.*`): a call gets only what both its key and its session hold.
     async fn agent_key(&self) -> String {
         self.auth
             .create_key(NewKey {
@@ -132,6 +133,8 @@ impl Prod {
                     "apigate.discover".into(),
                     "apigate.schema".into(),
                     "apigate.execute".into(),
+                    "pets.*".into(),
+                    "store.*".into(),
                 ],
                 ..NewKey::default()
             })
@@ -745,7 +748,7 @@ async fn two_instances_share_sessions_and_revocations() {
     let r = http
         .post(a.url("/admin/v1/keys"))
         .header("x-api-key", &admin_key)
-        .json(&json!({"name": "agent"}))
+        .json(&json!({"name": "agent", "features": ["apigate.*"]}))
         .send()
         .await
         .unwrap();

@@ -338,16 +338,26 @@ async fn the_session_header_cannot_be_overridden_by_an_argument() {
     let mut escalate = delete_pet(7);
     escalate["_sessionToken"] = json!(writer);
     let (err, r) = call(&pinned, "api_execute", escalate).await;
-    assert!(err, "the argument overrode the header's read-only session: {r}");
+    assert!(
+        err,
+        "the argument overrode the header's read-only session: {r}"
+    );
     assert_eq!(r["code"], "UNAUTHORIZED", "{r}");
     let message = r["error"].as_str().unwrap();
     assert!(message.contains("x-session-token"), "{r}");
     assert!(!r.to_string().contains(&writer), "the token is echoed: {r}");
     assert!(!r.to_string().contains(&reader), "the token is echoed: {r}");
-    assert_eq!(upstream.requests().len(), before, "the DELETE reached the API");
+    assert_eq!(
+        upstream.requests().len(),
+        before,
+        "the DELETE reached the API"
+    );
 
     // A placeholder sent anyway is refused the same way, with what to do about it.
-    for placeholder in ["<your session token>", "sess_0123456789abcdef0123456789abcdef"] {
+    for placeholder in [
+        "<your session token>",
+        "sess_0123456789abcdef0123456789abcdef",
+    ] {
         let mut args = json!({"query": "find a pet"});
         args["_sessionToken"] = json!(placeholder);
         let (err, r) = call(&pinned, "api_discover", args).await;
@@ -404,7 +414,10 @@ async fn read_only_callers_cannot_override_the_method() {
     attempts.push(lower);
     for args in attempts {
         let (err, r) = call(&client, "api_execute", args.clone()).await;
-        assert!(err, "{args}: a read-only caller sent a method override: {r}");
+        assert!(
+            err,
+            "{args}: a read-only caller sent a method override: {r}"
+        );
         assert_eq!(r["code"], "FORBIDDEN", "{args}: {r}");
         assert_eq!(r["readOnly"], true, "{args}: {r}");
         assert!(r["error"].as_str().unwrap().contains("override"), "{r}");
@@ -510,7 +523,11 @@ async fn wrong_secrets_from_one_address_do_not_lock_out_another() {
         let guess = format!("agk_{public_id}_{}", format!("guess{i:02}").repeat(6));
         statuses.push(initialize_from(&gate, attacker, &guess).await);
     }
-    assert_eq!(statuses[..10], [StatusCode::UNAUTHORIZED; 10], "{statuses:?}");
+    assert_eq!(
+        statuses[..10],
+        [StatusCode::UNAUTHORIZED; 10],
+        "{statuses:?}"
+    );
     assert_eq!(
         statuses[10..],
         [StatusCode::TOO_MANY_REQUESTS; 2],
@@ -691,7 +708,10 @@ async fn admin_actions_are_audited_without_secrets() {
     ] {
         // The secret part of a key (after its public id) and whole tokens never appear.
         let tail = &secret[secret.len() - 16..];
-        assert!(!whole.contains(tail), "a secret is in the audit log:\n{whole}");
+        assert!(
+            !whole.contains(tail),
+            "a secret is in the audit log:\n{whole}"
+        );
     }
 
     // The CLI's actions are audited too, as `cli`.
@@ -707,7 +727,14 @@ async fn admin_actions_are_audited_without_secrets() {
     .await
     .unwrap();
     assert!(out.contains("viewer"), "{out}");
-    let (_, page) = admin(&gate, M::GET, "/audit?tool=admin&limit=1", &backend_key, None).await;
+    let (_, page) = admin(
+        &gate,
+        M::GET,
+        "/audit?tool=admin&limit=1",
+        &backend_key,
+        None,
+    )
+    .await;
     let last = &page["entries"][0];
     assert_eq!(
         (&last["actor"], &last["operation"], &last["target"]),
@@ -800,7 +827,10 @@ async fn a_read_only_admin_key_may_only_read() {
         .as_array()
         .unwrap()
         .iter()
-        .filter(|e| e["decision"] == "denied" && e["actor"] == format!("key:{}", auditor["publicId"].as_str().unwrap()))
+        .filter(|e| {
+            e["decision"] == "denied"
+                && e["actor"] == format!("key:{}", auditor["publicId"].as_str().unwrap())
+        })
         .count();
     assert_eq!(denied, 6, "{page}");
 }
@@ -830,24 +860,49 @@ async fn admin_keys_cannot_grant_beyond_their_own_features() {
     let helpdesk = limited["key"].as_str().unwrap();
 
     let escalations: Vec<(M, &str, Value, &str)> = vec![
-        (M::POST, "/keys", json!({"name": "x", "features": ["*"]}), "*"),
+        (
+            M::POST,
+            "/keys",
+            json!({"name": "x", "features": ["*"]}),
+            "*",
+        ),
         (
             M::POST,
             "/keys",
             json!({"name": "x", "features": ["apigate.execute"]}),
             "apigate.execute",
         ),
-        (M::POST, "/keys", json!({"name": "x", "features": ["apigate.*"]}), "apigate.*"),
-        (M::POST, "/keys", json!({"name": "x", "roles": ["root"]}), "*"),
+        (
+            M::POST,
+            "/keys",
+            json!({"name": "x", "features": ["apigate.*"]}),
+            "apigate.*",
+        ),
+        (
+            M::POST,
+            "/keys",
+            json!({"name": "x", "roles": ["root"]}),
+            "*",
+        ),
         (
             M::POST,
             "/sessions",
             json!({"userId": "u", "features": ["billing.read"]}),
             "billing.read",
         ),
-        (M::POST, "/sessions", json!({"userId": "u", "roles": ["root"]}), "*"),
+        (
+            M::POST,
+            "/sessions",
+            json!({"userId": "u", "roles": ["root"]}),
+            "*",
+        ),
         (M::PUT, "/roles/reader", json!({"features": ["*"]}), "*"),
-        (M::PUT, "/roles/new", json!({"features": ["apigate.admin", "crm.*"]}), "crm.*"),
+        (
+            M::PUT,
+            "/roles/new",
+            json!({"features": ["apigate.admin", "crm.*"]}),
+            "crm.*",
+        ),
     ];
     for (method, path, body, missing) in escalations {
         let (st, r) = admin(&gate, method.clone(), path, helpdesk, Some(body.clone())).await;
