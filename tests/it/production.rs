@@ -551,7 +551,7 @@ async fn session_token_header_keeps_the_token_out_of_arguments() {
     .await;
     assert!(!err, "{r}");
     assert_eq!(r["body"]["id"], 5);
-    // An argument given too wins over the header: a bad one is refused.
+    // An argument that differs from the header is refused: it never replaces the header.
     let (err, r) = call(
         &client,
         "api_discover",
@@ -615,13 +615,15 @@ async fn session_rate_limit_trips() {
     assert!(r["retryAfterMs"].as_u64().unwrap() > 0, "{r}");
     // Another session over the same key has its own bucket.
     let fresh = server.session(&["apigate.*"], false).await;
+    let other = server.client(&key, None).await;
     let (err, r) = call(
-        &client,
+        &other,
         "api_discover",
         json!({"query": "pets", "_sessionToken": fresh}),
     )
     .await;
     assert!(!err, "{r}");
+    other.cancel().await.unwrap();
     let rows = audit_rows(&db.url).await;
     let limited: Vec<_> = rows
         .iter()
