@@ -7,6 +7,7 @@
 pub mod args;
 pub mod defs;
 pub mod error;
+mod method_override;
 mod ops;
 
 use std::sync::Arc;
