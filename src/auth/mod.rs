@@ -15,6 +15,7 @@ pub use secrets::secrets_equal;
 mod token_arg;
 
 use std::fmt;
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -42,7 +43,7 @@ use crate::store::{
     AuditEntry, Decision, Heard, Invalidation, InvalidationListener, KeyRow, Store, StoreError,
 };
 use audit::AuditWriter;
-use rate::{Limiter, Subject};
+use rate::{Limiter, Source, Subject};
 
 /// The longest time a verified credential is trusted without asking the database.
 pub const MAX_CACHE_TTL: Duration = Duration::from_secs(60);
@@ -88,8 +89,9 @@ pub struct AuthConfig {
     pub cache_capacity: u64,
     pub key_rate: RateLimit,
     pub session_rate: RateLimit,
-    /// argon2id verifications per public id (cache misses of keys not verified before on this
-    /// instance): bounds the CPU someone guessing secrets can burn.
+    /// argon2id verifications per public id and source address (cache misses of keys not
+    /// verified before on this instance): bounds the CPU someone guessing secrets can burn,
+    /// without locking the key out for its owner at another address.
     pub verify_rate: RateLimit,
 }
 
@@ -523,8 +525,24 @@ impl Auth {
 
     // ---- tier 1 ---------------------------------------------------------------------------------
 
-    /// Verifies an `x-api-key` value: the bootstrap key, or an active server key.
+    /// Verifies an `x-api-key` value: the bootstrap key, or an active server key. For keys
+    /// presented over the network use [`Auth::authenticate_key_from`], so that secrets guessed
+    /// elsewhere cannot throttle this caller.
     pub async fn authenticate_key(&self, presented: &str) -> Result<KeyPrincipal, AuthError> {
+        self.authenticate_key_from(presented, None).await
+    }
+
+    /// [`Auth::authenticate_key`] for a request from `source` (the peer address of the
+    /// connection). argon2 verifications of keys this instance has not verified before are
+    /// throttled per public id **and** source: someone guessing secrets for a known public id
+    /// exhausts only their own budget, not the key owner's. Behind a reverse proxy every
+    /// request has the proxy's address (forwarding headers are not trusted), so callers behind
+    /// one proxy share one budget.
+    pub async fn authenticate_key_from(
+        &self,
+        presented: &str,
+        source: Option<IpAddr>,
+    ) -> Result<KeyPrincipal, AuthError> {
         if presented.is_empty() {
             return Err(AuthError::Unauthorized(
                 "an API key is required: send it in the x-api-key header".into(),
@@ -545,12 +563,13 @@ impl Auth {
             let entry = caches
                 .keys
                 .entry(digest)
-                .or_try_insert_with(self.verify_key(public_id, secret, &digest))
+                .or_try_insert_with(self.verify_key(public_id, secret, &digest, source))
                 .await
                 .map_err(|e| match &*e {
                     VerifyError::Store(e) => AuthError::from_store(e),
                     VerifyError::Throttled(wait) => {
-                        tracing::warn!(public_id, "API key verification throttled");
+                        let source = source.map(|s| Source::of(s).to_string());
+                        tracing::warn!(public_id, source, "API key verification throttled");
                         AuthError::RateLimited {
                             retry_after_ms: millis(*wait),
                         }
@@ -592,6 +611,7 @@ impl Auth {
         public_id: &str,
         secret: &str,
         digest: &Digest,
+        source: Option<IpAddr>,
     ) -> Result<CachedKey, VerifyError> {
         let generation = self.inner.caches.generation.load(Ordering::SeqCst);
         let Some(row) = self.inner.store.find_server_key(public_id).await? else {
@@ -625,7 +645,10 @@ impl Auth {
         let matches = seen_before || {
             self.inner
                 .limiter
-                .take(&[Subject::Verify(public_id.to_string())])
+                .take(&[Subject::Verify {
+                    public_id: public_id.to_string(),
+                    source: source.map(Source::of),
+                }])
                 .map_err(VerifyError::Throttled)?;
             let ok = self.verify_blocking(secret, hash).await;
             if ok {

@@ -185,7 +185,8 @@ async fn require_admin(
         .get("x-api-key")
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
-    let key = match auth.authenticate_key(presented).await {
+    let source = super::guard::peer_ip(req.extensions());
+    let key = match auth.authenticate_key_from(presented, source).await {
         Ok(k) => k,
         Err(e) => return ApiError::from(e).into_response(),
     };
