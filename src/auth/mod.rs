@@ -27,7 +27,7 @@ use tokio::task::JoinHandle;
 use uuid::Uuid;
 
 pub use admin::{
-    Admin, AdminError, AuditPage, AuditQuery, CreatedKey, CreatedSession,
+    ADMIN_AUDIT_TOOL, Actor, Admin, AdminError, AuditPage, AuditQuery, CreatedKey, CreatedSession,
     DEFAULT_SESSION_TTL_MINUTES, KeyInfo, MAX_SESSION_TTL_MINUTES, NewKey, NewSession, Revocation,
     Role, SessionInfo, SessionPage, SessionQuery, SessionRef,
 };
@@ -286,6 +286,8 @@ impl Principal {
             user_id: self.user_id.clone(),
             tenant_id: self.tenant_id.clone(),
             tool: tool.to_string(),
+            actor: Some(self.key_label.clone()),
+            target: None,
             operation: None,
             method: None,
             path: None,
@@ -516,11 +518,6 @@ impl Auth {
 
     pub fn store(&self) -> &Store {
         &self.inner.store
-    }
-
-    /// The admin operations (create, list, revoke) over this instance's store.
-    pub fn admin(&self) -> Admin {
-        Admin::new(self.inner.store.clone())
     }
 
     // ---- tier 1 ---------------------------------------------------------------------------------
@@ -838,6 +835,20 @@ impl Auth {
 
     // ---- admin, with immediate local invalidation ------------------------------------------------
 
+    /// The admin operations over this instance's store and caches, with full powers, acting as
+    /// `operator` (in-process callers: start-up checks, tests).
+    pub fn admin(&self) -> Admin {
+        Admin::new(self.inner.store.clone())
+            .acting_as(Actor::operator("operator"))
+            .with_caches(self.inner.caches.clone())
+    }
+
+    /// The admin operations as `key` (the admin API): read-only keys only read, and nothing is
+    /// granted beyond the key's own features.
+    pub fn admin_as(&self, key: &KeyPrincipal) -> Admin {
+        self.admin().acting_as(Actor::key(key))
+    }
+
     pub async fn create_key(&self, req: NewKey) -> Result<CreatedKey, AdminError> {
         self.admin().create_key(req).await
     }
@@ -847,9 +858,7 @@ impl Auth {
     }
 
     pub async fn revoke_key(&self, id_or_public_id: &str) -> Result<Revocation, AdminError> {
-        let r = self.admin().revoke_key(id_or_public_id).await?;
-        self.inner.caches.apply(&Invalidation::Key(r.id)).await;
-        Ok(r)
+        self.admin().revoke_key(id_or_public_id).await
     }
 
     pub async fn create_session(&self, req: NewSession) -> Result<CreatedSession, AdminError> {
@@ -857,15 +866,11 @@ impl Auth {
     }
 
     pub async fn revoke_session(&self, which: &SessionRef) -> Result<Revocation, AdminError> {
-        let r = self.admin().revoke_session(which).await?;
-        self.inner.caches.apply(&Invalidation::Session(r.id)).await;
-        Ok(r)
+        self.admin().revoke_session(which).await
     }
 
     pub async fn set_role(&self, name: &str, features: &[String]) -> Result<Role, AdminError> {
-        let r = self.admin().set_role(name, features).await?;
-        self.inner.caches.flush();
-        Ok(r)
+        self.admin().set_role(name, features).await
     }
 
     pub async fn list_roles(&self) -> Result<Vec<Role>, AdminError> {
