@@ -2,6 +2,10 @@
 //! and list roles. The one implementation behind `/admin/v1/*` and `apigate keys|sessions|roles`.
 //! Works on a bare `Store` (the CLI has no caches); revocations are announced by the store, so
 //! running servers drop their cached entries at once.
+//!
+//! Every change is made by an [`Actor`] and written to the audit log (tool `admin`: who, what,
+//! to what; never a key or token), refusals too. A read-only actor may only read, and nobody
+//! hands out a feature (directly or through a role) that they do not hold themselves.
 
 use std::fmt;
 
@@ -11,7 +15,14 @@ use uuid::Uuid;
 
 use super::features::validate_feature;
 use super::secrets;
-use crate::store::{self, AuditFilter, AuditRow, RevokeTarget, RoleRow, Store, StoreError};
+use super::{Caches, Features, KeyPrincipal};
+use crate::store::{
+    self, AuditEntry, AuditFilter, AuditRow, Decision, Invalidation, RevokeTarget, RoleRow, Store,
+    StoreError,
+};
+
+/// The `tool` of the audit rows that admin actions write.
+pub const ADMIN_AUDIT_TOOL: &str = "admin";
 
 /// How long a session lives unless its creator says otherwise.
 pub const DEFAULT_SESSION_TTL_MINUTES: u32 = 120;
@@ -29,6 +40,15 @@ pub enum AdminError {
     Invalid(String),
     #[error("{0}")]
     NotFound(String),
+    #[error(
+        "permission denied: this admin key is read-only; it may list and read but not {action}"
+    )]
+    ReadOnly { action: &'static str },
+    #[error(
+        "permission denied: cannot grant `{missing}`: the caller does not hold it (a key may only \
+         hand out features it holds itself, directly or through roles)"
+    )]
+    BeyondOwn { missing: String },
     #[error("the database is unavailable: {0}")]
     Unavailable(String),
     #[error("internal error; see the server log")]
@@ -274,15 +294,166 @@ pub struct Revocation {
 /// A role as listed.
 pub type Role = RoleRow;
 
-/// Admin operations over a store.
+/// Who performs admin actions, as the audit log names them, and what they may hand out.
 #[derive(Debug, Clone)]
+pub struct Actor {
+    /// `cli`, `bootstrap` or `key:<public id>`.
+    pub label: String,
+    /// The server key acting, if it is one from the database.
+    pub key_id: Option<Uuid>,
+    /// What the actor may grant: a key's own features ∪ its roles' (everything for the
+    /// operator and the bootstrap key).
+    pub features: Features,
+    /// A read-only key may only read.
+    pub read_only: bool,
+}
+
+impl Actor {
+    /// Someone with the database itself (the CLI): bounded by nothing apigate could check.
+    pub fn operator(label: &str) -> Actor {
+        Actor {
+            label: label.to_string(),
+            key_id: None,
+            features: Features::all(),
+            read_only: false,
+        }
+    }
+
+    /// A server key over the admin API: bounded by its own features.
+    pub fn key(key: &KeyPrincipal) -> Actor {
+        Actor {
+            label: key.label(),
+            key_id: key.key_id,
+            features: key.features.clone(),
+            read_only: key.read_only,
+        }
+    }
+}
+
+/// Admin operations over a store, by one actor.
+#[derive(Clone)]
 pub struct Admin {
     store: Store,
+    actor: Actor,
+    /// The server's credential caches, emptied at once on revocation (the CLI has none).
+    caches: Option<Caches>,
+}
+
+impl fmt::Debug for Admin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Admin")
+            .field("actor", &self.actor.label)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Admin {
+    /// The CLI's admin: acts as `cli`, bounded by nothing (it has the database itself).
     pub fn new(store: Store) -> Admin {
-        Admin { store }
+        Admin {
+            store,
+            actor: Actor::operator("cli"),
+            caches: None,
+        }
+    }
+
+    /// The same operations, acting as `actor`.
+    pub fn acting_as(self, actor: Actor) -> Admin {
+        Admin { actor, ..self }
+    }
+
+    pub(super) fn with_caches(self, caches: Caches) -> Admin {
+        Admin {
+            caches: Some(caches),
+            ..self
+        }
+    }
+
+    /// Writes the audit row of an action. The action has happened (or was refused): a row
+    /// that cannot be written is logged, not turned into a failure.
+    async fn record(
+        &self,
+        action: &'static str,
+        target: Option<String>,
+        refused: Option<&AdminError>,
+    ) {
+        let entry = AuditEntry {
+            key_id: self.actor.key_id,
+            session_id: None,
+            user_id: None,
+            tenant_id: None,
+            tool: ADMIN_AUDIT_TOOL.into(),
+            operation: Some(action.into()),
+            method: None,
+            path: None,
+            decision: if refused.is_some() {
+                Decision::Denied
+            } else {
+                Decision::Allowed
+            },
+            upstream_status: None,
+            duration_ms: 0,
+            error_code: refused.map(|_| "FORBIDDEN".to_string()),
+            at: Utc::now(),
+            call_id: Uuid::new_v4(),
+            actor: Some(self.actor.label.clone()),
+            target,
+        };
+        if let Err(e) = self.store.insert_audit(&entry).await {
+            tracing::error!(error = %e, action, actor = %self.actor.label,
+                "could not write the audit row of an admin action");
+        }
+    }
+
+    /// Refuses (and audits) a change by a read-only actor.
+    async fn may_change(
+        &self,
+        action: &'static str,
+        target: impl FnOnce() -> Option<String>,
+    ) -> Result<(), AdminError> {
+        if !self.actor.read_only {
+            return Ok(());
+        }
+        let e = AdminError::ReadOnly {
+            action: describe(action),
+        };
+        tracing::warn!(actor = %self.actor.label, action, "read-only admin key refused a change");
+        self.record(action, target(), Some(&e)).await;
+        Err(e)
+    }
+
+    /// Refuses (and audits) handing out `features`, or roles granting features, that the actor
+    /// does not hold.
+    async fn may_grant(
+        &self,
+        action: &'static str,
+        target: Option<String>,
+        features: &[String],
+        roles: &[String],
+    ) -> Result<(), AdminError> {
+        let mut wanted = features.to_vec();
+        if !roles.is_empty() {
+            let all = self.store.list_roles().await?;
+            wanted.extend(
+                all.into_iter()
+                    .filter(|r| roles.contains(&r.name))
+                    .flat_map(|r| r.features),
+            );
+        }
+        let Some(missing) = self
+            .actor
+            .features
+            .first_uncovered(wanted.iter().map(String::as_str))
+        else {
+            return Ok(());
+        };
+        let e = AdminError::BeyondOwn {
+            missing: missing.to_string(),
+        };
+        tracing::warn!(actor = %self.actor.label, action, missing,
+            "admin action refused: it would grant a feature the caller lacks");
+        self.record(action, target, Some(&e)).await;
+        Err(e)
     }
 
     pub async fn create_key(&self, req: NewKey) -> Result<CreatedKey, AdminError> {
@@ -292,8 +463,11 @@ impl Admin {
                 "a key needs a name of 1 to 100 characters".into(),
             ));
         }
+        self.may_change(KEY_CREATE, || None).await?;
         let features = clean_features(&req.features)?;
         let roles = self.checked_roles(&req.roles).await?;
+        self.may_grant(KEY_CREATE, None, &features, &roles).await?;
+        let created_by = req.created_by.unwrap_or_else(|| self.actor.label.clone());
         let generated = secrets::generate_key();
         let secret = generated.secret.clone();
         let hash = tokio::task::spawn_blocking(move || secrets::hash_secret(&secret))
@@ -316,9 +490,15 @@ impl Admin {
                 features: &features,
                 roles: &roles,
                 read_only: req.read_only,
-                created_by: req.created_by.as_deref(),
+                created_by: Some(created_by.as_str()),
             })
             .await?;
+        self.record(
+            KEY_CREATE,
+            Some(format!("key:{}", generated.public_id)),
+            None,
+        )
+        .await;
         Ok(CreatedKey {
             id: row.id,
             key: generated.full,
@@ -355,6 +535,8 @@ impl Admin {
     /// `agk_`).
     pub async fn revoke_key(&self, id_or_public_id: &str) -> Result<Revocation, AdminError> {
         let text = id_or_public_id.trim();
+        let target_label = || Some(format!("key:{}", text.chars().take(40).collect::<String>()));
+        self.may_change(KEY_REVOKE, target_label).await?;
         let target = match Uuid::parse_str(text) {
             Ok(id) => RevokeTarget::ServerKey(id),
             Err(_) if secrets::is_public_id(text) => RevokeTarget::ServerKeyPublicId(text),
@@ -365,15 +547,22 @@ impl Admin {
             }
         };
         match self.store.revoke(target).await? {
-            Some(r) => Ok(Revocation {
-                id: r.id,
-                revoked_at: r.revoked_at,
-            }),
+            Some(r) => {
+                if let Some(c) = &self.caches {
+                    c.apply(&Invalidation::Key(r.id)).await;
+                }
+                self.record(KEY_REVOKE, target_label(), None).await;
+                Ok(Revocation {
+                    id: r.id,
+                    revoked_at: r.revoked_at,
+                })
+            }
             None => Err(AdminError::NotFound(format!("no server key {text}"))),
         }
     }
 
     pub async fn create_session(&self, req: NewSession) -> Result<CreatedSession, AdminError> {
+        self.may_change(SESSION_CREATE, || None).await?;
         let user_id = req.user_id.trim();
         if user_id.is_empty() || user_id.chars().count() > 200 {
             return Err(AdminError::Invalid(
@@ -388,6 +577,9 @@ impl Admin {
         }
         let features = clean_features(&req.features)?;
         let roles = self.checked_roles(&req.roles).await?;
+        self.may_grant(SESSION_CREATE, None, &features, &roles)
+            .await?;
+        let created_by = req.created_by.unwrap_or_else(|| self.actor.label.clone());
         let tenant_id = non_blank(req.tenant_id.as_deref());
         let organization_id = non_blank(req.organization_id.as_deref());
         let token = secrets::generate_session_token();
@@ -405,9 +597,11 @@ impl Admin {
                 tenant_id,
                 organization_id,
                 expires_at,
-                created_by: req.created_by.as_deref(),
+                created_by: Some(created_by.as_str()),
             })
             .await?;
+        self.record(SESSION_CREATE, Some(format!("session:{}", row.id)), None)
+            .await;
         Ok(CreatedSession {
             id: row.id,
             token,
@@ -422,6 +616,12 @@ impl Admin {
     }
 
     pub async fn revoke_session(&self, which: &SessionRef) -> Result<Revocation, AdminError> {
+        // Named by its id only: a token never goes into the audit log.
+        let by_id = match which {
+            SessionRef::Id(id) => Some(format!("session:{id}")),
+            SessionRef::Token(_) => None,
+        };
+        self.may_change(SESSION_REVOKE, || by_id).await?;
         let digest;
         let target = match which {
             SessionRef::Id(id) => RevokeTarget::SessionId(*id),
@@ -431,15 +631,21 @@ impl Admin {
             }
         };
         match self.store.revoke(target).await? {
-            Some(r) => Ok(Revocation {
-                id: r.id,
-                revoked_at: r.revoked_at,
-            }),
+            Some(r) => {
+                if let Some(c) = &self.caches {
+                    c.apply(&Invalidation::Session(r.id)).await;
+                }
+                self.record(SESSION_REVOKE, Some(format!("session:{}", r.id)), None)
+                    .await;
+                Ok(Revocation {
+                    id: r.id,
+                    revoked_at: r.revoked_at,
+                })
+            }
             None => Err(AdminError::NotFound("no such session".into())),
         }
     }
 
-    /// Creates or replaces a role's feature list.
     /// Lists sessions, newest first (never tokens).
     pub async fn list_sessions(&self, q: &SessionQuery) -> Result<SessionPage, AdminError> {
         let limit = page_size(q.limit)?;
@@ -507,8 +713,17 @@ impl Admin {
         })
     }
 
+    /// Creates or replaces a role's feature list. Every holder of the role gets them, so the
+    /// actor must hold them too.
     pub async fn set_role(&self, name: &str, features: &[String]) -> Result<Role, AdminError> {
         let name = name.trim();
+        let target = || {
+            Some(format!(
+                "role:{}",
+                name.chars().take(100).collect::<String>()
+            ))
+        };
+        self.may_change(ROLE_SET, target).await?;
         let valid_name = !name.is_empty()
             && name.len() <= 100
             && name
@@ -520,7 +735,13 @@ impl Admin {
             )));
         }
         let features = clean_features(features)?;
-        Ok(self.store.upsert_role(name, &features).await?)
+        self.may_grant(ROLE_SET, target(), &features, &[]).await?;
+        let role = self.store.upsert_role(name, &features).await?;
+        if let Some(c) = &self.caches {
+            c.flush();
+        }
+        self.record(ROLE_SET, target(), None).await;
+        Ok(role)
     }
 
     pub async fn list_roles(&self) -> Result<Vec<Role>, AdminError> {
@@ -537,6 +758,25 @@ impl Admin {
             )));
         }
         Ok(roles)
+    }
+}
+
+// The actions, as the audit log's `operation` names them.
+const KEY_CREATE: &str = "key.create";
+const KEY_REVOKE: &str = "key.revoke";
+const SESSION_CREATE: &str = "session.create";
+const SESSION_REVOKE: &str = "session.revoke";
+const ROLE_SET: &str = "role.set";
+
+/// An action in words, for error messages.
+fn describe(action: &'static str) -> &'static str {
+    match action {
+        KEY_CREATE => "create keys",
+        KEY_REVOKE => "revoke keys",
+        SESSION_CREATE => "create sessions",
+        SESSION_REVOKE => "revoke sessions",
+        ROLE_SET => "change roles",
+        other => other,
     }
 }
 

@@ -46,6 +46,38 @@ impl Features {
         required.into_iter().find(|f| !self.allows(f))
     }
 
+    /// Whether everything `wanted` grants is granted here: `wanted` may itself be a wildcard
+    /// (`billing.*` is covered by `billing.*` or `*`, not by `billing.read`). What an admin may
+    /// hand out is bounded by this.
+    pub fn covers(&self, wanted: &str) -> bool {
+        self.0.iter().any(|held| covers(held, wanted))
+    }
+
+    /// The first of `wanted` (features or wildcards) not covered here.
+    pub fn first_uncovered<'a, I>(&self, wanted: I) -> Option<&'a str>
+    where
+        I: IntoIterator<Item = &'a str>,
+    {
+        wanted.into_iter().find(|f| !self.covers(f))
+    }
+
+    /// What both sets grant: a feature is allowed by the result exactly when both allow it.
+    /// Held names form a tree (`*` ⊇ `a.*` ⊇ `a.b.*` ⊇ `a.b`), so two names either nest or are
+    /// disjoint, and the intersection keeps the narrower of each nested pair.
+    pub fn intersection(&self, other: &Features) -> Features {
+        let mut out = BTreeSet::new();
+        for a in &self.0 {
+            for b in &other.0 {
+                if covers(a, b) {
+                    out.insert(b.clone());
+                } else if covers(b, a) {
+                    out.insert(a.clone());
+                }
+            }
+        }
+        Features(out)
+    }
+
     pub fn iter(&self) -> impl Iterator<Item = &str> {
         self.0.iter().map(String::as_str)
     }
@@ -73,6 +105,21 @@ fn grants(held: &str, wanted: &str) -> bool {
                     && wanted.as_bytes()[prefix.len()] == b'.')
         }
         None => false,
+    }
+}
+
+/// Whether the held name grants everything the wanted name does (either may be a wildcard).
+fn covers(held: &str, wanted: &str) -> bool {
+    if held == "*" || held == wanted {
+        return true;
+    }
+    if wanted == "*" {
+        return false;
+    }
+    // `billing.*` is covered by what grants `billing` and every name below it.
+    match wanted.strip_suffix(".*") {
+        Some(prefix) => held.ends_with(".*") && grants(held, prefix),
+        None => grants(held, wanted),
     }
 }
 
@@ -230,6 +277,77 @@ mod tests {
         assert!(Features::all().allows("anything.at.all"));
         assert!(!Features::default().allows("a"));
         assert_eq!(f.first_missing(["billing.x", "crm.read"]), Some("crm.read"));
+    }
+
+    #[test]
+    fn covering_wildcards() {
+        let f = Features::new(["billing.*", "apigate.discover"]);
+        for yes in [
+            "billing",
+            "billing.read",
+            "billing.*",
+            "billing.a.*",
+            "apigate.discover",
+        ] {
+            assert!(f.covers(yes), "{yes}");
+        }
+        for no in [
+            "*",
+            "billingx",
+            "billingx.*",
+            "apigate.*",
+            "apigate.execute",
+            "a.*",
+        ] {
+            assert!(!f.covers(no), "{no}");
+        }
+        assert!(!Features::new(["billing"]).covers("billing.*"));
+        assert!(Features::all().covers("*"));
+        assert_eq!(
+            f.first_uncovered(["billing.x", "crm.*", "*"]),
+            Some("crm.*")
+        );
+    }
+
+    #[test]
+    fn intersections_allow_what_both_allow() {
+        let key = Features::new(["apigate.discover"]);
+        let session = Features::all();
+        let both = key.intersection(&session);
+        assert!(both.allows("apigate.discover"));
+        assert!(!both.allows("apigate.execute"));
+        assert_eq!(both, session.intersection(&key));
+
+        let key = Features::new(["apigate.*", "billing.*"]);
+        let session = Features::new(["apigate.execute", "billing.read", "crm.*"]);
+        let both = key.intersection(&session);
+        assert_eq!(both.to_vec(), ["apigate.execute", "billing.read"]);
+        assert!(
+            Features::default()
+                .intersection(&Features::all())
+                .to_vec()
+                .is_empty()
+        );
+        // Exhaustively over a small universe: allowed by the result ⇔ allowed by both.
+        let names = [
+            "*", "a", "a.*", "a.b", "a.b.*", "a.b.c", "a.c", "b", "b.*", "ab",
+        ];
+        let sets: Vec<Features> = (0..names.len())
+            .flat_map(|i| (i..names.len()).map(move |j| Features::new([names[i], names[j]])))
+            .collect();
+        let concrete = ["a", "a.b", "a.b.c", "a.c", "b", "b.x", "ab", "z"];
+        for x in &sets {
+            for y in &sets {
+                let both = x.intersection(y);
+                for c in concrete {
+                    assert_eq!(
+                        both.allows(c),
+                        x.allows(c) && y.allows(c),
+                        "{x:?} ∩ {y:?} = {both:?} on {c}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]

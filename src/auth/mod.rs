@@ -15,6 +15,7 @@ pub use secrets::secrets_equal;
 mod token_arg;
 
 use std::fmt;
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -26,7 +27,7 @@ use tokio::task::JoinHandle;
 use uuid::Uuid;
 
 pub use admin::{
-    Admin, AdminError, AuditPage, AuditQuery, CreatedKey, CreatedSession,
+    ADMIN_AUDIT_TOOL, Actor, Admin, AdminError, AuditPage, AuditQuery, CreatedKey, CreatedSession,
     DEFAULT_SESSION_TTL_MINUTES, KeyInfo, MAX_SESSION_TTL_MINUTES, NewKey, NewSession, Revocation,
     Role, SessionInfo, SessionPage, SessionQuery, SessionRef,
 };
@@ -42,7 +43,7 @@ use crate::store::{
     AuditEntry, Decision, Heard, Invalidation, InvalidationListener, KeyRow, Store, StoreError,
 };
 use audit::AuditWriter;
-use rate::{Limiter, Subject};
+use rate::{Limiter, Source, Subject};
 
 /// The longest time a verified credential is trusted without asking the database.
 pub const MAX_CACHE_TTL: Duration = Duration::from_secs(60);
@@ -88,8 +89,9 @@ pub struct AuthConfig {
     pub cache_capacity: u64,
     pub key_rate: RateLimit,
     pub session_rate: RateLimit,
-    /// argon2id verifications per public id (cache misses of keys not verified before on this
-    /// instance): bounds the CPU someone guessing secrets can burn.
+    /// argon2id verifications per public id and source address (cache misses of keys not
+    /// verified before on this instance): bounds the CPU someone guessing secrets can burn,
+    /// without locking the key out for its owner at another address.
     pub verify_rate: RateLimit,
 }
 
@@ -206,7 +208,8 @@ pub struct Principal {
     pub tenant_id: Option<String>,
     pub organization_id: Option<String>,
     pub roles: Vec<String>,
-    /// Effective features: the session's own ∪ its roles' (or the key's, without a session).
+    /// Effective features: the key's (own ∪ its roles') ∩ the session's (own ∪ its roles');
+    /// the key's alone without a session.
     pub features: Features,
     /// Set when the session or the key is read-only.
     pub read_only: bool,
@@ -283,6 +286,8 @@ impl Principal {
             user_id: self.user_id.clone(),
             tenant_id: self.tenant_id.clone(),
             tool: tool.to_string(),
+            actor: Some(self.key_label.clone()),
+            target: None,
             operation: None,
             method: None,
             path: None,
@@ -515,15 +520,26 @@ impl Auth {
         &self.inner.store
     }
 
-    /// The admin operations (create, list, revoke) over this instance's store.
-    pub fn admin(&self) -> Admin {
-        Admin::new(self.inner.store.clone())
-    }
-
     // ---- tier 1 ---------------------------------------------------------------------------------
 
-    /// Verifies an `x-api-key` value: the bootstrap key, or an active server key.
+    /// Verifies an `x-api-key` value: the bootstrap key, or an active server key. For keys
+    /// presented over the network use [`Auth::authenticate_key_from`], so that secrets guessed
+    /// elsewhere cannot throttle this caller.
     pub async fn authenticate_key(&self, presented: &str) -> Result<KeyPrincipal, AuthError> {
+        self.authenticate_key_from(presented, None).await
+    }
+
+    /// [`Auth::authenticate_key`] for a request from `source` (the peer address of the
+    /// connection). argon2 verifications of keys this instance has not verified before are
+    /// throttled per public id **and** source: someone guessing secrets for a known public id
+    /// exhausts only their own budget, not the key owner's. Behind a reverse proxy every
+    /// request has the proxy's address (forwarding headers are not trusted), so callers behind
+    /// one proxy share one budget.
+    pub async fn authenticate_key_from(
+        &self,
+        presented: &str,
+        source: Option<IpAddr>,
+    ) -> Result<KeyPrincipal, AuthError> {
         if presented.is_empty() {
             return Err(AuthError::Unauthorized(
                 "an API key is required: send it in the x-api-key header".into(),
@@ -544,12 +560,13 @@ impl Auth {
             let entry = caches
                 .keys
                 .entry(digest)
-                .or_try_insert_with(self.verify_key(public_id, secret, &digest))
+                .or_try_insert_with(self.verify_key(public_id, secret, &digest, source))
                 .await
                 .map_err(|e| match &*e {
                     VerifyError::Store(e) => AuthError::from_store(e),
                     VerifyError::Throttled(wait) => {
-                        tracing::warn!(public_id, "API key verification throttled");
+                        let source = source.map(|s| Source::of(s).to_string());
+                        tracing::warn!(public_id, source, "API key verification throttled");
                         AuthError::RateLimited {
                             retry_after_ms: millis(*wait),
                         }
@@ -591,6 +608,7 @@ impl Auth {
         public_id: &str,
         secret: &str,
         digest: &Digest,
+        source: Option<IpAddr>,
     ) -> Result<CachedKey, VerifyError> {
         let generation = self.inner.caches.generation.load(Ordering::SeqCst);
         let Some(row) = self.inner.store.find_server_key(public_id).await? else {
@@ -624,7 +642,10 @@ impl Auth {
         let matches = seen_before || {
             self.inner
                 .limiter
-                .take(&[Subject::Verify(public_id.to_string())])
+                .take(&[Subject::Verify {
+                    public_id: public_id.to_string(),
+                    source: source.map(Source::of),
+                }])
                 .map_err(VerifyError::Throttled)?;
             let ok = self.verify_blocking(secret, hash).await;
             if ok {
@@ -677,8 +698,8 @@ impl Auth {
     // ---- tier 2 ---------------------------------------------------------------------------------
 
     /// Resolves a session token presented over an authenticated key. The principal carries the
-    /// session's user, tenant, organization and effective features; it is read-only when either
-    /// the session or the key is.
+    /// session's user, tenant and organization; its features are those both the key and the
+    /// session hold, and it is read-only when either the session or the key is.
     pub async fn authenticate_session(
         &self,
         key: &KeyPrincipal,
@@ -738,7 +759,9 @@ impl Auth {
             tenant_id: s.tenant_id.clone(),
             organization_id: s.organization_id.clone(),
             roles: s.roles.clone(),
-            features: s.features.clone(),
+            // The key says what the agent may do at all, the session what the user may: a
+            // call needs both.
+            features: s.features.intersection(&key.features),
             read_only: s.read_only || key.read_only,
             expires_at: Some(s.expires_at),
         })
@@ -812,6 +835,20 @@ impl Auth {
 
     // ---- admin, with immediate local invalidation ------------------------------------------------
 
+    /// The admin operations over this instance's store and caches, with full powers, acting as
+    /// `operator` (in-process callers: start-up checks, tests).
+    pub fn admin(&self) -> Admin {
+        Admin::new(self.inner.store.clone())
+            .acting_as(Actor::operator("operator"))
+            .with_caches(self.inner.caches.clone())
+    }
+
+    /// The admin operations as `key` (the admin API): read-only keys only read, and nothing is
+    /// granted beyond the key's own features.
+    pub fn admin_as(&self, key: &KeyPrincipal) -> Admin {
+        self.admin().acting_as(Actor::key(key))
+    }
+
     pub async fn create_key(&self, req: NewKey) -> Result<CreatedKey, AdminError> {
         self.admin().create_key(req).await
     }
@@ -821,9 +858,7 @@ impl Auth {
     }
 
     pub async fn revoke_key(&self, id_or_public_id: &str) -> Result<Revocation, AdminError> {
-        let r = self.admin().revoke_key(id_or_public_id).await?;
-        self.inner.caches.apply(&Invalidation::Key(r.id)).await;
-        Ok(r)
+        self.admin().revoke_key(id_or_public_id).await
     }
 
     pub async fn create_session(&self, req: NewSession) -> Result<CreatedSession, AdminError> {
@@ -831,15 +866,11 @@ impl Auth {
     }
 
     pub async fn revoke_session(&self, which: &SessionRef) -> Result<Revocation, AdminError> {
-        let r = self.admin().revoke_session(which).await?;
-        self.inner.caches.apply(&Invalidation::Session(r.id)).await;
-        Ok(r)
+        self.admin().revoke_session(which).await
     }
 
     pub async fn set_role(&self, name: &str, features: &[String]) -> Result<Role, AdminError> {
-        let r = self.admin().set_role(name, features).await?;
-        self.inner.caches.flush();
-        Ok(r)
+        self.admin().set_role(name, features).await
     }
 
     pub async fn list_roles(&self) -> Result<Vec<Role>, AdminError> {

@@ -1,7 +1,9 @@
-//! In-process token buckets per server key and per session. Each instance limits on its own;
-//! with N replicas behind a load balancer the effective limit is at most N times the setting.
+//! In-process token buckets per server key, per session, and per (public id, source address)
+//! for argon2 verifications. Each instance limits on its own; with N replicas behind a load
+//! balancer the effective limit is at most N times the setting.
 
 use std::collections::HashMap;
+use std::net::{IpAddr, Ipv6Addr};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -51,9 +53,44 @@ impl Bucket {
 pub(crate) enum Subject {
     Key(String),
     Session(String),
-    /// argon2id verifications for one public id (cache misses only): a legitimate key needs
-    /// one per cache lifetime, so this only bites someone guessing secrets for a known id.
-    Verify(String),
+    /// argon2id verifications for one public id from one source (cache misses only): a
+    /// legitimate key needs one per cache lifetime, so this only bites someone guessing
+    /// secrets for a known id, and only at their own address.
+    Verify {
+        public_id: String,
+        source: Option<Source>,
+    },
+}
+
+/// Where a request came from, as the throttle of guessed secrets counts it: an IPv4 address,
+/// or the /64 network of an IPv6 address (one host usually holds a whole /64, so counting
+/// single IPv6 addresses would give it billions of budgets). An IPv4 address mapped into IPv6
+/// counts as the IPv4 address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Source(IpAddr);
+
+impl Source {
+    pub fn of(ip: IpAddr) -> Source {
+        match ip {
+            IpAddr::V4(v4) => Source(IpAddr::V4(v4)),
+            IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+                Some(v4) => Source(IpAddr::V4(v4)),
+                None => {
+                    let network = u128::from(v6) & !((1u128 << 64) - 1);
+                    Source(IpAddr::V6(Ipv6Addr::from(network)))
+                }
+            },
+        }
+    }
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            IpAddr::V4(v4) => write!(f, "{v4}"),
+            IpAddr::V6(v6) => write!(f, "{v6}/64"),
+        }
+    }
 }
 
 const PRUNE_ABOVE: usize = 10_000;
@@ -80,7 +117,7 @@ impl Limiter {
         match s {
             Subject::Key(_) => self.key,
             Subject::Session(_) => self.session,
-            Subject::Verify(_) => self.verify,
+            Subject::Verify { .. } => self.verify,
         }
     }
 
@@ -132,6 +169,17 @@ mod tests {
     use super::*;
 
     #[test]
+    fn sources_group_ipv6_by_network() {
+        let v6 = |s: &str| Source::of(s.parse::<IpAddr>().unwrap());
+        assert_eq!(v6("2001:db8:1:2:aaaa::1"), v6("2001:db8:1:2:ffff:1:2:3"));
+        assert_ne!(v6("2001:db8:1:2::1"), v6("2001:db8:1:3::1"));
+        assert_eq!(v6("::ffff:192.0.2.1"), v6("192.0.2.1"));
+        assert_ne!(v6("192.0.2.1"), v6("192.0.2.2"));
+        assert_eq!(v6("2001:db8:1:2::9").to_string(), "2001:db8:1:2::/64");
+        assert_eq!(v6("192.0.2.1").to_string(), "192.0.2.1");
+    }
+
+    #[test]
     fn burst_then_refusal_then_other_subjects_unaffected() {
         let l = Limiter::new(
             RateLimit {
@@ -154,7 +202,10 @@ mod tests {
 
     #[test]
     fn refusal_consumes_nothing() {
-        let verify = [Subject::Verify("abcdefgh".into())];
+        let verify = [Subject::Verify {
+            public_id: "abcdefgh".into(),
+            source: None,
+        }];
         let unlimited = Limiter::new(
             RateLimit::OFF,
             RateLimit::OFF,
@@ -167,6 +218,12 @@ mod tests {
             assert!(unlimited.take(&verify).is_ok());
         }
         assert!(unlimited.take(&verify).is_err());
+        // The same public id from an address has its own budget.
+        let elsewhere = [Subject::Verify {
+            public_id: "abcdefgh".into(),
+            source: Some(Source::of([192, 0, 2, 7].into())),
+        }];
+        assert!(unlimited.take(&elsewhere).is_ok());
 
         let l = Limiter::new(
             RateLimit {

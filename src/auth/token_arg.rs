@@ -1,8 +1,12 @@
 //! The `_sessionToken` tool argument of production mode: added to every tool's input schema
-//! (described as required) and taken out of the arguments before the tool runs. JSON only; the
+//! (described as required) unless the connection carries the `x-session-token` header, taken
+//! out of the arguments before the tool runs, and reconciled with that header. JSON only; the
 //! MCP adapter and the pipeline call these.
 
 use serde_json::{Map, Value, json};
+
+use super::AuthError;
+use super::secrets::secrets_equal;
 
 /// The argument name.
 pub const SESSION_TOKEN_ARG: &str = "_sessionToken";
@@ -43,17 +47,25 @@ pub fn take_session_token(args: &mut Map<String, Value>) -> Option<String> {
     }
 }
 
-/// The token to check: the argument if given, else the connection's `x-session-token` header.
+/// The token to check. Without the connection's `x-session-token` header, the argument.
+/// With it, the header: it pins the connection to one session, so an argument may only repeat
+/// it. An argument that differs (another session's token, or a placeholder a model filled in)
+/// is refused, never preferred: otherwise a read-only session pinned by the header could be
+/// swapped for a stronger one by whatever writes the arguments.
 pub fn choose_session_token(
     from_args: Option<String>,
     from_header: Option<&str>,
-) -> Option<String> {
-    from_args.or_else(|| {
-        from_header
-            .map(str::trim)
-            .filter(|h| !h.is_empty())
-            .map(str::to_string)
-    })
+) -> Result<Option<String>, AuthError> {
+    let header = from_header.map(str::trim).filter(|h| !h.is_empty());
+    match (from_args, header) {
+        (args, None) => Ok(args),
+        (None, Some(h)) => Ok(Some(h.to_string())),
+        (Some(a), Some(h)) if secrets_equal(&a, h) => Ok(Some(h.to_string())),
+        (Some(_), Some(_)) => Err(AuthError::Unauthorized(format!(
+            "`{SESSION_TOKEN_ARG}` differs from this connection's {SESSION_TOKEN_HEADER} header, \
+             which already names the session: omit `{SESSION_TOKEN_ARG}` from the arguments"
+        ))),
+    }
 }
 
 #[cfg(test)]
@@ -85,15 +97,20 @@ mod tests {
     }
 
     #[test]
-    fn argument_wins_over_header() {
-        assert_eq!(
-            choose_session_token(Some("a".into()), Some("b")).as_deref(),
-            Some("a")
+    fn the_header_pins_the_session() {
+        let pick = |a: Option<&str>, h: Option<&str>| {
+            choose_session_token(a.map(str::to_string), h).map_err(|e| e.to_string())
+        };
+        assert_eq!(pick(Some("a"), None).unwrap().as_deref(), Some("a"));
+        assert_eq!(pick(None, Some(" b ")).unwrap().as_deref(), Some("b"));
+        assert_eq!(pick(Some("b"), Some("b")).unwrap().as_deref(), Some("b"));
+        assert_eq!(pick(None, Some("")).unwrap(), None);
+        assert_eq!(pick(Some("a"), Some("")).unwrap().as_deref(), Some("a"));
+        let e = pick(Some("sess_other"), Some("sess_pinned")).unwrap_err();
+        assert!(e.contains("x-session-token") && e.contains("omit"), "{e}");
+        assert!(
+            !e.contains("sess_other") && !e.contains("sess_pinned"),
+            "{e}"
         );
-        assert_eq!(
-            choose_session_token(None, Some(" b ")).as_deref(),
-            Some("b")
-        );
-        assert_eq!(choose_session_token(None, Some("")), None);
     }
 }

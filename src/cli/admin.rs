@@ -199,7 +199,8 @@ pub struct AuditArgs {
     /// Only this user's calls
     #[arg(long)]
     pub user: Option<String>,
-    /// Only this tool's calls (api_discover, api_schema, api_execute)
+    /// Only this tool's calls (api_discover, api_schema, api_execute), or `admin` for admin
+    /// actions (keys, sessions and roles created, revoked or changed)
     #[arg(long)]
     pub tool: Option<String>,
     /// Only this session's calls (its id)
@@ -495,12 +496,17 @@ pub async fn audit(admin: &Admin, args: AuditArgs) -> anyhow::Result<String> {
         .entries
         .iter()
         .map(|e| {
-            let op = match (&e.method, &e.path) {
-                (Some(m), Some(p)) => format!("{m} {p}"),
+            let op = match (&e.method, &e.path, &e.target) {
+                (Some(m), Some(p), _) => format!("{m} {p}"),
+                // An admin action: what it did, to what.
+                (_, _, Some(target)) => {
+                    format!("{} {target}", e.operation.as_deref().unwrap_or_default())
+                }
                 _ => e.operation.clone().unwrap_or_else(|| "-".into()),
             };
             vec![
                 e.at.format("%Y-%m-%d %H:%M:%S").to_string(),
+                e.actor.clone().unwrap_or_else(|| "-".into()),
                 e.user_id.clone().unwrap_or_else(|| "-".into()),
                 e.tenant_id.clone().unwrap_or_else(|| "-".into()),
                 e.tool.clone(),
@@ -515,6 +521,7 @@ pub async fn audit(admin: &Admin, args: AuditArgs) -> anyhow::Result<String> {
     let mut out = table(
         &[
             "AT (UTC)",
+            "ACTOR",
             "USER",
             "TENANT",
             "TOOL",

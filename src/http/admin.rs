@@ -1,7 +1,9 @@
 //! `/admin/v1/*`: server keys, sessions, roles and the audit log over HTTP, described by
 //! `openapi/apigate-admin.yaml` (a test checks that [`mounted`] and the document agree). A thin
-//! adapter over `auth::Auth`'s admin operations: every request needs an `x-api-key` holding
-//! `apigate.admin`; errors are JSON `{error, code}`.
+//! adapter over `auth::Auth`'s admin operations, run as the calling key (`Auth::admin_as`: a
+//! read-only key only reads, nothing is granted beyond the key's features, every change is
+//! audited): every request needs an `x-api-key` holding `apigate.admin`; errors are JSON
+//! `{error, code}`.
 
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{Path, Query, Request, State};
@@ -152,6 +154,9 @@ impl From<AdminError> for ApiError {
         let (status, code) = match &e {
             AdminError::Invalid(_) => (StatusCode::BAD_REQUEST, "INVALID_ARGUMENTS"),
             AdminError::NotFound(_) => (StatusCode::NOT_FOUND, "NOT_FOUND"),
+            AdminError::ReadOnly { .. } | AdminError::BeyondOwn { .. } => {
+                (StatusCode::FORBIDDEN, "FORBIDDEN")
+            }
             AdminError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "UNAVAILABLE"),
             AdminError::Internal => (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL"),
         };
@@ -159,7 +164,17 @@ impl From<AdminError> for ApiError {
             AdminError::Unavailable(_) => "the database is unavailable; try again later".into(),
             other => other.to_string(),
         };
-        ApiError::new(status, code, message)
+        let mut error = ApiError::new(status, code, message);
+        match e {
+            AdminError::ReadOnly { .. } => {
+                error.details.insert("readOnly".into(), true.into());
+            }
+            AdminError::BeyondOwn { missing } => {
+                error.details.insert("missing".into(), missing.into());
+            }
+            _ => {}
+        }
+        error
     }
 }
 
@@ -185,7 +200,8 @@ async fn require_admin(
         .get("x-api-key")
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
-    let key = match auth.authenticate_key(presented).await {
+    let source = super::guard::peer_ip(req.extensions());
+    let key = match auth.authenticate_key_from(presented, source).await {
         Ok(k) => k,
         Err(e) => return ApiError::from(e).into_response(),
     };
@@ -211,22 +227,25 @@ async fn create_key(
     Extension(caller): Extension<KeyPrincipal>,
     body: Result<Json<NewKey>, JsonRejection>,
 ) -> Result<Response, ApiError> {
-    let Json(mut req) = body?;
-    req.created_by = Some(caller.label());
-    let created = auth.create_key(req).await?;
+    let Json(req) = body?;
+    let created = auth.admin_as(&caller).create_key(req).await?;
     Ok((StatusCode::CREATED, Json(created)).into_response())
 }
 
-async fn list_keys(State(auth): State<Auth>) -> Result<Response, ApiError> {
-    let keys = auth.list_keys().await?;
+async fn list_keys(
+    State(auth): State<Auth>,
+    Extension(caller): Extension<KeyPrincipal>,
+) -> Result<Response, ApiError> {
+    let keys = auth.admin_as(&caller).list_keys().await?;
     Ok(Json(json!({ "keys": keys })).into_response())
 }
 
 async fn revoke_key(
     State(auth): State<Auth>,
+    Extension(caller): Extension<KeyPrincipal>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let r = auth.revoke_key(&id).await?;
+    let r = auth.admin_as(&caller).revoke_key(&id).await?;
     Ok(Json(r).into_response())
 }
 
@@ -235,14 +254,14 @@ async fn create_session(
     Extension(caller): Extension<KeyPrincipal>,
     body: Result<Json<NewSession>, JsonRejection>,
 ) -> Result<Response, ApiError> {
-    let Json(mut req) = body?;
-    req.created_by = Some(caller.label());
-    let created = auth.create_session(req).await?;
+    let Json(req) = body?;
+    let created = auth.admin_as(&caller).create_session(req).await?;
     Ok((StatusCode::CREATED, Json(created)).into_response())
 }
 
 async fn revoke_session(
     State(auth): State<Auth>,
+    Extension(caller): Extension<KeyPrincipal>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let which = match SessionRef::parse(&id)? {
@@ -256,7 +275,7 @@ async fn revoke_session(
             ));
         }
     };
-    let r = auth.revoke_session(&which).await?;
+    let r = auth.admin_as(&caller).revoke_session(&which).await?;
     Ok(Json(r).into_response())
 }
 
@@ -268,6 +287,7 @@ struct RevokeByToken {
 
 async fn revoke_session_by_token(
     State(auth): State<Auth>,
+    Extension(caller): Extension<KeyPrincipal>,
     body: Result<Json<RevokeByToken>, JsonRejection>,
 ) -> Result<Response, ApiError> {
     let Json(req) = body?;
@@ -281,28 +301,33 @@ async fn revoke_session_by_token(
             ));
         }
     };
-    let r = auth.revoke_session(&which).await?;
+    let r = auth.admin_as(&caller).revoke_session(&which).await?;
     Ok(Json(r).into_response())
 }
 
 async fn list_sessions(
     State(auth): State<Auth>,
+    Extension(caller): Extension<KeyPrincipal>,
     query: Result<Query<SessionQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     let Query(q) = query?;
-    Ok(Json(auth.admin().list_sessions(&q).await?).into_response())
+    Ok(Json(auth.admin_as(&caller).list_sessions(&q).await?).into_response())
 }
 
 async fn audit(
     State(auth): State<Auth>,
+    Extension(caller): Extension<KeyPrincipal>,
     query: Result<Query<AuditQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     let Query(q) = query?;
-    Ok(Json(auth.admin().audit(&q).await?).into_response())
+    Ok(Json(auth.admin_as(&caller).audit(&q).await?).into_response())
 }
 
-async fn list_roles(State(auth): State<Auth>) -> Result<Response, ApiError> {
-    let roles = auth.list_roles().await?;
+async fn list_roles(
+    State(auth): State<Auth>,
+    Extension(caller): Extension<KeyPrincipal>,
+) -> Result<Response, ApiError> {
+    let roles = auth.admin_as(&caller).list_roles().await?;
     Ok(Json(json!({ "roles": roles })).into_response())
 }
 
@@ -314,10 +339,14 @@ struct SetRole {
 
 async fn set_role(
     State(auth): State<Auth>,
+    Extension(caller): Extension<KeyPrincipal>,
     Path(name): Path<String>,
     body: Result<Json<SetRole>, JsonRejection>,
 ) -> Result<Response, ApiError> {
     let Json(req) = body?;
-    let role = auth.set_role(&name, &req.features).await?;
+    let role = auth
+        .admin_as(&caller)
+        .set_role(&name, &req.features)
+        .await?;
     Ok(Json(role).into_response())
 }

@@ -143,6 +143,15 @@ pub enum KeyCheck {
     Database(Auth),
 }
 
+/// The connection's peer address (the client, or the reverse proxy in front of apigate:
+/// forwarding headers are not trusted). Absent when the server was not started with connect
+/// info.
+pub fn peer_ip(extensions: &axum::http::Extensions) -> Option<std::net::IpAddr> {
+    extensions
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        .map(|c| c.0.ip())
+}
+
 fn presented_key(headers: &HeaderMap) -> Option<&str> {
     headers
         .get("x-api-key")
@@ -176,7 +185,10 @@ pub async fn api_key(
             }
             None
         }
-        KeyCheck::Database(auth) => match auth.authenticate_key(&key).await {
+        KeyCheck::Database(auth) => match auth
+            .authenticate_key_from(&key, peer_ip(request.extensions()))
+            .await
+        {
             Ok(k) => Some(k),
             Err(e) => return auth_error_response(e),
         },

@@ -114,11 +114,17 @@ impl ServerHandler for McpServer {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        let session_header = context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|p| p.headers.get(crate::auth::SESSION_TOKEN_HEADER))
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| !v.trim().is_empty());
         let tools: Vec<Tool> = self
             .engine
-            .tool_definitions()
+            .tool_definitions(session_header)
             .into_iter()
             .filter_map(|t| match serde_json::from_value(t) {
                 Ok(tool) => Some(tool),

@@ -371,8 +371,9 @@ impl Store {
     pub async fn insert_audit(&self, e: &AuditEntry) -> Result<(), StoreError> {
         sqlx::query(
             "INSERT INTO audit_log (key_id, session_id, user_id, tenant_id, tool, operation, \
-             method, path, decision, upstream_status, duration_ms, error_code, at, call_id) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
+             method, path, decision, upstream_status, duration_ms, error_code, at, call_id, \
+             actor, target) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) \
              ON CONFLICT (call_id) DO NOTHING",
         )
         .bind(e.key_id)
@@ -389,6 +390,8 @@ impl Store {
         .bind(e.error_code.as_deref())
         .bind(e.at)
         .bind(e.call_id)
+        .bind(e.actor.as_deref())
+        .bind(e.target.as_deref())
         .execute(&self.pool)
         .await?;
         Ok(())
@@ -403,7 +406,7 @@ impl Store {
     ) -> Result<Vec<AuditRow>, StoreError> {
         let rows = sqlx::query_as::<_, AuditRow>(
             "SELECT id, at, key_id, session_id, user_id, tenant_id, tool, operation, method, path, \
-             decision, upstream_status, duration_ms, error_code \
+             decision, upstream_status, duration_ms, error_code, actor, target \
              FROM audit_log \
              WHERE ($1::timestamptz IS NULL OR at >= $1) \
              AND ($2::text IS NULL OR user_id = $2) \
@@ -648,8 +651,9 @@ impl Decision {
     }
 }
 
-/// One tool call, for `audit_log`. Carries no argument values and no bodies: `path` must be the
-/// operation's path template (`/pets/{petId}`), not the concrete path.
+/// One tool call or admin action, for `audit_log`. Carries no argument values, no bodies and
+/// no secrets: `path` must be the operation's path template (`/pets/{petId}`), not the concrete
+/// path.
 #[derive(Debug, Clone)]
 pub struct AuditEntry {
     pub key_id: Option<Uuid>,
@@ -669,6 +673,10 @@ pub struct AuditEntry {
     /// The call's id: writing the same row twice (a retry after a write whose answer was
     /// lost) keeps one row.
     pub call_id: Uuid,
+    /// Who acted: `key:<public id>`, `bootstrap`, `dev`, or `cli` for the admin CLI.
+    pub actor: Option<String>,
+    /// What an admin action changed: `key:<public id>`, `session:<id>`, `role:<name>`.
+    pub target: Option<String>,
 }
 
 /// A row of `audit_log`.
@@ -689,6 +697,8 @@ pub struct AuditRow {
     pub upstream_status: Option<i32>,
     pub duration_ms: i64,
     pub error_code: Option<String>,
+    pub actor: Option<String>,
+    pub target: Option<String>,
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 pub mod args;
 pub mod defs;
 pub mod error;
+mod method_override;
 mod ops;
 
 use std::sync::Arc;
@@ -102,10 +103,12 @@ impl Engine {
         }
     }
 
-    /// The tool definitions for `tools/list`; in production each takes `_sessionToken`.
-    pub fn tool_definitions(&self) -> Vec<Value> {
+    /// The tool definitions for `tools/list`; in production each takes `_sessionToken`, unless
+    /// the connection carries the session in its `x-session-token` header (`session_header`):
+    /// then a model is not asked for it (it would fill in a placeholder).
+    pub fn tool_definitions(&self, session_header: bool) -> Vec<Value> {
         let mut tools = defs::all(&self.spec.title);
-        if matches!(self.access, Access::Sessions) {
+        if matches!(self.access, Access::Sessions) && !session_header {
             for t in &mut tools {
                 if let Some(Value::Object(schema)) = t.get_mut("inputSchema") {
                     add_session_token_param(schema);
@@ -209,7 +212,7 @@ impl Engine {
                         "the connection has no verified API key",
                     ));
                 };
-                let token = choose_session_token(token, caller.session_token.as_deref());
+                let token = choose_session_token(token, caller.session_token.as_deref())?;
                 auth.authenticate_session(key, token.as_deref().unwrap_or(""))
                     .await
                     .map_err(ToolError::from)

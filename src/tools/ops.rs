@@ -97,7 +97,8 @@ pub fn parse(engine: &Engine, tool: &str, args: Map<String, Value>) -> Result<Pa
 }
 
 /// Checks the operation's permission for `principal`, then (for `api_execute`) validates the
-/// arguments against the operation's schema and builds the request.
+/// arguments against the operation's schema, builds the request and checks any method override
+/// it carries (`method_override.rs`).
 pub fn prepare(
     engine: &Engine,
     principal: &Principal,
@@ -111,7 +112,10 @@ pub fn prepare(
         }
         Parsed::Execute { args, found } => {
             let found = permitted(engine, principal, &*args, found)?;
-            plan(engine, *args, found).map(|p| Prepared::Execute(Box::new(p)))
+            let planned = plan(engine, *args, found)?;
+            let op = &engine.spec.operations[planned.op];
+            super::method_override::check(engine, principal, op, &planned.request)?;
+            Ok(Prepared::Execute(Box::new(planned)))
         }
     }
 }

@@ -97,7 +97,7 @@ async fn keys_and_sessions_round_trip_over_http() {
         reqwest::Method::POST,
         &keys,
         Some(BOOTSTRAP),
-        Some(json!({"name": "backend", "features": ["apigate.admin"]})),
+        Some(json!({"name": "backend", "features": ["apigate.*"]})),
     )
     .await;
     assert_eq!(st, StatusCode::CREATED, "{admin}");

@@ -1,1 +1,946 @@
-//! See `attacks/mod.rs`.
+//! Issue 15, items 13–17: privileges in production (`apigate serve`) mode, attacked for real:
+//! server keys and sessions in a real Postgres, apigate's real HTTP server (with the client's
+//! source address, as `serve` runs it), rmcp's MCP client, a recording upstream, and the admin
+//! API over HTTP.
+//!
+//! - 13: a call's features are the key's ∩ the session's.
+//! - 14: the `x-session-token` header pins the session; `_sessionToken` cannot override it.
+//! - 15: read-only callers cannot send a method override (headers or `_method`).
+//! - 16: wrong secrets from one address do not lock a key out at another.
+//! - 17: admin actions are audited; read-only admin keys only read; no key grants beyond its own.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use apigate::auth::{Auth, AuthConfig, NewKey, NewSession, PermissionRules, RateLimit};
+use apigate::http::{self, HttpOptions, KeyCheck};
+use apigate::store::Store;
+use apigate::tools::Access;
+use reqwest::StatusCode;
+use rmcp::ServiceExt;
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::db::TestDb;
+use crate::support::{Upstream, call, engine_args};
+
+const BOOTSTRAP: &str = "bootstrap-key-for-privilege-tests";
+
+type Client = RunningService<RoleClient, ()>;
+
+/// A small pet API: `GET /pet/{petId}` declares every method-override header and a `_method`
+/// query parameter (as some real APIs do); `DELETE /pet/{petId}` needs `pets.admin`.
+fn pets_spec() -> tempfile::NamedTempFile {
+    let pet_id =
+        json!({"name": "petId", "in": "path", "required": true, "schema": {"type": "integer"}});
+    let header = |name: &str| {
+        json!({"name": name, "in": "header", "description": "Tunnels another HTTP method through GET",
+            "schema": {"type": "string"}})
+    };
+    let doc = json!({
+        "openapi": "3.0.0",
+        "info": {"title": "Pets with method override", "version": "1.0.0"},
+        "servers": [{"url": "http://pets.example/v2"}],
+        "paths": {"/pet/{petId}": {
+            "get": {
+                "operationId": "getPetById",
+                "summary": "Find a pet by its id",
+                "parameters": [
+                    pet_id,
+                    header("X-HTTP-Method-Override"),
+                    header("X-HTTP-Method"),
+                    header("X-Method-Override"),
+                    {"name": "_method", "in": "query", "schema": {"type": "string"}},
+                ],
+                "responses": {"200": {"description": "the pet",
+                    "content": {"application/json": {"schema": {"type": "object"}}}}},
+            },
+            "delete": {
+                "operationId": "deletePet",
+                "summary": "Delete a pet",
+                "x-required-features": ["pets.admin"],
+                "parameters": [pet_id],
+                "responses": {"200": {"description": "deleted"}},
+            },
+        }},
+    });
+    let file = tempfile::Builder::new().suffix(".json").tempfile().unwrap();
+    std::fs::write(file.path(), doc.to_string()).unwrap();
+    file
+}
+
+/// One production instance in-process, wired as `apigate serve` wires it (including the
+/// client's socket address reaching the handlers).
+struct Gate {
+    addr: SocketAddr,
+    auth: Auth,
+    shutdown: CancellationToken,
+}
+
+impl Gate {
+    async fn start(db: &TestDb, upstream: &Upstream, spec: &str, rules: &str) -> Gate {
+        Gate::start_with(db, upstream, spec, rules, AuthConfig::default()).await
+    }
+
+    /// With `cfg` (its bootstrap key is always [`BOOTSTRAP`]).
+    async fn start_with(
+        db: &TestDb,
+        upstream: &Upstream,
+        spec: &str,
+        rules: &str,
+        cfg: AuthConfig,
+    ) -> Gate {
+        let store = Store::connect(&db.url).await.expect("store connects");
+        store.migrate().await.expect("migrations apply");
+        let auth = Auth::new(
+            store,
+            AuthConfig {
+                bootstrap_key: Some(BOOTSTRAP.into()),
+                ..cfg
+            },
+        )
+        .await
+        .expect("auth starts");
+        let mut engine = engine_args(spec, Some(upstream.url()))
+            .build()
+            .await
+            .expect("engine builds");
+        engine.access = Access::Sessions;
+        engine.rules = PermissionRules::from_toml(rules).expect("rules parse");
+        engine.auth = Some(auth.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let shutdown = CancellationToken::new();
+        let router = http::router(
+            Arc::new(engine),
+            HttpOptions {
+                max_body_bytes: 256 * 1024,
+                admin: Some(http::admin::router(auth.clone())),
+                store: Some(auth.store().clone()),
+                ..HttpOptions::new(KeyCheck::Database(auth.clone()), "production")
+            },
+            shutdown.clone(),
+        );
+        tokio::spawn(http::serve(
+            listener,
+            router,
+            shutdown.clone(),
+            http::ConnLimits::default(),
+        ));
+        Gate {
+            addr,
+            auth,
+            shutdown,
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// An rmcp client sending `key`, and `session_token` as `x-session-token` when given.
+    async fn client(&self, key: &str, session_token: Option<&str>) -> Client {
+        let mut headers = HashMap::new();
+        headers.insert(
+            axum::http::HeaderName::from_static("x-api-key"),
+            axum::http::HeaderValue::from_str(key).unwrap(),
+        );
+        if let Some(t) = session_token {
+            headers.insert(
+                axum::http::HeaderName::from_static("x-session-token"),
+                axum::http::HeaderValue::from_str(t).unwrap(),
+            );
+        }
+        let config =
+            StreamableHttpClientTransportConfig::with_uri(self.url("/mcp")).custom_headers(headers);
+        let transport = StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
+        ().serve(transport).await.expect("MCP client connects")
+    }
+
+    async fn key(&self, features: &[&str]) -> String {
+        self.auth
+            .create_key(NewKey {
+                name: "agent".into(),
+                features: features.iter().map(|f| f.to_string()).collect(),
+                ..NewKey::default()
+            })
+            .await
+            .unwrap()
+            .key
+    }
+
+    async fn session(&self, features: &[&str], read_only: bool) -> String {
+        self.auth
+            .create_session(NewSession {
+                user_id: "u-42".into(),
+                features: features.iter().map(|f| f.to_string()).collect(),
+                read_only,
+                ..NewSession::default()
+            })
+            .await
+            .unwrap()
+            .token
+    }
+}
+
+impl Drop for Gate {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+fn get_pet(id: i64) -> Value {
+    json!({"operationId": "getPetById", "pathParams": {"petId": id}})
+}
+
+fn delete_pet(id: i64) -> Value {
+    json!({"operationId": "deletePet", "pathParams": {"petId": id}})
+}
+
+// ---- 13 ----------------------------------------------------------------------------------------
+
+/// A key holding only `apigate.discover` (or nothing) with a `*` session used to run
+/// `api_execute`: the session's features alone counted. Now the key bounds the call.
+#[tokio::test]
+async fn a_narrow_key_bounds_a_wide_session() {
+    let db = TestDb::new().await;
+    let upstream = Upstream::start().await;
+    let spec = pets_spec();
+    let gate = Gate::start(&db, &upstream, spec.path().to_str().unwrap(), "").await;
+    let everything = gate.session(&["*"], false).await;
+
+    // Only apigate.discover: discovery works, execution does not.
+    let discover_only = gate.key(&["apigate.discover"]).await;
+    let client = gate.client(&discover_only, Some(&everything)).await;
+    let (err, r) = call(&client, "api_discover", json!({"query": "find a pet"})).await;
+    assert!(!err, "{r}");
+    let (err, r) = call(&client, "api_execute", get_pet(1)).await;
+    assert!(err, "a key without apigate.execute executed a call: {r}");
+    assert_eq!(r["code"], "FORBIDDEN", "{r}");
+    assert_eq!(r["missing"], "apigate.execute", "{r}");
+    let (err, r) = call(&client, "api_schema", json!({"operationId": "getPetById"})).await;
+    assert!(err, "{r}");
+    assert_eq!(r["missing"], "apigate.schema", "{r}");
+    client.cancel().await.unwrap();
+
+    // No features at all: not even discovery.
+    let nothing = gate.key(&[]).await;
+    let client = gate.client(&nothing, Some(&everything)).await;
+    let (err, r) = call(&client, "api_discover", json!({"query": "find a pet"})).await;
+    assert!(err, "{r}");
+    assert_eq!(r["missing"], "apigate.discover", "{r}");
+    client.cancel().await.unwrap();
+
+    // The three tools but not pets.admin: the session's `*` does not lend it.
+    let tools_only = gate.key(&["apigate.*"]).await;
+    let client = gate.client(&tools_only, Some(&everything)).await;
+    let (err, r) = call(&client, "api_execute", get_pet(2)).await;
+    assert!(!err, "{r}");
+    let (err, r) = call(&client, "api_execute", delete_pet(2)).await;
+    assert!(err, "{r}");
+    assert_eq!(r["missing"], "pets.admin", "{r}");
+    // Nor does discovery show what the pair cannot run.
+    let (_, r) = call(
+        &client,
+        "api_discover",
+        json!({"query": "delete a pet", "limit": 50}),
+    )
+    .await;
+    assert!(!r.to_string().contains("deletePet"), "{r}");
+    client.cancel().await.unwrap();
+
+    // The other way round: a wide key does not widen a narrow session.
+    let wide = gate.key(&["*"]).await;
+    let narrow = gate.session(&["apigate.*"], false).await;
+    let client = gate.client(&wide, Some(&narrow)).await;
+    let (err, r) = call(&client, "api_execute", delete_pet(3)).await;
+    assert!(err, "{r}");
+    assert_eq!(r["missing"], "pets.admin", "{r}");
+    client.cancel().await.unwrap();
+
+    let deletes = || {
+        upstream
+            .requests()
+            .iter()
+            .filter(|r| r.method == "DELETE")
+            .count()
+    };
+    assert_eq!(deletes(), 0, "a forbidden DELETE reached the API");
+    // Both wide: it runs (the checks above are not refusing everything).
+    let client = gate.client(&wide, Some(&everything)).await;
+    let (err, r) = call(&client, "api_execute", delete_pet(4)).await;
+    assert!(!err, "{r}");
+    assert_eq!(deletes(), 1);
+    client.cancel().await.unwrap();
+}
+
+// ---- 14 ----------------------------------------------------------------------------------------
+
+/// With the session in `x-session-token`, the tools do not ask for `_sessionToken` (a model
+/// fills "required" fields with placeholders), and a different token in the arguments cannot
+/// replace the read-only session the header pins: before, it did, and a DELETE ran.
+#[tokio::test]
+async fn the_session_header_cannot_be_overridden_by_an_argument() {
+    let db = TestDb::new().await;
+    let upstream = Upstream::start().await;
+    let spec = pets_spec();
+    let gate = Gate::start(&db, &upstream, spec.path().to_str().unwrap(), "").await;
+    let key = gate.key(&["*"]).await;
+    let reader = gate.session(&["*"], true).await;
+    let writer = gate.session(&["*"], false).await;
+
+    let pinned = gate.client(&key, Some(&reader)).await;
+    let tools = pinned.list_all_tools().await.unwrap();
+    assert_eq!(tools.len(), 3);
+    for t in &tools {
+        let schema = Value::Object((*t.input_schema).clone());
+        let required = schema["required"].as_array().cloned().unwrap_or_default();
+        assert!(
+            !required.contains(&json!("_sessionToken")),
+            "{} requires _sessionToken although the connection carries x-session-token \
+             (a model fills it with a placeholder): {schema}",
+            t.name
+        );
+        assert!(
+            schema["properties"].get("_sessionToken").is_none(),
+            "{} offers _sessionToken on a connection that has the header: {schema}",
+            t.name
+        );
+    }
+    // Without the header the argument stays required (the same server, another connection).
+    let unpinned = gate.client(&key, None).await;
+    for t in unpinned.list_all_tools().await.unwrap() {
+        let schema = Value::Object((*t.input_schema).clone());
+        assert!(
+            schema["required"]
+                .as_array()
+                .unwrap()
+                .contains(&json!("_sessionToken")),
+            "{}: {schema}",
+            t.name
+        );
+    }
+    unpinned.cancel().await.unwrap();
+
+    // A call as the schema now describes it runs as the header's session.
+    let (err, r) = call(&pinned, "api_execute", get_pet(1)).await;
+    assert!(!err, "{r}");
+    // The same token in the argument is fine.
+    let mut same = get_pet(2);
+    same["_sessionToken"] = json!(reader);
+    let (err, r) = call(&pinned, "api_execute", same).await;
+    assert!(!err, "{r}");
+
+    // The attack: a read-write token in the argument, over a connection pinned read-only.
+    let before = upstream.requests().len();
+    let mut escalate = delete_pet(7);
+    escalate["_sessionToken"] = json!(writer);
+    let (err, r) = call(&pinned, "api_execute", escalate).await;
+    assert!(
+        err,
+        "the argument overrode the header's read-only session: {r}"
+    );
+    assert_eq!(r["code"], "UNAUTHORIZED", "{r}");
+    let message = r["error"].as_str().unwrap();
+    assert!(message.contains("x-session-token"), "{r}");
+    assert!(!r.to_string().contains(&writer), "the token is echoed: {r}");
+    assert!(!r.to_string().contains(&reader), "the token is echoed: {r}");
+    assert_eq!(
+        upstream.requests().len(),
+        before,
+        "the DELETE reached the API"
+    );
+
+    // A placeholder sent anyway is refused the same way, with what to do about it.
+    for placeholder in [
+        "<your session token>",
+        "sess_0123456789abcdef0123456789abcdef",
+    ] {
+        let mut args = json!({"query": "find a pet"});
+        args["_sessionToken"] = json!(placeholder);
+        let (err, r) = call(&pinned, "api_discover", args).await;
+        assert!(err, "{placeholder}: {r}");
+        assert_eq!(r["code"], "UNAUTHORIZED", "{r}");
+        assert!(r["error"].as_str().unwrap().contains("omit"), "{r}");
+    }
+    pinned.cancel().await.unwrap();
+}
+
+// ---- 15 ----------------------------------------------------------------------------------------
+
+/// A read-only caller could send a GET the spec declares with `X-HTTP-Method-Override:
+/// DELETE`, which many frameworks execute as a DELETE.
+#[tokio::test]
+async fn read_only_callers_cannot_override_the_method() {
+    let db = TestDb::new().await;
+    let upstream = Upstream::start().await;
+    let spec = pets_spec();
+    let gate = Gate::start(
+        &db,
+        &upstream,
+        spec.path().to_str().unwrap(),
+        "[[rule]]\nmethod = \"DELETE\"\npath = \"/pet/**\"\nfeatures = [\"pets.delete\"]\n",
+    )
+    .await;
+    let key = gate.key(&["*"]).await;
+    let reader = gate.session(&["*"], true).await;
+    let client = gate.client(&key, Some(&reader)).await;
+
+    // The plain GET works.
+    let (err, r) = call(&client, "api_execute", get_pet(1)).await;
+    assert!(!err, "{r}");
+    let before = upstream.requests().len();
+    assert_eq!(before, 1);
+
+    let mut attempts: Vec<Value> = Vec::new();
+    for name in [
+        "X-HTTP-Method-Override",
+        "x-http-method-override",
+        "X-HTTP-Method",
+        "X-Method-Override",
+    ] {
+        let mut args = get_pet(1);
+        args["headers"] = json!({ name: "DELETE" });
+        attempts.push(args);
+    }
+    let mut by_query = get_pet(1);
+    by_query["query"] = json!({"_method": "DELETE"});
+    attempts.push(by_query);
+    // Whatever the value: a read-only caller may not tunnel a method at all.
+    let mut lower = get_pet(1);
+    lower["headers"] = json!({"X-HTTP-Method-Override": "delete"});
+    attempts.push(lower);
+    for args in attempts {
+        let (err, r) = call(&client, "api_execute", args.clone()).await;
+        assert!(
+            err,
+            "{args}: a read-only caller sent a method override: {r}"
+        );
+        assert_eq!(r["code"], "FORBIDDEN", "{args}: {r}");
+        assert_eq!(r["readOnly"], true, "{args}: {r}");
+        assert!(r["error"].as_str().unwrap().contains("override"), "{r}");
+    }
+    let overridden: Vec<String> = upstream
+        .requests()
+        .iter()
+        .filter(|r| {
+            r.uri.contains("_method")
+                || r.headers.keys().any(|h| {
+                    matches!(
+                        h.as_str(),
+                        "x-http-method-override" | "x-http-method" | "x-method-override"
+                    )
+                })
+        })
+        .map(|r| format!("{} {} {:?}", r.method, r.uri, r.headers))
+        .collect();
+    assert!(
+        overridden.is_empty(),
+        "method overrides reached the API: {overridden:?}"
+    );
+    assert_eq!(upstream.requests().len(), before);
+    client.cancel().await.unwrap();
+
+    // A caller that may write still needs what the tunnelled method needs: the rule on
+    // DELETE and deletePet's x-required-features.
+    let writer = gate.session(&["apigate.*"], false).await;
+    let client = gate.client(&key, Some(&writer)).await;
+    let mut args = get_pet(1);
+    args["headers"] = json!({"X-HTTP-Method-Override": "DELETE"});
+    let (err, r) = call(&client, "api_execute", args.clone()).await;
+    assert!(err, "{r}");
+    assert_eq!(r["code"], "FORBIDDEN", "{r}");
+    assert_eq!(upstream.requests().len(), before);
+    // …and with them, it is sent as declared.
+    let admin = gate
+        .session(&["apigate.*", "pets.admin", "pets.delete"], false)
+        .await;
+    let mut with_token = args.clone();
+    with_token["_sessionToken"] = json!(admin);
+    let client2 = gate.client(&key, None).await;
+    let (err, r) = call(&client2, "api_execute", with_token).await;
+    assert!(!err, "{r}");
+    let sent = upstream.requests().pop().unwrap();
+    assert_eq!(sent.headers["x-http-method-override"], "DELETE");
+    client.cancel().await.unwrap();
+    client2.cancel().await.unwrap();
+}
+
+// ---- 16 ----------------------------------------------------------------------------------------
+
+/// An `initialize` with `key` from the client's own source address `from`.
+async fn initialize_from(gate: &Gate, from: IpAddr, key: &str) -> StatusCode {
+    let client = reqwest::Client::builder()
+        .local_address(from)
+        .build()
+        .unwrap();
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    client
+        .post(gate.url("/mcp"))
+        .header("accept", "application/json, text/event-stream")
+        .header("x-api-key", key)
+        .json(&init)
+        .send()
+        .await
+        .unwrap()
+        .status()
+}
+
+/// After a restart, ten wrong secrets for a known public id locked the real key out with
+/// 429 for everyone. The throttle is per public id and source address: the attacker at
+/// 127.0.0.2 is throttled; the key's owner at 127.0.0.1 is not.
+#[tokio::test]
+async fn wrong_secrets_from_one_address_do_not_lock_out_another() {
+    let db = TestDb::new().await;
+    let upstream = Upstream::start().await;
+    let spec = pets_spec();
+    let spec = spec.path().to_str().unwrap();
+    let legit: IpAddr = [127, 0, 0, 1].into();
+    let attacker: IpAddr = [127, 0, 0, 2].into();
+
+    // Ten verifications at once per (public id, address), and (for the test) no refill in
+    // its lifetime, so the count does not depend on how fast argon2 runs here.
+    let cfg = || AuthConfig {
+        verify_rate: RateLimit {
+            per_second: 0.001,
+            burst: 10,
+        },
+        ..AuthConfig::default()
+    };
+    let first = Gate::start_with(&db, &upstream, spec, "", cfg()).await;
+    let key = first.key(&["*"]).await;
+    assert_eq!(initialize_from(&first, legit, &key).await, StatusCode::OK);
+    drop(first);
+    // The restart: the new instance has verified nothing yet.
+    let gate = Gate::start_with(&db, &upstream, spec, "", cfg()).await;
+
+    let public_id = key.split('_').nth(1).unwrap();
+    let mut statuses = Vec::new();
+    for i in 0..12 {
+        let guess = format!("agk_{public_id}_{}", format!("guess{i:02}").repeat(6));
+        statuses.push(initialize_from(&gate, attacker, &guess).await);
+    }
+    assert_eq!(
+        statuses[..10],
+        [StatusCode::UNAUTHORIZED; 10],
+        "{statuses:?}"
+    );
+    assert_eq!(
+        statuses[10..],
+        [StatusCode::TOO_MANY_REQUESTS; 2],
+        "{statuses:?}"
+    );
+
+    // The owner, elsewhere, gets in.
+    assert_eq!(
+        initialize_from(&gate, legit, &key).await,
+        StatusCode::OK,
+        "wrong guesses from {attacker} locked the key out for {legit}"
+    );
+    // The attacker stays throttled.
+    let guess = format!("agk_{public_id}_{}", "guess99".repeat(6));
+    assert_eq!(
+        initialize_from(&gate, attacker, &guess).await,
+        StatusCode::TOO_MANY_REQUESTS
+    );
+}
+
+// ---- 17 ----------------------------------------------------------------------------------------
+
+async fn admin(
+    gate: &Gate,
+    method: reqwest::Method,
+    path: &str,
+    key: &str,
+    body: Option<Value>,
+) -> (StatusCode, Value) {
+    let mut req = reqwest::Client::new()
+        .request(method, gate.url(&format!("/admin/v1{path}")))
+        .header("x-api-key", key);
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    let resp = req.send().await.unwrap();
+    let status = resp.status();
+    let text = resp.text().await.unwrap();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
+/// Creating and revoking keys and sessions and setting roles over the admin API write audit
+/// rows naming who did what to what, never a key or a token.
+#[tokio::test]
+async fn admin_actions_are_audited_without_secrets() {
+    use reqwest::Method as M;
+    let db = TestDb::new().await;
+    let upstream = Upstream::start().await;
+    let spec = pets_spec();
+    let gate = Gate::start(&db, &upstream, spec.path().to_str().unwrap(), "").await;
+
+    let (st, backend) = admin(
+        &gate,
+        M::POST,
+        "/keys",
+        BOOTSTRAP,
+        Some(json!({"name": "backend", "features": ["*"]})),
+    )
+    .await;
+    assert_eq!(st, StatusCode::CREATED, "{backend}");
+    let backend_key = backend["key"].as_str().unwrap().to_string();
+    let actor = format!("key:{}", backend["publicId"].as_str().unwrap());
+
+    let (st, agent) = admin(
+        &gate,
+        M::POST,
+        "/keys",
+        &backend_key,
+        Some(json!({"name": "agent", "features": ["apigate.*"]})),
+    )
+    .await;
+    assert_eq!(st, StatusCode::CREATED, "{agent}");
+    let (st, role) = admin(
+        &gate,
+        M::PUT,
+        "/roles/clerk",
+        &backend_key,
+        Some(json!({"features": ["apigate.*", "pets.read"]})),
+    )
+    .await;
+    assert_eq!(st, StatusCode::OK, "{role}");
+    let (st, s1) = admin(
+        &gate,
+        M::POST,
+        "/sessions",
+        &backend_key,
+        Some(json!({"userId": "u-1", "roles": ["clerk"]})),
+    )
+    .await;
+    assert_eq!(st, StatusCode::CREATED, "{s1}");
+    let (st, s2) = admin(
+        &gate,
+        M::POST,
+        "/sessions",
+        &backend_key,
+        Some(json!({"userId": "u-2"})),
+    )
+    .await;
+    assert_eq!(st, StatusCode::CREATED, "{s2}");
+    let (st, r) = admin(
+        &gate,
+        M::POST,
+        "/sessions/revoke",
+        &backend_key,
+        Some(json!({"token": s1["token"]})),
+    )
+    .await;
+    assert_eq!(st, StatusCode::OK, "{r}");
+    let s2_id = s2["id"].as_str().unwrap();
+    let (st, r) = admin(
+        &gate,
+        M::DELETE,
+        &format!("/sessions/{s2_id}"),
+        &backend_key,
+        None,
+    )
+    .await;
+    assert_eq!(st, StatusCode::OK, "{r}");
+    let agent_public = agent["publicId"].as_str().unwrap();
+    let (st, r) = admin(
+        &gate,
+        M::DELETE,
+        &format!("/keys/{agent_public}"),
+        &backend_key,
+        None,
+    )
+    .await;
+    assert_eq!(st, StatusCode::OK, "{r}");
+
+    let (st, page) = admin(&gate, M::GET, "/audit?tool=admin", &backend_key, None).await;
+    assert_eq!(st, StatusCode::OK, "{page}");
+    let entries = page["entries"].as_array().unwrap();
+    let got: Vec<(String, String, String, String)> = entries
+        .iter()
+        .rev()
+        .map(|e| {
+            let s = |k: &str| e[k].as_str().unwrap_or("-").to_string();
+            (s("actor"), s("operation"), s("target"), s("decision"))
+        })
+        .collect();
+    let s1_id = s1["id"].as_str().unwrap();
+    let want: Vec<(String, String, String, String)> = [
+        ("bootstrap", "key.create", format!("key:{}", &actor[4..])),
+        (&actor, "key.create", format!("key:{agent_public}")),
+        (&actor, "role.set", "role:clerk".to_string()),
+        (&actor, "session.create", format!("session:{s1_id}")),
+        (&actor, "session.create", format!("session:{s2_id}")),
+        (&actor, "session.revoke", format!("session:{s1_id}")),
+        (&actor, "session.revoke", format!("session:{s2_id}")),
+        (&actor, "key.revoke", format!("key:{agent_public}")),
+    ]
+    .into_iter()
+    .map(|(a, o, t)| (a.to_string(), o.to_string(), t, "allowed".to_string()))
+    .collect();
+    assert_eq!(got, want, "{page}");
+    for e in entries {
+        assert_eq!(e["tool"], "admin", "{e}");
+    }
+
+    // No secret in the audit log, read back whole from the database.
+    let pool = sqlx::PgPool::connect(&db.url).await.unwrap();
+    let whole: Vec<String> = sqlx::query_scalar("SELECT row_to_json(a)::text FROM audit_log a")
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    let whole = whole.join("\n");
+    let agent_key = agent["key"].as_str().unwrap();
+    for secret in [
+        backend_key.as_str(),
+        agent_key,
+        s1["token"].as_str().unwrap(),
+        s2["token"].as_str().unwrap(),
+        BOOTSTRAP,
+    ] {
+        // The secret part of a key (after its public id) and whole tokens never appear.
+        let tail = &secret[secret.len() - 16..];
+        assert!(
+            !whole.contains(tail),
+            "a secret is in the audit log:\n{whole}"
+        );
+    }
+
+    // The CLI's actions are audited too, as `cli`.
+    let cli = apigate::auth::Admin::new(gate.auth.store().clone());
+    let out = apigate::cli::admin::roles(
+        &cli,
+        apigate::cli::admin::RolesCommand::Set {
+            name: "viewer".into(),
+            features: vec!["apigate.discover".into()],
+            json: true,
+        },
+    )
+    .await
+    .unwrap();
+    assert!(out.contains("viewer"), "{out}");
+    let (_, page) = admin(
+        &gate,
+        M::GET,
+        "/audit?tool=admin&limit=1",
+        &backend_key,
+        None,
+    )
+    .await;
+    let last = &page["entries"][0];
+    assert_eq!(
+        (&last["actor"], &last["operation"], &last["target"]),
+        (&json!("cli"), &json!("role.set"), &json!("role:viewer")),
+        "{page}"
+    );
+}
+
+/// A read-only admin key could create keys (and mint `*`). Now it may only read.
+#[tokio::test]
+async fn a_read_only_admin_key_may_only_read() {
+    use reqwest::Method as M;
+    let db = TestDb::new().await;
+    let upstream = Upstream::start().await;
+    let spec = pets_spec();
+    let gate = Gate::start(&db, &upstream, spec.path().to_str().unwrap(), "").await;
+    let (st, auditor) = admin(
+        &gate,
+        M::POST,
+        "/keys",
+        BOOTSTRAP,
+        Some(json!({"name": "auditor", "features": ["*"], "readOnly": true})),
+    )
+    .await;
+    assert_eq!(st, StatusCode::CREATED, "{auditor}");
+    let auditor_key = auditor["key"].as_str().unwrap();
+    let victim = gate.key(&["apigate.*"]).await;
+    let victim_public = victim.split('_').nth(1).unwrap();
+    let session = gate
+        .auth
+        .create_session(NewSession {
+            user_id: "u-1".into(),
+            ..NewSession::default()
+        })
+        .await
+        .unwrap();
+
+    // Reading works.
+    for path in ["/keys", "/sessions", "/roles", "/audit"] {
+        let (st, body) = admin(&gate, M::GET, path, auditor_key, None).await;
+        assert_eq!(st, StatusCode::OK, "GET {path}: {body}");
+    }
+    // Every change is refused, with a reason.
+    let changes: Vec<(M, String, Option<Value>)> = vec![
+        (
+            M::POST,
+            "/keys".into(),
+            Some(json!({"name": "minted", "features": ["*"]})),
+        ),
+        (M::DELETE, format!("/keys/{victim_public}"), None),
+        (M::POST, "/sessions".into(), Some(json!({"userId": "u-9"}))),
+        (M::DELETE, format!("/sessions/{}", session.id), None),
+        (
+            M::POST,
+            "/sessions/revoke".into(),
+            Some(json!({"token": session.token})),
+        ),
+        (
+            M::PUT,
+            "/roles/clerk".into(),
+            Some(json!({"features": ["*"]})),
+        ),
+    ];
+    for (method, path, body) in changes {
+        let (st, r) = admin(&gate, method.clone(), &path, auditor_key, body).await;
+        assert_eq!(
+            st,
+            StatusCode::FORBIDDEN,
+            "{method} {path} with a read-only key: {r}"
+        );
+        assert_eq!(r["code"], "FORBIDDEN", "{r}");
+        assert!(r["error"].as_str().unwrap().contains("read-only"), "{r}");
+    }
+    // Nothing changed.
+    let (_, keys) = admin(&gate, M::GET, "/keys", auditor_key, None).await;
+    let keys = keys["keys"].as_array().unwrap();
+    assert_eq!(keys.len(), 2, "{keys:?}");
+    assert!(keys.iter().all(|k| k["revokedAt"].is_null()), "{keys:?}");
+    let (_, roles) = admin(&gate, M::GET, "/roles", auditor_key, None).await;
+    assert_eq!(roles["roles"], json!([]));
+    assert!(
+        gate.auth
+            .authenticate_session(&apigate::auth::KeyPrincipal::dev(), &session.token)
+            .await
+            .is_ok()
+    );
+    // The refusals are in the audit log.
+    let (_, page) = admin(&gate, M::GET, "/audit?tool=admin", auditor_key, None).await;
+    let denied = page["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| {
+            e["decision"] == "denied"
+                && e["actor"] == format!("key:{}", auditor["publicId"].as_str().unwrap())
+        })
+        .count();
+    assert_eq!(denied, 6, "{page}");
+}
+
+/// Nobody creates a key or session, or sets a role, with features beyond their own.
+#[tokio::test]
+async fn admin_keys_cannot_grant_beyond_their_own_features() {
+    use reqwest::Method as M;
+    let db = TestDb::new().await;
+    let upstream = Upstream::start().await;
+    let spec = pets_spec();
+    let gate = Gate::start(&db, &upstream, spec.path().to_str().unwrap(), "").await;
+    gate.auth.set_role("root", &["*".into()]).await.unwrap();
+    gate.auth
+        .set_role("reader", &["apigate.discover".into()])
+        .await
+        .unwrap();
+    let (st, limited) = admin(
+        &gate,
+        M::POST,
+        "/keys",
+        BOOTSTRAP,
+        Some(json!({"name": "helpdesk", "features": ["apigate.admin", "apigate.discover", "pets.*"]})),
+    )
+    .await;
+    assert_eq!(st, StatusCode::CREATED, "{limited}");
+    let helpdesk = limited["key"].as_str().unwrap();
+
+    let escalations: Vec<(M, &str, Value, &str)> = vec![
+        (
+            M::POST,
+            "/keys",
+            json!({"name": "x", "features": ["*"]}),
+            "*",
+        ),
+        (
+            M::POST,
+            "/keys",
+            json!({"name": "x", "features": ["apigate.execute"]}),
+            "apigate.execute",
+        ),
+        (
+            M::POST,
+            "/keys",
+            json!({"name": "x", "features": ["apigate.*"]}),
+            "apigate.*",
+        ),
+        (
+            M::POST,
+            "/keys",
+            json!({"name": "x", "roles": ["root"]}),
+            "*",
+        ),
+        (
+            M::POST,
+            "/sessions",
+            json!({"userId": "u", "features": ["billing.read"]}),
+            "billing.read",
+        ),
+        (
+            M::POST,
+            "/sessions",
+            json!({"userId": "u", "roles": ["root"]}),
+            "*",
+        ),
+        (M::PUT, "/roles/reader", json!({"features": ["*"]}), "*"),
+        (
+            M::PUT,
+            "/roles/new",
+            json!({"features": ["apigate.admin", "crm.*"]}),
+            "crm.*",
+        ),
+    ];
+    for (method, path, body, missing) in escalations {
+        let (st, r) = admin(&gate, method.clone(), path, helpdesk, Some(body.clone())).await;
+        assert_eq!(st, StatusCode::FORBIDDEN, "{method} {path} {body}: {r}");
+        assert_eq!(r["code"], "FORBIDDEN", "{r}");
+        assert_eq!(r["missing"], missing, "{method} {path} {body}: {r}");
+        assert!(
+            r["error"].as_str().unwrap().contains(missing),
+            "the message names what is lacking: {r}"
+        );
+    }
+    // Within its own features it works (including a narrower wildcard and a role it covers).
+    let (st, r) = admin(
+        &gate,
+        M::POST,
+        "/keys",
+        helpdesk,
+        Some(json!({"name": "ok", "features": ["apigate.discover", "pets.read", "pets.photos.*"], "roles": ["reader"]})),
+    )
+    .await;
+    assert_eq!(st, StatusCode::CREATED, "{r}");
+    let (st, r) = admin(
+        &gate,
+        M::POST,
+        "/sessions",
+        helpdesk,
+        Some(json!({"userId": "u", "features": ["pets.*"]})),
+    )
+    .await;
+    assert_eq!(st, StatusCode::CREATED, "{r}");
+    // Nothing more was created, and the roles are as they were.
+    let (_, keys) = admin(&gate, M::GET, "/keys", helpdesk, None).await;
+    assert_eq!(keys["keys"].as_array().unwrap().len(), 2, "{keys}");
+    let (_, roles) = admin(&gate, M::GET, "/roles", helpdesk, None).await;
+    let roles = roles["roles"].as_array().unwrap();
+    assert_eq!(roles.len(), 2, "{roles:?}");
+    let reader = roles.iter().find(|r| r["name"] == "reader").unwrap();
+    assert_eq!(reader["features"], json!(["apigate.discover"]));
+}
