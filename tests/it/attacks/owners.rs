@@ -102,12 +102,19 @@ async fn post_mcp(server: &Server, headers: &[(&str, &str)], body: Value) -> (St
 /// `meta`); returns `Ok(())` when it ran and `Err(message)` when the monitor blocked it.
 async fn discover(server: &Server, headers: &[(&str, &str)], meta: bool) -> Result<(), String> {
     let mut params = json!({"name": "api_discover", "arguments": {"query": "find pets", "limit": 1}});
+    let mut headers = headers.to_vec();
     if meta {
         params["_meta"] = meta_2026();
+        // The 2026-07-28 transport's own headers, as a conforming client sends them.
+        headers.extend([
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "api_discover"),
+        ]);
     }
     let (status, answer) = post_mcp(
         server,
-        headers,
+        &headers,
         json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params}),
     )
     .await;
