@@ -79,8 +79,8 @@ pub enum MonitorError {
 /// One tool call as the gate sees it (after auth and argument validation).
 #[derive(Debug, Clone, Copy)]
 pub struct ToolCall<'a> {
-    /// The MCP session id or the auth session's id — never a token (stateless dev mode uses
-    /// [`crate::mcp::fingerprint`] of the API key).
+    /// The session id apigate made for the monitor (`tools::monitor_session_id`): from the
+    /// key's fingerprint and the validated MCP or user session, never from the request.
     pub session_id: &'a str,
     pub call_id: &'a str,
     pub tool: &'a str,

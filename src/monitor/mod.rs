@@ -4,6 +4,7 @@
 //!
 //! - `protocol`: the events and the decision, one serde type for client and server;
 //! - `sanitize`: what of a call's arguments and request may leave apigate;
+//! - `session_id`: the `sessionID` apigate gives a session (made from what it validated);
 //! - `client`: the gate (reqwest only); `server`: the reference monitor (the only axum user
 //!   here); `rules`: its pure decision logic; `duration`: how durations are written.
 //!
@@ -15,6 +16,7 @@ pub mod protocol;
 pub mod rules;
 mod sanitize;
 mod server;
+mod session_id;
 
 pub use client::{
     BlockCause, Blocked, DEFAULT_TIMEOUT, Monitor, MonitorConfig, MonitorError, ToolCall,
@@ -23,3 +25,4 @@ pub use duration::{human_duration, parse_duration};
 pub use rules::RuleSet;
 pub use sanitize::{MAX_ARG_CHARS, OperationRef, preview, sanitize_args};
 pub use server::{RunningMonitor, ServerConfig, spawn};
+pub use session_id::monitor_session_id;

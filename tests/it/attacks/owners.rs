@@ -63,13 +63,28 @@ fn meta_2026() -> Value {
     })
 }
 
-/// POSTs one JSON-RPC message to `/mcp` with the API key and `headers`; returns the answer's
-/// headers and the JSON-RPC message (from a JSON body or the first SSE `data:` with an id),
+/// An MCP endpoint and the API key to call it with.
+struct Mcp {
+    url: String,
+    key: String,
+}
+
+impl Mcp {
+    fn of(server: &Server) -> Mcp {
+        Mcp {
+            url: server.url("/mcp"),
+            key: KEY.to_owned(),
+        }
+    }
+}
+
+/// POSTs one JSON-RPC message to the endpoint with its API key and `headers`; returns the
+/// status and the JSON-RPC message (from a JSON body or the first SSE `data:` with an id),
 /// `Value::Null` for an empty 202.
-async fn post_mcp(server: &Server, headers: &[(&str, &str)], body: Value) -> (StatusCode, Value) {
+async fn post_mcp(mcp: &Mcp, headers: &[(&str, &str)], body: Value) -> (StatusCode, Value) {
     let mut request = reqwest::Client::new()
-        .post(server.url("/mcp"))
-        .header("x-api-key", KEY)
+        .post(&mcp.url)
+        .header("x-api-key", &mcp.key)
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
         .json(&body);
@@ -100,8 +115,9 @@ async fn post_mcp(server: &Server, headers: &[(&str, &str)], body: Value) -> (St
 
 /// One `api_discover` call over raw HTTP with these headers (and the 2026-07-28 `_meta` when
 /// `meta`); returns `Ok(())` when it ran and `Err(message)` when the monitor blocked it.
-async fn discover(server: &Server, headers: &[(&str, &str)], meta: bool) -> Result<(), String> {
-    let mut params = json!({"name": "api_discover", "arguments": {"query": "find pets", "limit": 1}});
+async fn discover(mcp: &Mcp, headers: &[(&str, &str)], meta: bool) -> Result<(), String> {
+    let mut params =
+        json!({"name": "api_discover", "arguments": {"query": "find pets", "limit": 1}});
     let mut headers = headers.to_vec();
     if meta {
         params["_meta"] = meta_2026();
@@ -113,7 +129,7 @@ async fn discover(server: &Server, headers: &[(&str, &str)], meta: bool) -> Resu
         ]);
     }
     let (status, answer) = post_mcp(
-        server,
+        mcp,
         &headers,
         json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params}),
     )
@@ -132,13 +148,15 @@ async fn discover(server: &Server, headers: &[(&str, &str)], meta: bool) -> Resu
     Ok(())
 }
 
-/// Eight calls, each naming a new `mcp-session-id`: the first five run, the rest are
-/// stopped by the budget.
-async fn rotate_and_count(server: &Server, meta: bool) {
+/// Eight calls (with `headers`), each naming a new `mcp-session-id`: the first five run, the
+/// rest are stopped by the budget.
+async fn rotate_and_count(mcp: &Mcp, headers: &[(&str, &str)], meta: bool) {
     let mut outcomes = Vec::new();
     for i in 0..8 {
         let fresh = format!("rotated-session-{i}");
-        outcomes.push(discover(server, &[("mcp-session-id", &fresh)], meta).await);
+        let mut all = headers.to_vec();
+        all.push(("mcp-session-id", &fresh));
+        outcomes.push(discover(mcp, &all, meta).await);
     }
     let ran = outcomes.iter().filter(|o| o.is_ok()).count();
     assert_eq!(
@@ -160,7 +178,7 @@ async fn rotate_and_count(server: &Server, meta: bool) {
 async fn stateless_rotating_the_session_header_does_not_evade_the_call_limit() {
     let monitor = budget_monitor().await;
     let (server, _upstream) = gated_apigate(&monitor, true).await;
-    rotate_and_count(&server, false).await;
+    rotate_and_count(&Mcp::of(&server), &[], false).await;
     drop(server);
     monitor.shutdown().await.unwrap();
 }
@@ -169,7 +187,7 @@ async fn stateless_rotating_the_session_header_does_not_evade_the_call_limit() {
 async fn stateful_rotating_the_session_header_with_2026_meta_does_not_evade_the_call_limit() {
     let monitor = budget_monitor().await;
     let (server, _upstream) = gated_apigate(&monitor, false).await;
-    rotate_and_count(&server, true).await;
+    rotate_and_count(&Mcp::of(&server), &[], true).await;
     drop(server);
     monitor.shutdown().await.unwrap();
 }
@@ -181,9 +199,11 @@ async fn open_session(server: &Server) -> String {
         .header("x-api-key", KEY)
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
-        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "victim", "version": "1"}}}))
+            "clientInfo": {"name": "victim", "version": "1"}}}),
+        )
         .send()
         .await
         .unwrap();
@@ -197,7 +217,7 @@ async fn open_session(server: &Server) -> String {
         .to_owned();
     let _ = response.text().await;
     let (status, _) = post_mcp(
-        server,
+        &Mcp::of(server),
         &[("mcp-session-id", &id)],
         json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
     )
@@ -210,29 +230,33 @@ async fn open_session(server: &Server) -> String {
 async fn naming_a_victims_session_id_does_not_use_up_the_victims_quota() {
     let monitor = budget_monitor().await;
     let (server, _upstream) = gated_apigate(&monitor, false).await;
+    let mcp = Mcp::of(&server);
     let victim = open_session(&server).await;
     let as_victim = [("mcp-session-id", victim.as_str())];
     for _ in 0..2 {
-        discover(&server, &as_victim, false)
+        discover(&mcp, &as_victim, false)
             .await
             .expect("the victim's own calls run");
     }
     // The attacker names the victim's session on sessionless (2026-07-28) requests.
     let mut attacker = Vec::new();
     for _ in 0..6 {
-        attacker.push(discover(&server, &as_victim, true).await);
+        attacker.push(discover(&mcp, &as_victim, true).await);
     }
     // The victim still has 3 of its 5 calls.
     for n in 3..=5 {
-        let r = discover(&server, &as_victim, false).await;
+        let r = discover(&mcp, &as_victim, false).await;
         assert!(
             r.is_ok(),
             "the victim's call {n} of 5 was blocked: the attacker's calls were counted as the \
              victim's ({r:?}; attacker: {attacker:?})"
         );
     }
-    let sixth = discover(&server, &as_victim, false).await;
-    assert!(sixth.is_err(), "the victim's 6th call ran: the limit is off");
+    let sixth = discover(&mcp, &as_victim, false).await;
+    assert!(
+        sixth.is_err(),
+        "the victim's 6th call ran: the limit is off"
+    );
     // The attacker's calls were counted, as its own (its key, no session): 5 ran.
     assert_eq!(
         attacker.iter().filter(|o| o.is_ok()).count(),
@@ -266,6 +290,202 @@ async fn an_rmcp_client_sees_its_own_session_counted_across_calls() {
     other.cancel().await.unwrap();
     drop(server);
     monitor.shutdown().await.unwrap();
+}
+
+const BOOTSTRAP: &str = "bootstrap-key-for-the-owners-attacks-0123";
+
+/// `apigate serve --stateless` (Postgres, the binary) gated by `monitor`; returns the process
+/// and its base URL.
+async fn gated_serve(
+    database_url: &str,
+    monitor: &RunningMonitor,
+    upstream: &Upstream,
+) -> (Proc, String) {
+    let spec = spec_path("petstore-3.0.json");
+    let (upstream_url, monitor_url) = (upstream.url(), monitor.url());
+    let (proc, url) = Proc::spawn_with_env(
+        "serve",
+        &[
+            "serve",
+            "--spec",
+            &spec,
+            "--upstream",
+            &upstream_url,
+            "--listen",
+            "127.0.0.1:0",
+            "--stateless",
+            "--key-rate",
+            "0",
+            "--session-rate",
+            "0",
+            "--monitor",
+            &monitor_url,
+            "--monitor-timeout",
+            "30s",
+        ],
+        &[
+            ("DATABASE_URL", database_url),
+            ("MCP_SERVER_API_KEY", BOOTSTRAP),
+        ],
+        "apigate serve:",
+    )
+    .await;
+    let base = url
+        .trim_end_matches(';')
+        .trim_end_matches("/mcp")
+        .to_owned();
+    (proc, base)
+}
+
+/// POSTs to the admin API with the bootstrap key; returns the created object.
+async fn admin_create(base: &str, what: &str, body: Value) -> Value {
+    let r = reqwest::Client::new()
+        .post(format!("{base}/admin/v1/{what}"))
+        .header("x-api-key", BOOTSTRAP)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201, "creating {what}");
+    r.json().await.unwrap()
+}
+
+#[tokio::test]
+async fn production_the_monitor_counts_the_validated_user_session_not_the_header() {
+    let db = crate::db::TestDb::new().await;
+    let monitor = budget_monitor().await;
+    let upstream = Upstream::start().await;
+    let (proc, base) = gated_serve(&db.url, &monitor, &upstream).await;
+    let tools = json!(["apigate.discover", "apigate.schema", "apigate.execute"]);
+    let key = admin_create(&base, "keys", json!({"name": "agent", "features": tools})).await;
+    let mcp = Mcp {
+        url: format!("{base}/mcp"),
+        key: key["key"].as_str().unwrap().to_owned(),
+    };
+    let mut users = Vec::new();
+    for user in ["rotator", "victim", "attacker"] {
+        users.push(
+            admin_create(
+                &base,
+                "sessions",
+                json!({"userId": user, "features": tools}),
+            )
+            .await,
+        );
+    }
+    let token = |i: usize| users[i]["token"].as_str().unwrap().to_owned();
+
+    // Rotating the header within one user session does not evade the limit.
+    let rotator = token(0);
+    rotate_and_count(&mcp, &[("x-session-token", &rotator)], false).await;
+
+    // The attacker names the victim's session (as the monitor used to know it) on its own
+    // calls: the victim's quota is untouched.
+    let victim = token(1);
+    let victim_id = format!("session-{}", users[1]["id"].as_str().unwrap());
+    let as_victim = [("x-session-token", victim.as_str())];
+    for _ in 0..2 {
+        discover(&mcp, &as_victim, false).await.unwrap();
+    }
+    let attacker = token(2);
+    let mut attacks = Vec::new();
+    for _ in 0..6 {
+        let naming = [
+            ("x-session-token", attacker.as_str()),
+            ("mcp-session-id", victim_id.as_str()),
+        ];
+        attacks.push(discover(&mcp, &naming, false).await);
+    }
+    for n in 3..=5 {
+        let r = discover(&mcp, &as_victim, false).await;
+        assert!(
+            r.is_ok(),
+            "the victim's call {n} of 5 was blocked: the attacker's calls were counted as the \
+             victim's ({r:?}; attacker: {attacks:?})\n{}",
+            proc.log()
+        );
+    }
+    assert!(discover(&mcp, &as_victim, false).await.is_err());
+    assert_eq!(
+        attacks.iter().filter(|o| o.is_ok()).count(),
+        5,
+        "{attacks:?}"
+    );
+    drop(proc);
+    monitor.shutdown().await.unwrap();
+}
+
+/// A monitor that allows every call and keeps every event.
+async fn recording_monitor() -> (String, std::sync::Arc<std::sync::Mutex<Vec<Value>>>) {
+    let events: std::sync::Arc<std::sync::Mutex<Vec<Value>>> = Default::default();
+    let seen = events.clone();
+    let app = axum::Router::new().route(
+        "/agent-monitor",
+        axum::routing::post(move |body: String| {
+            let seen = seen.clone();
+            async move {
+                let event: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+                seen.lock().unwrap().push(event);
+                r#"{"block": false}"#
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (format!("http://{addr}"), events)
+}
+
+#[tokio::test]
+async fn a_sessions_events_carry_one_id_made_by_apigate_not_its_mcp_session_id() {
+    let (monitor, events) = recording_monitor().await;
+    let upstream = Upstream::start().await;
+    let mut args = engine_args(&spec_path("petstore-3.0.json"), Some(upstream.url()));
+    args.monitor.monitor = Some(monitor);
+    let server = Server::start(args, false).await;
+    let session = open_session(&server).await;
+    discover(&Mcp::of(&server), &[("mcp-session-id", &session)], false)
+        .await
+        .unwrap();
+    let closed = reqwest::Client::new()
+        .delete(server.url("/mcp"))
+        .header("x-api-key", KEY)
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .unwrap();
+    assert!(closed.status().is_success(), "{}", closed.status());
+    let kinds = [
+        "session.started",
+        "tool.pre_execute",
+        "tool.post_execute",
+        "session.idle",
+    ];
+    let mut seen = Vec::new();
+    for _ in 0..600 {
+        seen = events.lock().unwrap().clone();
+        if kinds.iter().all(|k| seen.iter().any(|e| e["type"] == *k)) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let ids: Vec<&str> = kinds
+        .iter()
+        .map(|k| {
+            seen.iter()
+                .find(|e| e["type"] == *k)
+                .unwrap_or_else(|| panic!("no {k}: {seen:#?}"))["sessionID"]
+                .as_str()
+                .unwrap()
+        })
+        .collect();
+    // One id for the whole session: the key's fingerprint and a digest of the session.
+    assert!(ids.iter().all(|id| *id == ids[0]), "{ids:?}");
+    let key = apigate::mcp::fingerprint(KEY);
+    assert!(ids[0].starts_with(&format!("{key}/mcp-")), "{ids:?}");
+    // The MCP session id itself (a credential of the session) never reaches the monitor.
+    let all = serde_json::to_string(&seen).unwrap();
+    assert!(!all.contains(&session), "{all}");
 }
 
 // ---- item 12: self-approval ------------------------------------------------------------
@@ -362,10 +582,15 @@ async fn a_local_process_without_the_page_secret_cannot_approve_a_held_call() {
         ("a wrong bearer", http.post(&approve).bearer_auth("guessed")),
         (
             "a wrong cookie",
-            http.post(&approve)
-                .header("cookie", "apigate_monitor=guessed; apigate_monitor_token=guessed"),
+            http.post(&approve).header(
+                "cookie",
+                "apigate_monitor=guessed; apigate_monitor_token=guessed",
+            ),
         ),
-        ("a wrong query", http.post(format!("{approve}?token=guessed"))),
+        (
+            "a wrong query",
+            http.post(format!("{approve}?token=guessed")),
+        ),
     ];
     for (what, attempt) in attempts {
         let r = attempt.send().await.unwrap();
@@ -489,8 +714,10 @@ async fn the_printed_link_sets_an_http_only_strict_cookie_that_opens_the_api() {
     assert_eq!(r.status(), 200);
     let r = http
         .post(format!("{base}/agent-monitor"))
-        .json(&json!({"type": "session.started", "timestamp": 1, "project": "p",
-            "directory": "d", "worktree": "w", "sessionID": "s", "startTime": 1}))
+        .json(
+            &json!({"type": "session.started", "timestamp": 1, "project": "p",
+            "directory": "d", "worktree": "w", "sessionID": "s", "startTime": 1}),
+        )
         .send()
         .await
         .unwrap();
