@@ -55,7 +55,8 @@ impl MonitorArgs {
     }
 }
 
-/// `apigate monitor`: serves until Ctrl-C or SIGTERM, then shuts down gracefully.
+/// `apigate monitor`: serves until Ctrl-C or SIGTERM, then shuts down gracefully. The page
+/// link, with this run's secret, is printed once on stderr for the person at the terminal.
 pub async fn run(args: MonitorArgs) -> anyhow::Result<()> {
     let config = args.server_config()?;
     let listener = TcpListener::bind(args.listen)
@@ -65,16 +66,18 @@ pub async fn run(args: MonitorArgs) -> anyhow::Result<()> {
     let rule_count = config.rules.specs().len();
     let monitor = crate::monitor::spawn(listener, config).await?;
     eprintln!(
-        "apigate monitor listening on {url}\n  dashboard:  {url}/\n  endpoint:   \
-         {url}/agent-monitor\n  rules:      {rules_source} ({rule_count} rules)\n  \
+        "apigate monitor listening on {url}\n  dashboard:  {link}\n              (open this link: \
+         its secret, new every run, lets the page approve calls; keep it to yourself)\n  \
+         endpoint:   {url}/agent-monitor\n  rules:      {rules_source} ({rule_count} rules)\n  \
          approvals time out after {}",
         human_duration(args.approval_timeout),
         url = monitor.url(),
+        link = monitor.page_link(),
     );
     if !args.listen.ip().is_loopback() {
         eprintln!(
-            "warning: {} is not a loopback address: anyone who can reach it can read the events \
-             and approve calls (the monitor has no login)",
+            "warning: {} is not a loopback address: anyone who can reach it can post events, \
+             and the page's secret crosses the network in clear text (plain HTTP)",
             args.listen
         );
     }

@@ -1,12 +1,14 @@
 //! The reference monitor (`apigate monitor`): the protocol's `POST /agent-monitor` endpoint,
 //! decisions by [`RuleSet`], human approvals that hold a `tool.pre_execute` answer open, a
 //! bounded in-memory event ring (optionally appended to a JSONL file), a JSON API and a live
-//! dashboard page (Server-Sent Events) served by the same process.
+//! dashboard page (Server-Sent Events) served by the same process. The page and the API need
+//! this run's secret (`access`); the protocol endpoint does not.
 //!
 //! Here: starting and stopping the server and the JSONL log writer. The state is in `state`,
-//! the HTTP surface in `routes`. The only axum user in `monitor/`; the client half never
-//! imports this module.
+//! the HTTP surface in `routes`, the secret in `access`. The only axum user in `monitor/`;
+//! the client half never imports this module.
 
+mod access;
 mod routes;
 mod state;
 
@@ -21,6 +23,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::rules::RuleSet;
+use access::{Access, LINK_PARAM};
 use state::Shared;
 
 /// Everything the server needs (`apigate monitor` builds it from its flags; tests directly).
@@ -46,6 +49,7 @@ impl Default for ServerConfig {
 /// A monitor running in the background (see [`spawn`]).
 pub struct RunningMonitor {
     addr: SocketAddr,
+    access: Access,
     shutdown: CancellationToken,
     task: tokio::task::JoinHandle<std::io::Result<()>>,
     log_task: Option<tokio::task::JoinHandle<()>>,
@@ -70,6 +74,17 @@ impl RunningMonitor {
         format!("http://{}", self.addr)
     }
 
+    /// The page's link with this run's secret, `http://ADDR/?token=SECRET`: opening it gives
+    /// the browser the cookie the page and its API need. Show it to the person only.
+    pub fn page_link(&self) -> String {
+        format!("{}/?{LINK_PARAM}={}", self.url(), self.access.secret())
+    }
+
+    /// This run's secret, for scripts: `Authorization: Bearer <secret>` on `/api/*`.
+    pub fn secret(&self) -> &str {
+        self.access.secret()
+    }
+
     /// Blocks every pending approval ("the monitor is shutting down"), ends the event
     /// streams and waits for the server to stop.
     pub async fn shutdown(self) -> anyhow::Result<()> {
@@ -82,7 +97,8 @@ impl RunningMonitor {
     }
 }
 
-/// Starts the monitor on an already bound listener (tests bind 127.0.0.1:0).
+/// Starts the monitor on an already bound listener (tests bind 127.0.0.1:0), with a fresh
+/// secret for its page and API.
 pub async fn spawn(listener: TcpListener, config: ServerConfig) -> anyhow::Result<RunningMonitor> {
     let addr = listener.local_addr()?;
     let shutdown = CancellationToken::new();
@@ -108,8 +124,10 @@ pub async fn spawn(listener: TcpListener, config: ServerConfig) -> anyhow::Resul
             shared.block_all_pending();
         });
     }
+    let access = Access::generate(addr.port());
     let app = routes::router(routes::App {
         shared,
+        access: access.clone(),
         loopback_only: addr.ip().is_loopback(),
     });
     let stop = shutdown.clone();
@@ -120,6 +138,7 @@ pub async fn spawn(listener: TcpListener, config: ServerConfig) -> anyhow::Resul
     });
     Ok(RunningMonitor {
         addr,
+        access,
         shutdown,
         task,
         log_task,

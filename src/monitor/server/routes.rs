@@ -1,21 +1,24 @@
 //! The reference monitor's HTTP surface: the protocol endpoint (`POST /agent-monitor`), the
 //! page, the JSON API and its event stream, and the middleware in front of them (loopback
-//! `Host` and same-`Origin` checks). Handlers parse requests and shape answers; the state lives in `state.rs`.
+//! `Host` and same-`Origin` checks for everything, the per-run secret for the page and
+//! `/api/*`). Handlers parse requests and shape answers; the state lives in `state.rs`.
 
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{Path as UrlPath, Request, State};
+use axum::extract::{Path as UrlPath, Query, Request, State};
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::sse::{Event, KeepAlive, Sse};
-use axum::response::{Html, IntoResponse, Response};
+use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use futures::{Stream, StreamExt};
 use serde_json::{Value, json};
 
+use super::access::{self, Access, LINK_PARAM};
 use super::state::{ApprovalView, DecisionRecord, SessionView, Shared, StateView, StoredEvent};
 use crate::monitor::protocol::Received;
 
@@ -27,6 +30,7 @@ const MAX_BODY_BYTES: usize = 64 * 1024;
 #[derive(Clone)]
 pub(super) struct App {
     pub(super) shared: Arc<Shared>,
+    pub(super) access: Access,
     /// A loopback-bound monitor answers only loopback `Host` names.
     pub(super) loopback_only: bool,
 }
@@ -42,7 +46,8 @@ pub(super) fn router(app: App) -> Router {
         .route("/api/stream", get(api_stream))
         .route("/api/approvals/{id}/approve", post(approve))
         .route("/api/approvals/{id}/deny", post(deny))
-        .route("/api/{*rest}", get(|| async { not_found() }));
+        .route("/api/{*rest}", get(|| async { not_found() }))
+        .layer(middleware::from_fn_with_state(app.clone(), require_secret));
     Router::new()
         .route("/", get(page))
         .route(
@@ -105,6 +110,15 @@ async fn guard_origin(State(app): State<App>, req: Request, next: Next) -> Respo
     next.run(req).await
 }
 
+/// `/api/*` only for whoever holds this run's secret (the page's cookie, or a bearer token):
+/// no other local process can read the approvals or decide them.
+async fn require_secret(State(app): State<App>, req: Request, next: Next) -> Response {
+    if !app.access.allows(req.headers()) {
+        return access::api_unauthorized();
+    }
+    next.run(req).await
+}
+
 fn is_loopback_authority(authority: &str) -> bool {
     let host = match authority.rsplit_once(':') {
         Some((h, port)) if port.chars().all(|c| c.is_ascii_digit()) => h,
@@ -117,8 +131,41 @@ fn is_loopback_authority(authority: &str) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
-async fn page() -> Html<&'static str> {
-    Html(PAGE)
+/// `GET /`: the page, for whoever holds the secret. `/?token=SECRET` (the printed link) sets
+/// the cookie and redirects to `/`, so the secret does not stay in the address bar or history.
+async fn page(
+    State(app): State<App>,
+    Query(query): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+) -> Response {
+    if let Some(candidate) = query.get(LINK_PARAM) {
+        if !app.access.is_secret(candidate) {
+            return access::page_unauthorized(true);
+        }
+        let mut response = Redirect::to("/").into_response();
+        if let Ok(cookie) = app.access.cookie().parse() {
+            response.headers_mut().insert(header::SET_COOKIE, cookie);
+        }
+        no_store(response.headers_mut());
+        return response;
+    }
+    if !app.access.allows(&headers) {
+        return access::page_unauthorized(false);
+    }
+    let mut response = Html(PAGE).into_response();
+    no_store(response.headers_mut());
+    response
+}
+
+fn no_store(headers: &mut HeaderMap) {
+    headers.insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("no-store"),
+    );
+    headers.insert(
+        header::REFERRER_POLICY,
+        header::HeaderValue::from_static("no-referrer"),
+    );
 }
 
 /// `POST /agent-monitor`: the protocol endpoint.
