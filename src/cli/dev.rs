@@ -12,10 +12,10 @@ use rmcp::ServiceExt;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::monitor::MonitorFlags;
 use crate::http::{self, Allowed, HttpOptions, KeyCheck};
 use crate::index::Index;
 use crate::mcp::McpServer;
-use crate::monitor::MonitorFlags;
 use crate::spec::Spec;
 use crate::tools::Engine;
 use crate::upstream::{Upstream, UpstreamConfig};

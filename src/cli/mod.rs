@@ -4,6 +4,7 @@ pub mod admin;
 mod config;
 pub mod dev;
 pub mod index;
+pub mod monitor;
 pub mod serve;
 mod specs;
 
@@ -44,7 +45,7 @@ pub enum Command {
     /// Print client configuration for Claude Code (`.mcp.json`) or OpenCode (`opencode.json`).
     Config(config::ConfigArgs),
     /// Run the reference agent monitor: rules, human approval, live web page.
-    Monitor(crate::monitor::MonitorArgs),
+    Monitor(monitor::MonitorArgs),
     /// Apply the database migrations (DATABASE_URL).
     Migrate(admin::MigrateArgs),
     /// Create, list and revoke server API keys (DATABASE_URL).
@@ -69,7 +70,7 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Serve(a) => serve::run(a).await,
         Command::Stdio(a) => dev::run_stdio(a).await,
         Command::Config(a) => config::run(a),
-        Command::Monitor(a) => crate::monitor::run(a).await.map(|()| ExitCode::SUCCESS),
+        Command::Monitor(a) => monitor::run(a).await.map(|()| ExitCode::SUCCESS),
         Command::Migrate(a) => admin::run_migrate(a).await.map(|()| ExitCode::SUCCESS),
         Command::Keys(a) => admin::run_keys(a).await.map(|()| ExitCode::SUCCESS),
         Command::Sessions(a) => admin::run_sessions(a).await.map(|()| ExitCode::SUCCESS),

@@ -45,6 +45,8 @@ struct Session {
     engine: Arc<Engine>,
     /// Set once the session is known (MCP `initialized`, or at creation for stdio / SSE).
     id: Mutex<Option<String>>,
+    /// The session's id in monitor events, set when the monitor heard of its start.
+    monitor_id: Mutex<Option<String>>,
     /// Whether this handler lives as long as the session (not stateless HTTP).
     tracked: bool,
 }
@@ -54,7 +56,7 @@ impl Drop for Session {
         if !self.tracked {
             return;
         }
-        if let Some(id) = self.id.lock().ok().and_then(|mut g| g.take()) {
+        if let Some(id) = self.monitor_id.lock().ok().and_then(|mut g| g.take()) {
             self.engine.session_ended(&id);
         }
     }
@@ -68,6 +70,7 @@ impl McpServer {
             session: Arc::new(Session {
                 engine: engine.clone(),
                 id: Mutex::new(session_id),
+                monitor_id: Mutex::new(None),
                 tracked,
             }),
             engine,
@@ -76,14 +79,12 @@ impl McpServer {
 
     fn caller(&self, extensions: &rmcp::model::Extensions) -> Caller {
         let parts = extensions.get::<http::request::Parts>();
-        let header_session = parts
-            .and_then(|p| p.headers.get("mcp-session-id"))
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string);
-        let known = self.session.id.lock().ok().and_then(|g| g.clone());
         let http = parts.and_then(|p| p.extensions.get::<HttpCaller>());
         Caller {
-            mcp_session: header_session.or(known),
+            // Only the session this handler serves. The request's `mcp-session-id` header is
+            // not read here: on rmcp's sessionless path (stateless mode, or a protocol
+            // 2026-07-28 `_meta` request on a stateful server) nothing validated it.
+            mcp_session: self.session.id.lock().ok().and_then(|g| g.clone()),
             key: http.and_then(|c| c.key.clone()),
             key_fingerprint: http.map(|c| c.key_fingerprint.clone()),
             session_token: parts
@@ -192,17 +193,34 @@ impl ServerHandler for McpServer {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        let caller = self.caller(&context.extensions);
-        let Some(session) = caller.mcp_session else {
+        if !self.session.tracked {
             // Stateless: the monitor hears of the session on its first call.
             return;
-        };
-        if self.session.tracked
-            && let Ok(mut id) = self.session.id.lock()
-        {
-            id.get_or_insert_with(|| session.clone());
         }
-        self.engine.session_started(&session);
+        // rmcp delivers `initialized` to a session's own handler only (routed by, and so
+        // validating, its `mcp-session-id`); stdio and SSE handlers know their id already.
+        let header = context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|p| p.headers.get("mcp-session-id"))
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        if let (Some(header), Ok(mut id)) = (header, self.session.id.lock()) {
+            id.get_or_insert(header);
+        }
+        let caller = self.caller(&context.extensions);
+        let Some(session) = caller.mcp_session.as_deref() else {
+            return;
+        };
+        let monitor_id = crate::monitor::monitor_session_id(
+            caller.key_fingerprint.as_deref(),
+            Some(session),
+            None,
+        );
+        if let Ok(mut id) = self.session.monitor_id.lock() {
+            id.get_or_insert_with(|| monitor_id.clone());
+        }
+        self.engine.session_started(&monitor_id);
     }
 }
 

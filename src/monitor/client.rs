@@ -3,30 +3,32 @@
 //! It speaks the plugin side of the protocol in `docs/monitor-protocol.md`: `session.started`,
 //! `tool.pre_execute` (awaited, fail-closed), `tool.post_execute`, `session.error` and
 //! `session.idle`. It keeps per-session statistics (`toolCallCount`, `uniqueTools`,
-//! `duration`) and sanitizes tool arguments before they leave the process: the session token,
-//! credentials and header values never reach the monitor.
+//! `duration`) and sanitizes tool arguments (`sanitize`) before they leave the process: the
+//! session token, credentials and header values never reach the monitor. Events are
+//! [`protocol::Event`](super::protocol::Event)s, the type the reference monitor parses.
 //!
 //! Imports reqwest only; no axum, no rmcp (the tools pipeline calls it).
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use regex::Regex;
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
-/// The longest a string argument may be once sanitized (the protocol's "first 100 chars").
-pub const MAX_ARG_CHARS: usize = 100;
+use super::duration::human_duration;
+use super::protocol::{Base, Event, FinalStats, SessionStats};
+use super::sanitize::{
+    MAX_ARG_CHARS, MAX_FULL_FIELD_CHARS, OperationRef, cut, preview, redact_secrets_in_text,
+    sanitize_args, type_name,
+};
+
 /// Default time `tool.pre_execute` may take before the call is blocked.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default time without calls after which a session is reported idle and forgotten.
 pub const DEFAULT_IDLE_AFTER: Duration = Duration::from_secs(30 * 60);
 /// The largest monitor answer we read; anything longer is an invalid answer.
 const MAX_RESPONSE_BYTES: usize = 64 * 1024;
-/// Limits that keep a sanitized `args` object small whatever the agent sent.
-const MAX_ARG_KEYS: usize = 32;
-const MAX_FULL_FIELD_CHARS: usize = 2048;
 const MAX_ERROR_CHARS: usize = 500;
 
 /// Where the monitor is and how apigate describes itself in every event.
@@ -65,55 +67,6 @@ impl MonitorConfig {
     }
 }
 
-/// The gate's command-line flags, for `apigate dev` and `apigate serve` (`#[command(flatten)]`).
-#[derive(Debug, Clone, clap::Args)]
-pub struct MonitorFlags {
-    /// Ask this agent monitor before every tool call (fail-closed), e.g.
-    /// http://127.0.0.1:37123 (`apigate monitor` or the VS Code agent-monitor extension).
-    #[arg(long = "monitor", value_name = "URL", env = "APIGATE_MONITOR_URL")]
-    pub monitor: Option<String>,
-    /// How long a tool call waits for the monitor's decision before it is blocked. Raise it
-    /// when the monitor asks a person (e.g. 5m).
-    #[arg(
-        long,
-        value_name = "DURATION",
-        default_value = "10s",
-        value_parser = parse_duration,
-        env = "APIGATE_MONITOR_TIMEOUT"
-    )]
-    pub monitor_timeout: Duration,
-    /// `project` in monitor events (default: the spec's title).
-    #[arg(long, value_name = "NAME")]
-    pub monitor_project: Option<String>,
-    /// `worktree` in monitor events (default: the working directory).
-    #[arg(long, value_name = "PATH")]
-    pub monitor_worktree: Option<String>,
-}
-
-impl MonitorFlags {
-    /// The gate, or `None` when `--monitor` was not given. `spec_title` becomes the
-    /// `project` unless `--monitor-project` says otherwise.
-    pub fn build(&self, spec_title: Option<&str>) -> Result<Option<Monitor>, MonitorError> {
-        let Some(url) = &self.monitor else {
-            return Ok(None);
-        };
-        let mut cfg = MonitorConfig::new(url.clone());
-        cfg.timeout = self.monitor_timeout;
-        if let Some(project) = self
-            .monitor_project
-            .as_deref()
-            .or(spec_title)
-            .filter(|p| !p.trim().is_empty())
-        {
-            cfg.project = project.to_owned();
-        }
-        if let Some(worktree) = &self.monitor_worktree {
-            cfg.worktree = worktree.clone();
-        }
-        Monitor::new(cfg).map(Some)
-    }
-}
-
 /// Why a [`Monitor`] could not be built.
 #[derive(Debug, thiserror::Error)]
 pub enum MonitorError {
@@ -126,8 +79,8 @@ pub enum MonitorError {
 /// One tool call as the gate sees it (after auth and argument validation).
 #[derive(Debug, Clone, Copy)]
 pub struct ToolCall<'a> {
-    /// The MCP session id or the auth session's id — never a token (stateless dev mode uses
-    /// [`crate::mcp::fingerprint`] of the API key).
+    /// The session id apigate made for the monitor (`tools::monitor_session_id`): from the
+    /// key's fingerprint and the validated MCP or user session, never from the request.
     pub session_id: &'a str,
     pub call_id: &'a str,
     pub tool: &'a str,
@@ -139,14 +92,6 @@ pub struct ToolCall<'a> {
     /// redacted). Sanitized by [`preview`] and sent in `tool.pre_execute` only, so a person
     /// approving the call sees which resource it touches and what it sends.
     pub preview: Option<&'a Value>,
-}
-
-/// The operation a call resolved to; sent in full (method, path template, operationId).
-#[derive(Debug, Clone, Copy)]
-pub struct OperationRef<'a> {
-    pub operation_id: &'a str,
-    pub method: &'a str,
-    pub path: &'a str,
 }
 
 /// Which way the gate failed; callers may branch on it, agents read [`Blocked`]'s `Display`.
@@ -215,18 +160,19 @@ struct Inner {
 
 #[derive(Default)]
 struct Sessions {
-    by_id: HashMap<String, SessionStats>,
+    by_id: HashMap<String, Tracked>,
     last_sweep: Option<Instant>,
 }
 
-struct SessionStats {
+/// What the gate tracks of one session.
+struct Tracked {
     started: Instant,
     last_activity: Instant,
     tool_calls: u64,
     tools: BTreeSet<String>,
 }
 
-impl SessionStats {
+impl Tracked {
     fn new(now: Instant) -> Self {
         Self {
             started: now,
@@ -278,6 +224,11 @@ impl Monitor {
         })
     }
 
+    /// The configuration it was built with.
+    pub fn config(&self) -> &MonitorConfig {
+        &self.inner.cfg
+    }
+
     /// The endpoint events are posted to (without its query string, safe to log).
     pub fn endpoint(&self) -> &str {
         &self.inner.endpoint
@@ -303,20 +254,16 @@ impl Monitor {
             // Its failure shows up in the pre_execute answer below; only the order matters here.
             let _ = tokio::time::timeout_at(deadline, self.post(&started)).await;
         }
-        let stats = self.record_call(call.session_id, call.tool);
-        let mut event = self.base("tool.pre_execute");
-        event.insert("tool".into(), call.tool.into());
-        event.insert("sessionID".into(), call.session_id.into());
-        event.insert("callID".into(), call.call_id.into());
-        event.insert(
-            "args".into(),
-            sanitize_args(call.tool, call.args, call.operation.as_ref()),
-        );
-        event.insert("sessionStats".into(), stats);
-        if let Some(request) = call.preview {
-            event.insert("preview".into(), preview(request));
-        }
-        let event = Value::Object(event);
+        let session_stats = self.record_call(call.session_id, call.tool);
+        let event = Event::PreExecute {
+            base: self.base(),
+            tool: call.tool.to_owned(),
+            session_id: call.session_id.to_owned(),
+            call_id: call.call_id.to_owned(),
+            args: sanitize_args(call.tool, call.args, call.operation.as_ref()),
+            session_stats,
+            preview: call.preview.map(preview),
+        };
         match tokio::time::timeout_at(deadline, self.decide(&event)).await {
             Ok(result) => result,
             Err(_) => Err(self.timed_out()),
@@ -326,27 +273,26 @@ impl Monitor {
     /// Sends `tool.post_execute` after a successful call (fire and forget).
     pub fn post_execute(&self, call: &ToolCall<'_>, output_len: usize) {
         self.touch(call.session_id);
-        let mut event = self.base("tool.post_execute");
-        event.insert("tool".into(), call.tool.into());
-        event.insert("sessionID".into(), call.session_id.into());
-        event.insert("callID".into(), call.call_id.into());
-        event.insert("title".into(), call_title(call).into());
-        event.insert("outputLength".into(), output_len.into());
-        event.insert("hasMetadata".into(), call.operation.is_some().into());
-        self.fire(Value::Object(event));
+        self.fire(Event::PostExecute {
+            base: self.base(),
+            tool: call.tool.to_owned(),
+            session_id: call.session_id.to_owned(),
+            call_id: call.call_id.to_owned(),
+            title: call_title(call),
+            output_length: u64::try_from(output_len).unwrap_or(u64::MAX),
+            has_metadata: call.operation.is_some(),
+        });
     }
 
     /// Sends `session.error` for a failed call (fire and forget). `error` should be the
     /// error's code or a short message; it is cut to 500 characters and scrubbed of tokens.
     pub fn session_error(&self, session_id: &str, error: &str) {
         self.touch(session_id);
-        let mut event = self.base("session.error");
-        event.insert("sessionID".into(), session_id.into());
-        event.insert(
-            "error".into(),
-            cut(&redact_secrets_in_text(error), MAX_ERROR_CHARS).into(),
-        );
-        self.fire(Value::Object(event));
+        self.fire(Event::SessionError {
+            base: self.base(),
+            session_id: session_id.to_owned(),
+            error: cut(&redact_secrets_in_text(error), MAX_ERROR_CHARS),
+        });
     }
 
     /// Sends `session.idle` with the session's final statistics and forgets it
@@ -380,7 +326,7 @@ impl Monitor {
             if new {
                 sessions
                     .by_id
-                    .insert(session_id.to_owned(), SessionStats::new(now));
+                    .insert(session_id.to_owned(), Tracked::new(now));
             }
             (new, expired)
         };
@@ -392,7 +338,7 @@ impl Monitor {
     }
 
     /// Removes sessions without activity for `idle_after`; at most one sweep a minute.
-    fn sweep(&self, sessions: &mut Sessions, now: Instant) -> Vec<(String, SessionStats)> {
+    fn sweep(&self, sessions: &mut Sessions, now: Instant) -> Vec<(String, Tracked)> {
         if sessions
             .last_sweep
             .is_some_and(|t| now.duration_since(t) < Duration::from_secs(60))
@@ -420,72 +366,70 @@ impl Monitor {
     }
 
     /// Counts this call and returns the `sessionStats` object (the count includes it).
-    fn record_call(&self, session_id: &str, tool: &str) -> Value {
+    fn record_call(&self, session_id: &str, tool: &str) -> SessionStats {
         let now = Instant::now();
         let mut sessions = self.lock();
         let s = sessions
             .by_id
             .entry(session_id.to_owned())
-            .or_insert_with(|| SessionStats::new(now));
+            .or_insert_with(|| Tracked::new(now));
         s.tool_calls += 1;
         s.last_activity = now;
         if !s.tools.contains(tool) {
             s.tools.insert(tool.to_owned());
         }
-        json!({
-            "toolCallCount": s.tool_calls,
-            "uniqueTools": s.tools.len(),
-            "duration": millis(now.duration_since(s.started)),
-        })
+        SessionStats {
+            tool_call_count: s.tool_calls,
+            unique_tools: u64::try_from(s.tools.len()).unwrap_or(u64::MAX),
+            duration: millis(now.duration_since(s.started)),
+        }
     }
 
-    fn base(&self, kind: &str) -> Map<String, Value> {
+    /// The fields every event carries, stamped now.
+    fn base(&self) -> Base {
         let cfg = &self.inner.cfg;
-        let mut m = Map::new();
-        m.insert("type".into(), kind.into());
-        m.insert("timestamp".into(), now_ms().into());
-        m.insert("project".into(), cfg.project.clone().into());
-        m.insert("directory".into(), cfg.directory.clone().into());
-        m.insert("worktree".into(), cfg.worktree.clone().into());
-        m
+        Base {
+            timestamp: now_ms(),
+            project: cfg.project.clone(),
+            directory: cfg.directory.clone(),
+            worktree: cfg.worktree.clone(),
+        }
     }
 
-    fn session_started_event(&self, session_id: &str) -> Value {
-        let mut event = self.base("session.started");
-        let start = event.get("timestamp").cloned().unwrap_or(Value::Null);
-        event.insert("sessionID".into(), session_id.into());
-        event.insert("startTime".into(), start);
-        Value::Object(event)
+    fn session_started_event(&self, session_id: &str) -> Event {
+        let base = self.base();
+        Event::SessionStarted {
+            start_time: base.timestamp,
+            base,
+            session_id: session_id.to_owned(),
+        }
     }
 
-    fn idle_event(&self, session_id: &str, stats: Option<&SessionStats>, now: Instant) -> Value {
-        let mut event = self.base("session.idle");
-        event.insert("sessionID".into(), session_id.into());
+    fn idle_event(&self, session_id: &str, stats: Option<&Tracked>, now: Instant) -> Event {
         let final_stats = match stats {
-            Some(s) => json!({
-                "duration": millis(now.duration_since(s.started)),
-                "totalToolCalls": s.tool_calls,
-                "uniqueTools": s.tools.iter().collect::<Vec<_>>(),
-            }),
-            None => json!({"duration": 0, "totalToolCalls": 0, "uniqueTools": []}),
+            Some(s) => FinalStats {
+                duration: millis(now.duration_since(s.started)),
+                total_tool_calls: s.tool_calls,
+                unique_tools: s.tools.iter().cloned().collect(),
+            },
+            None => FinalStats::default(),
         };
-        event.insert("finalStats".into(), final_stats);
-        Value::Object(event)
+        Event::SessionIdle {
+            base: self.base(),
+            session_id: session_id.to_owned(),
+            final_stats,
+        }
     }
 
     /// Posts an event in the background; failures are logged, never surfaced.
-    fn fire(&self, event: Value) {
+    fn fire(&self, event: Event) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             tracing::warn!("agent-monitor event dropped: no tokio runtime");
             return;
         };
         let this = self.clone();
         runtime.spawn(async move {
-            let kind = event
-                .get("type")
-                .and_then(Value::as_str)
-                .unwrap_or("?")
-                .to_owned();
+            let kind = event.kind();
             let outcome = tokio::time::timeout(this.inner.cfg.timeout, this.post(&event)).await;
             match outcome {
                 Ok(Ok(resp)) if resp.status().is_success() => {}
@@ -501,7 +445,7 @@ impl Monitor {
         });
     }
 
-    async fn post(&self, event: &Value) -> Result<reqwest::Response, reqwest::Error> {
+    async fn post(&self, event: &Event) -> Result<reqwest::Response, reqwest::Error> {
         self.inner
             .http
             .post(&self.inner.post_url)
@@ -511,7 +455,7 @@ impl Monitor {
     }
 
     /// Sends a `tool.pre_execute` and interprets the answer, fail-closed.
-    async fn decide(&self, event: &Value) -> Result<(), Blocked> {
+    async fn decide(&self, event: &Event) -> Result<(), Blocked> {
         let mut resp = self.post(event).await.map_err(|e| {
             if e.is_timeout() {
                 self.timed_out()
@@ -674,203 +618,6 @@ fn call_title(call: &ToolCall<'_>) -> String {
     }
 }
 
-/// The `args` object sent to the monitor, per the protocol: strings cut to 100 characters,
-/// every other value shown by its type name, secret-looking keys redacted and the session
-/// token dropped. For `api_execute` (and `api_schema`) the method, path and operationId are
-/// given in full — from `operation` when known — and `dryRun` as its boolean, so that a
-/// monitor can decide on them. Header values, bodies and nested objects never appear.
-pub fn sanitize_args(tool: &str, args: &Value, operation: Option<&OperationRef>) -> Value {
-    let mut out = Map::new();
-    let Value::Object(obj) = args else {
-        return Value::Object(out);
-    };
-    let full_operation = matches!(tool, "api_execute" | "api_schema");
-    for (key, value) in obj.iter().take(MAX_ARG_KEYS) {
-        if key == "_sessionToken" {
-            continue;
-        }
-        let key_out = cut(key, MAX_ARG_CHARS);
-        if is_secret_key(key) {
-            out.insert(key_out, "[redacted]".into());
-            continue;
-        }
-        let sanitized = match (full_operation, key.as_str(), value) {
-            (true, "method" | "path" | "operationId", Value::String(s)) => {
-                cut(&redact_secrets_in_text(s), MAX_FULL_FIELD_CHARS).into()
-            }
-            (true, "dryRun", Value::Bool(b)) if tool == "api_execute" => Value::Bool(*b),
-            (_, _, Value::String(s)) => cut(&redact_secrets_in_text(s), MAX_ARG_CHARS).into(),
-            (_, _, other) => type_name(other).into(),
-        };
-        out.insert(key_out, sanitized);
-    }
-    if full_operation {
-        if let Some(op) = operation {
-            out.insert("operationId".into(), op.operation_id.into());
-            out.insert("method".into(), op.method.to_ascii_uppercase().into());
-            out.insert("path".into(), op.path.into());
-        } else if let Some(Value::String(m)) = out.get_mut("method") {
-            *m = m.to_ascii_uppercase();
-        }
-    }
-    Value::Object(out)
-}
-
-/// Does this key name look like it holds a credential?
-fn is_secret_key(key: &str) -> bool {
-    let k: String = key
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric())
-        .map(|c| c.to_ascii_lowercase())
-        .collect();
-    const NEEDLES: [&str; 11] = [
-        "token",
-        "secret",
-        "passw",
-        "authorization",
-        "apikey",
-        "cookie",
-        "session",
-        "credential",
-        "privatekey",
-        "accesskey",
-        "signature",
-    ];
-    NEEDLES.iter().any(|n| k.contains(n))
-}
-
-/// The most bytes of a request body a preview shows.
-const PREVIEW_BODY_BYTES: usize = 4096;
-
-/// A request's dry-run view (`{method, url, headers, body, contentType}`) as a monitor may see
-/// it: the method and the URL's path as they are (they say which resource the call touches);
-/// query values, header values and body fields under credential-like names redacted;
-/// credential-shaped text redacted anywhere; the body cut at 4 KB.
-pub fn preview(view: &Value) -> Value {
-    let mut out = Map::new();
-    if let Some(m) = view.get("method").and_then(Value::as_str) {
-        out.insert("method".into(), m.into());
-    }
-    if let Some(url) = view.get("url").and_then(Value::as_str) {
-        out.insert("url".into(), preview_url(url).into());
-    }
-    if let Some(Value::Object(headers)) = view.get("headers") {
-        let shown: Map<String, Value> = headers
-            .iter()
-            .map(|(k, v)| {
-                let v = match v.as_str() {
-                    _ if is_secret_key(k) => "[redacted]".to_string(),
-                    Some(s) => redact_secrets_in_text(s),
-                    None => type_name(v).to_string(),
-                };
-                (k.clone(), Value::String(v))
-            })
-            .collect();
-        out.insert("headers".into(), Value::Object(shown));
-    }
-    if let Some(ct) = view.get("contentType").and_then(Value::as_str) {
-        out.insert("contentType".into(), ct.into());
-    }
-    if let Some(body) = view.get("body") {
-        let mut body = body.clone();
-        redact_fields(&mut body);
-        let text = match &body {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        };
-        if text.len() > PREVIEW_BODY_BYTES {
-            let cut = text.floor_char_boundary(PREVIEW_BODY_BYTES);
-            body = Value::String(format!("{}… ({} bytes in all)", &text[..cut], text.len()));
-        }
-        out.insert("body".into(), body);
-    }
-    Value::Object(out)
-}
-
-/// The URL with the values of credential-like query parameters redacted.
-fn preview_url(url: &str) -> String {
-    let Ok(mut parsed) = url::Url::parse(url) else {
-        return redact_secrets_in_text(url);
-    };
-    if parsed.query().is_some() {
-        let pairs: Vec<(String, String)> = parsed
-            .query_pairs()
-            .map(|(k, v)| {
-                let v = if is_secret_key(&k) {
-                    "[redacted]".to_string()
-                } else {
-                    redact_secrets_in_text(&v)
-                };
-                (k.into_owned(), v)
-            })
-            .collect();
-        parsed.query_pairs_mut().clear().extend_pairs(pairs);
-    }
-    parsed.to_string()
-}
-
-/// Redacts, in place, the values under credential-like keys and credential-shaped text.
-fn redact_fields(v: &mut Value) {
-    match v {
-        Value::Object(map) => {
-            for (k, child) in map.iter_mut() {
-                if is_secret_key(k) {
-                    *child = Value::String("[redacted]".into());
-                } else {
-                    redact_fields(child);
-                }
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(redact_fields),
-        Value::String(s) => *s = redact_secrets_in_text(s),
-        _ => {}
-    }
-}
-
-/// Replaces things shaped like apigate tokens, bearer credentials or key=value secrets. The
-/// key=value pattern has no leading `\b`: `_` is a word character, so `\btoken` would miss
-/// `access_token=…` and `client_secret: …`, the most common spellings.
-fn redact_secrets_in_text(s: &str) -> String {
-    static PATTERNS: LazyLock<Vec<Regex>> = LazyLock::new(|| {
-        [
-            r"sess_[0-9A-Za-z]{16,}",
-            r"agk_[0-9A-Za-z]+_[0-9A-Za-z]+",
-            r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+",
-            r"(?i)(token|secret|password|passwd|api[_-]?key|apikey)\s*[=:]\s*\S+",
-        ]
-        .iter()
-        .filter_map(|p| Regex::new(p).ok())
-        .collect()
-    });
-    let mut out = s.to_owned();
-    for re in PATTERNS.iter() {
-        if re.is_match(&out) {
-            out = re.replace_all(&out, "[redacted]").into_owned();
-        }
-    }
-    out
-}
-
-/// JSON type names as the protocol shows them.
-fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
-/// The first `max` characters of `s` (never splits a character).
-fn cut(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        Some((i, _)) => s[..i].to_owned(),
-        None => s.to_owned(),
-    }
-}
-
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
@@ -893,160 +640,9 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     s
 }
 
-/// `10s`, `1.5s`, `250ms`, `5m` — for messages.
-pub(crate) fn human_duration(d: Duration) -> String {
-    let ms = d.as_millis();
-    if ms < 1000 {
-        format!("{ms}ms")
-    } else if ms.is_multiple_of(60_000) {
-        format!("{}m", ms / 60_000)
-    } else if ms.is_multiple_of(1000) {
-        format!("{}s", ms / 1000)
-    } else {
-        format!("{:.1}s", d.as_secs_f64())
-    }
-}
-
-/// Parses `10`, `10s`, `500ms`, `5m`, `1h`, `7d` into a duration (a bare number is seconds).
-/// Every duration flag takes this form.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let n: u64 = num
-        .parse()
-        .map_err(|_| format!("invalid duration {s:?}: expected e.g. 10s, 500ms, 5m, 1h"))?;
-    let d = match unit.trim() {
-        "" | "s" | "sec" | "secs" => Duration::from_secs(n),
-        "ms" => Duration::from_millis(n),
-        "m" | "min" | "mins" => Duration::from_secs(n.saturating_mul(60)),
-        "h" => Duration::from_secs(n.saturating_mul(3600)),
-        "d" => Duration::from_secs(n.saturating_mul(86_400)),
-        other => return Err(format!("invalid duration unit {other:?} in {s:?}")),
-    };
-    if d.is_zero() {
-        return Err("a duration must be greater than zero".to_owned());
-    }
-    Ok(d)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_preview_shows_the_request_but_no_credential() {
-        let view = json!({
-            "method": "POST",
-            "url": "https://api.example.com/v2/pet/42?expand=owner&api_key=k-123456&token=t-9",
-            "headers": {"authorization": "[redacted]", "X-Api-Key": "given-key", "X-Trace": "abc",
-                "X-Note": "Bearer sk_live_abcdef"},
-            "contentType": "application/json",
-            "body": {"name": "Rex", "password": "hunter2", "owner": {"client_secret": "s3"},
-                "note": "token=abc123"}
-        });
-        let p = preview(&view);
-        let text = p.to_string();
-        for secret in [
-            "k-123456",
-            "t-9",
-            "given-key",
-            "sk_live_abcdef",
-            "hunter2",
-            "s3\"",
-            "abc123",
-        ] {
-            assert!(!text.contains(secret), "{secret} in {text}");
-        }
-        assert_eq!(p["method"], "POST");
-        let url = p["url"].as_str().unwrap();
-        assert!(
-            url.starts_with("https://api.example.com/v2/pet/42?expand=owner&"),
-            "{url}"
-        );
-        assert_eq!(p["headers"]["X-Trace"], "abc");
-        assert_eq!(p["body"]["name"], "Rex");
-        let big =
-            json!({"method": "POST", "url": "https://a.example/x", "body": "x".repeat(10_000)});
-        let cut = preview(&big)["body"].as_str().unwrap().to_string();
-        assert!(
-            cut.len() < 4200 && cut.ends_with("(10000 bytes in all)"),
-            "{}",
-            cut.len()
-        );
-    }
-
-    #[test]
-    fn strings_are_cut_and_other_values_typed() {
-        let long = "x".repeat(300);
-        let args = json!({"query": long, "limit": 5, "tag": "pets", "method": "get", "extra": [1]});
-        let out = sanitize_args("api_discover", &args, None);
-        assert_eq!(out["query"].as_str().unwrap().chars().count(), 100);
-        assert_eq!(out["limit"], "number");
-        assert_eq!(out["tag"], "pets");
-        assert_eq!(out["method"], "get");
-        assert_eq!(out["extra"], "array");
-    }
-
-    #[test]
-    fn cutting_respects_characters() {
-        let s = "é".repeat(150);
-        assert_eq!(cut(&s, 100).chars().count(), 100);
-    }
-
-    #[test]
-    fn execute_shows_operation_in_full_and_hides_the_rest() {
-        let long_path = format!("/{}", "a".repeat(150));
-        let args = json!({
-            "operationId": "deletePet",
-            "pathParams": {"petId": 1},
-            "headers": {"Authorization": "Bearer abc", "X-Trace": "t"},
-            "body": {"password": "hunter2"},
-            "query": {"token": "t0k"},
-            "dryRun": true,
-            "_sessionToken": "sess_0123456789abcdef0123456789abcdef",
-        });
-        let op = OperationRef {
-            operation_id: "deletePet",
-            method: "delete",
-            path: &long_path,
-        };
-        let out = sanitize_args("api_execute", &args, Some(&op));
-        assert_eq!(out["method"], "DELETE");
-        assert_eq!(out["path"], long_path.as_str());
-        assert_eq!(out["operationId"], "deletePet");
-        assert_eq!(out["headers"], "object");
-        assert_eq!(out["body"], "object");
-        assert_eq!(out["pathParams"], "object");
-        assert_eq!(out["dryRun"], true);
-        assert!(out.get("_sessionToken").is_none());
-        let text = out.to_string();
-        for secret in ["Bearer", "abc", "hunter2", "t0k", "sess_"] {
-            assert!(!text.contains(secret), "{secret} leaked: {text}");
-        }
-    }
-
-    #[test]
-    fn secret_keys_and_token_shaped_strings_are_redacted() {
-        let args = json!({
-            "apiKey": "k",
-            "x-session-id": "s",
-            "query": "find sess_0123456789abcdef0123456789abcdef and Bearer xyz.abc",
-            "note": "password=hunter2 ok",
-        });
-        let out = sanitize_args("api_discover", &args, None);
-        assert_eq!(out["apiKey"], "[redacted]");
-        assert_eq!(out["x-session-id"], "[redacted]");
-        let text = out.to_string();
-        assert!(!text.contains("sess_0123"), "{text}");
-        assert!(!text.contains("xyz.abc"), "{text}");
-        assert!(!text.contains("hunter2"), "{text}");
-    }
-
-    #[test]
-    fn non_object_args_give_an_empty_object() {
-        assert_eq!(sanitize_args("api_discover", &json!("x"), None), json!({}));
-    }
 
     #[test]
     fn urls_are_normalized() {
@@ -1089,51 +685,5 @@ mod tests {
             interpret_decision(b"[]").unwrap_err().0,
             BlockCause::MissingBlock
         );
-    }
-
-    #[test]
-    fn flags_build_the_gate_only_when_asked() {
-        use clap::Parser;
-        #[derive(Parser)]
-        struct Cli {
-            #[command(flatten)]
-            flags: MonitorFlags,
-        }
-        let off = Cli::try_parse_from(["x"]).unwrap().flags;
-        assert!(off.build(Some("Petstore")).unwrap().is_none());
-        let on = Cli::try_parse_from([
-            "x",
-            "--monitor",
-            "http://127.0.0.1:37123",
-            "--monitor-timeout",
-            "5m",
-        ])
-        .unwrap()
-        .flags;
-        let gate = on.build(Some("Petstore")).unwrap().unwrap();
-        assert_eq!(gate.endpoint(), "http://127.0.0.1:37123/agent-monitor");
-        assert_eq!(gate.inner.cfg.timeout, Duration::from_secs(300));
-        assert_eq!(gate.inner.cfg.project, "Petstore");
-        assert!(Cli::try_parse_from(["x", "--monitor-timeout", "soon"]).is_err());
-        let bad = Cli::try_parse_from(["x", "--monitor", "ftp://x"])
-            .unwrap()
-            .flags;
-        assert!(bad.build(None).is_err());
-    }
-
-    #[test]
-    fn durations_parse() {
-        assert_eq!(parse_duration("10").unwrap(), Duration::from_secs(10));
-        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
-        assert_eq!(parse_duration("5m").unwrap(), Duration::from_secs(300));
-        assert!(parse_duration("0s").is_err());
-        assert!(parse_duration("ten").is_err());
-        assert_eq!(
-            parse_duration("3d").unwrap(),
-            Duration::from_secs(3 * 86_400)
-        );
-        assert!(parse_duration("3w").is_err());
-        assert_eq!(human_duration(Duration::from_secs(10)), "10s");
-        assert_eq!(human_duration(Duration::from_millis(300)), "300ms");
     }
 }

@@ -58,7 +58,8 @@ pub struct Engine {
 /// connection carried, which never leaves the pipeline.
 #[derive(Debug, Clone, Default)]
 pub struct Caller {
-    /// The MCP session id (stateful HTTP, SSE, stdio).
+    /// The MCP session this call was routed to (stateful HTTP, SSE, stdio): validated by the
+    /// transport, never read from a request header.
     pub mcp_session: Option<String>,
     /// The tier-1 key that authenticated the connection (production).
     pub key: Option<KeyPrincipal>,
@@ -220,15 +221,15 @@ impl Engine {
         }
     }
 
-    /// The session id the monitor sees: the MCP session, else the user session's id, else
-    /// the key's fingerprint. Never a token.
+    /// The session id the monitor sees, made from what was validated: the key's fingerprint
+    /// and the MCP session, else the user session (`monitor::monitor_session_id`). Never a
+    /// token, never a value the request chose.
     fn monitor_session(caller: &Caller, principal: &Principal) -> String {
-        caller
-            .mcp_session
-            .clone()
-            .or_else(|| principal.session_id.map(|s| format!("session-{s}")))
-            .or_else(|| caller.key_fingerprint.clone())
-            .unwrap_or_else(|| "anonymous".into())
+        crate::monitor::monitor_session_id(
+            caller.key_fingerprint.as_deref(),
+            caller.mcp_session.as_deref(),
+            principal.session_id,
+        )
     }
 
     async fn run_pipeline(

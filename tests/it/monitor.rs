@@ -458,14 +458,27 @@ async fn reference_monitor(rules: &str, approval_timeout: Duration) -> RunningMo
     monitor::spawn(listener, config).await.unwrap()
 }
 
-async fn get_json(url: &str) -> Value {
-    reqwest::get(url).await.unwrap().json().await.unwrap()
+/// The person at the page: a client that sends this run's secret, as the page's cookie does.
+fn person(server: &RunningMonitor) -> reqwest::Client {
+    let mut headers = reqwest::header::HeaderMap::new();
+    let bearer = format!("Bearer {}", server.secret());
+    headers.insert(reqwest::header::AUTHORIZATION, bearer.parse().unwrap());
+    reqwest::Client::builder()
+        .default_headers(headers)
+        .build()
+        .unwrap()
+}
+
+async fn get_json(http: &reqwest::Client, url: &str) -> Value {
+    let response = http.get(url).send().await.unwrap();
+    assert_eq!(response.status(), 200, "GET {url}");
+    response.json().await.unwrap()
 }
 
 /// Waits for the one pending approval of `call_id` and returns its id.
-async fn pending_approval(base: &str, call_id: &str) -> String {
+async fn pending_approval(http: &reqwest::Client, base: &str, call_id: &str) -> String {
     eventually("a pending approval", || async {
-        let approvals = get_json(&format!("{base}/api/approvals")).await;
+        let approvals = get_json(http, &format!("{base}/api/approvals")).await;
         approvals
             .as_array()
             .unwrap()
@@ -494,6 +507,7 @@ mutating = true
 async fn reference_monitor_allows_blocks_and_holds_for_approval() {
     let server = reference_monitor(RULES, Duration::from_secs(120)).await;
     let base = server.url();
+    let http = person(&server);
     let gate = client(&base, Duration::from_secs(120));
     let (up, hits) = upstream().await;
 
@@ -511,14 +525,14 @@ async fn reference_monitor_allows_blocks_and_holds_for_approval() {
         let (gate, up) = (gate.clone(), up.clone());
         async move { gated_call(&gate, &up, "s-1", "del-1", "DELETE", "/pets/{petId}").await }
     });
-    let id = pending_approval(&base, "del-1").await;
+    let id = pending_approval(&http, &base, "del-1").await;
     assert!(!held.is_finished());
     assert_eq!(
         hits.load(Ordering::SeqCst),
         1,
         "only the GET went through so far"
     );
-    let resp = reqwest::Client::new()
+    let resp = http
         .post(format!("{base}/api/approvals/{id}/approve"))
         .send()
         .await
@@ -533,8 +547,8 @@ async fn reference_monitor_allows_blocks_and_holds_for_approval() {
         let (gate, up) = (gate.clone(), up.clone());
         async move { gated_call(&gate, &up, "s-1", "del-2", "DELETE", "/pets/{petId}").await }
     });
-    let id = pending_approval(&base, "del-2").await;
-    let resp = reqwest::Client::new()
+    let id = pending_approval(&http, &base, "del-2").await;
+    let resp = http
         .post(format!("{base}/api/approvals/{id}/deny"))
         .json(&json!({"reason": "not this pet"}))
         .send()
@@ -556,14 +570,14 @@ async fn reference_monitor_allows_blocks_and_holds_for_approval() {
     );
 
     // Deciding twice is a 404.
-    let resp = reqwest::Client::new()
+    let resp = http
         .post(format!("{base}/api/approvals/{id}/approve"))
         .send()
         .await
         .unwrap();
     assert_eq!(resp.status(), 404);
 
-    let decisions = get_json(&format!("{base}/api/decisions")).await;
+    let decisions = get_json(&http, &format!("{base}/api/decisions")).await;
     let brief: Vec<(String, bool, String)> = decisions
         .as_array()
         .unwrap()
@@ -586,7 +600,7 @@ async fn reference_monitor_allows_blocks_and_holds_for_approval() {
         ]
     );
     let sessions = eventually("session stats", || async {
-        let sessions = get_json(&format!("{base}/api/sessions")).await;
+        let sessions = get_json(&http, &format!("{base}/api/sessions")).await;
         let s = sessions[0].clone();
         (s["toolCallCount"] == 4 && s["errors"] == 2).then_some(s)
     })
@@ -594,7 +608,7 @@ async fn reference_monitor_allows_blocks_and_holds_for_approval() {
     assert_eq!(sessions["sessionID"], "s-1");
     assert_eq!(sessions["blocked"], 2);
     assert_eq!(sessions["project"], "Petstore");
-    let events = get_json(&format!("{base}/api/events")).await;
+    let events = get_json(&http, &format!("{base}/api/events")).await;
     assert_no_secrets(events.as_array().unwrap());
     server.shutdown().await.unwrap();
 }
@@ -612,7 +626,7 @@ async fn reference_monitor_blocks_when_approval_times_out() {
         "blocked by the agent monitor: approval timed out"
     );
     assert_eq!(hits.load(Ordering::SeqCst), 0);
-    let approvals = get_json(&format!("{}/api/approvals", server.url())).await;
+    let approvals = get_json(&person(&server), &format!("{}/api/approvals", server.url())).await;
     assert_eq!(approvals, json!([]));
     server.shutdown().await.unwrap();
 }
@@ -621,6 +635,7 @@ async fn reference_monitor_blocks_when_approval_times_out() {
 async fn reference_monitor_drops_an_approval_the_agent_gave_up_on() {
     let server = reference_monitor(RULES, Duration::from_secs(600)).await;
     let base = server.url();
+    let http = person(&server);
     // The agent side waits 300 ms only: far less than a person needs.
     let gate = client(&base, Duration::from_millis(300));
     let (up, hits) = upstream().await;
@@ -635,7 +650,7 @@ async fn reference_monitor_drops_an_approval_the_agent_gave_up_on() {
     assert_eq!(hits.load(Ordering::SeqCst), 0);
     // The monitor notices the closed connection: no stale card waits for a person.
     let decision = eventually("the abandoned decision", || async {
-        let decisions = get_json(&format!("{base}/api/decisions")).await;
+        let decisions = get_json(&http, &format!("{base}/api/decisions")).await;
         decisions
             .as_array()
             .unwrap()
@@ -646,7 +661,10 @@ async fn reference_monitor_drops_an_approval_the_agent_gave_up_on() {
     .await;
     assert_eq!(decision["by"], "abandoned");
     assert_eq!(decision["block"], true);
-    assert_eq!(get_json(&format!("{base}/api/approvals")).await, json!([]));
+    assert_eq!(
+        get_json(&http, &format!("{base}/api/approvals")).await,
+        json!([])
+    );
     server.shutdown().await.unwrap();
 }
 
@@ -660,7 +678,7 @@ async fn reference_monitor_shutdown_blocks_held_calls() {
         let gate = gate.clone();
         async move { gated_call(&gate, &up, "s", "c", "POST", "/pets").await }
     });
-    pending_approval(&base, "c").await;
+    pending_approval(&person(&server), &base, "c").await;
     server.shutdown().await.unwrap();
     let blocked = held.await.unwrap().unwrap_err();
     assert!(blocked.to_string().contains("shutting down"), "{blocked}");
@@ -734,7 +752,7 @@ async fn reference_monitor_counts_calls_and_matches_arguments() {
 async fn reference_monitor_speaks_http_properly() {
     let server = reference_monitor(RULES, Duration::from_secs(10)).await;
     let base = server.url();
-    let http = reqwest::Client::new();
+    let http = person(&server);
     let endpoint = format!("{base}/agent-monitor");
     let status = |r: reqwest::Response| r.status().as_u16();
 
@@ -820,7 +838,7 @@ async fn reference_monitor_speaks_http_properly() {
 
     let page = http.get(&base).send().await.unwrap().text().await.unwrap();
     assert!(page.contains("apigate monitor"));
-    let state = get_json(&format!("{base}/api/state")).await;
+    let state = get_json(&http, &format!("{base}/api/state")).await;
     assert_eq!(state["events"].as_array().unwrap().len(), 5);
     assert_eq!(state["rules"]["rules"][0]["name"], "no-admin");
     server.shutdown().await.unwrap();

@@ -1,5 +1,6 @@
 //! The monitor's dashboard in a real browser: headless Chromium (Debian's `chromium`) opens
-//! the page, an MCP `api_execute` DELETE sent to apigate (gate on, pointing at the monitor)
+//! the page through the link `apigate monitor` prints (its secret becomes an HttpOnly
+//! cookie), an MCP `api_execute` DELETE sent to apigate (gate on, pointing at the monitor)
 //! appears live as a pending approval (no reload), a mouse click on Approve releases the
 //! waiting tool call, which then reaches the recording upstream; a typed reason and Deny
 //! block the next one. Screenshots go to `<target dir>/test-artifacts/`.
@@ -340,7 +341,8 @@ async fn dashboard_shows_a_pending_approval_live_and_approve_releases_the_call()
     let client = apigate.client().await;
 
     let profile = tempfile::tempdir().unwrap();
-    let (mut chromium, port) = launch(&format!("{base}/"), profile.path()).await;
+    // The link `apigate monitor` prints: its secret becomes the page's cookie.
+    let (mut chromium, port) = launch(&server.page_link(), profile.path()).await;
 
     let targets: Value = reqwest::get(format!("http://127.0.0.1:{port}/json/list"))
         .await
@@ -365,6 +367,17 @@ async fn dashboard_shows_a_pending_approval_live_and_approve_releases_the_call()
         "document.getElementById('conn')?.dataset.state === 'live'",
     )
     .await;
+    // The secret sits in an HttpOnly cookie: the page's scripts cannot read it, and the
+    // address bar no longer shows it.
+    let cookie = page.eval("document.cookie").await;
+    assert!(
+        !cookie
+            .as_str()
+            .unwrap_or_default()
+            .contains(server.secret()),
+        "{cookie}"
+    );
+    assert_eq!(page.eval("location.search").await, "");
     page.wait_for(
         "an empty approval list",
         "document.querySelectorAll('.approval').length === 0",

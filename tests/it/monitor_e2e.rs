@@ -31,8 +31,12 @@ async fn wait_healthy(base: &str, proc: &Proc) {
 }
 
 /// Waits until the monitor holds a pending approval for `operation_id` and returns it.
-async fn pending_approval(monitor: &str, operation_id: &str, proc: &Proc) -> Value {
-    let http = reqwest::Client::new();
+async fn pending_approval(
+    http: &reqwest::Client,
+    monitor: &str,
+    operation_id: &str,
+    proc: &Proc,
+) -> Value {
     for _ in 0..1200 {
         let approvals: Value = http
             .get(format!("{monitor}/api/approvals"))
@@ -71,6 +75,8 @@ struct Stack {
     monitor_proc: Proc,
     /// `http://127.0.0.1:PORT` of the monitor.
     monitor: String,
+    /// The person at the monitor's page: sends the secret of the link the monitor printed.
+    person: reqwest::Client,
     dev_proc: Proc,
     /// apigate's MCP endpoint.
     mcp_url: String,
@@ -79,12 +85,26 @@ struct Stack {
 impl Stack {
     async fn start(upstream: &Upstream, stateless: bool) -> Stack {
         let rules = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/monitor-rules.toml");
-        let (monitor_proc, monitor) = Proc::spawn(
+        let (monitor_proc, link) = Proc::spawn(
             "monitor",
             &["monitor", "--listen", "127.0.0.1:0", "--rules", rules],
-            "listening on",
+            "dashboard:",
         )
         .await;
+        let link = url::Url::parse(&link).unwrap();
+        let monitor = link.origin().ascii_serialization();
+        let secret = link
+            .query_pairs()
+            .find(|(k, _)| k == "token")
+            .map(|(_, v)| v.into_owned())
+            .unwrap_or_else(|| panic!("no secret in the link {link}\n{}", monitor_proc.log()));
+        let mut headers = reqwest::header::HeaderMap::new();
+        let bearer = format!("Bearer {secret}");
+        headers.insert(reqwest::header::AUTHORIZATION, bearer.parse().unwrap());
+        let person = reqwest::Client::builder()
+            .default_headers(headers)
+            .build()
+            .unwrap();
         wait_healthy(&monitor, &monitor_proc).await;
         let spec = spec_path("petstore-3.0.json");
         let upstream_url = upstream.url();
@@ -111,6 +131,7 @@ impl Stack {
         Stack {
             monitor_proc,
             monitor,
+            person,
             dev_proc,
             mcp_url,
         }
@@ -121,7 +142,9 @@ impl Stack {
     }
 
     async fn get(&self, path: &str) -> Value {
-        reqwest::get(format!("{}{path}", self.monitor))
+        self.person
+            .get(format!("{}{path}", self.monitor))
+            .send()
             .await
             .unwrap()
             .json()
@@ -151,7 +174,7 @@ async fn real_binaries_reads_pass_deletes_wait_for_a_person() {
     assert_eq!(upstream.requests().last().unwrap().uri, "/v2/pet/42");
 
     // A DELETE waits; a person approves it; then it reaches the upstream.
-    let http = reqwest::Client::new();
+    let http = stack.person.clone();
     let (approved_call, approval) = tokio::join!(
         call(
             &client,
@@ -159,7 +182,7 @@ async fn real_binaries_reads_pass_deletes_wait_for_a_person() {
             json!({"operationId": "deletePet", "pathParams": {"petId": 7}}),
         ),
         async {
-            let a = pending_approval(monitor, "deletePet", monitor_proc).await;
+            let a = pending_approval(&http, monitor, "deletePet", monitor_proc).await;
             assert_eq!(a["status"], "pending");
             assert_eq!(a["rule"], "approve-deletes");
             assert_eq!(a["args"]["method"], "DELETE");
@@ -207,7 +230,7 @@ async fn real_binaries_reads_pass_deletes_wait_for_a_person() {
             json!({"operationId": "deletePet", "pathParams": {"petId": 8}}),
         ),
         async {
-            let a = pending_approval(monitor, "deletePet", monitor_proc).await;
+            let a = pending_approval(&http, monitor, "deletePet", monitor_proc).await;
             assert_ne!(a["id"], approval["id"]);
             let r = http
                 .post(format!(
@@ -315,7 +338,13 @@ async fn a_call_the_agent_cancels_while_it_waits_never_runs() {
         )
         .await
         .unwrap();
-    let held = pending_approval(&stack.monitor, "deletePet", &stack.monitor_proc).await;
+    let held = pending_approval(
+        &stack.person,
+        &stack.monitor,
+        "deletePet",
+        &stack.monitor_proc,
+    )
+    .await;
     // MCP `notifications/cancelled`: the agent gives up on the call.
     handle
         .cancel(Some("the agent gave up".into()))
@@ -352,7 +381,13 @@ async fn stateless_a_call_whose_client_goes_away_while_it_waits_never_runs() {
         )
         .await
     });
-    let held = pending_approval(&stack.monitor, "deletePet", &stack.monitor_proc).await;
+    let held = pending_approval(
+        &stack.person,
+        &stack.monitor,
+        "deletePet",
+        &stack.monitor_proc,
+    )
+    .await;
     // The agent goes away: its HTTP request is dropped (a stateless server has no session
     // a cancellation could name).
     waiting.abort();
@@ -375,7 +410,13 @@ async fn a_monitor_that_stops_blocks_the_waiting_call_and_every_later_one() {
             json!({"operationId": "deletePet", "pathParams": {"petId": 3}}),
         ),
         async {
-            pending_approval(&stack.monitor, "deletePet", &stack.monitor_proc).await;
+            pending_approval(
+                &stack.person,
+                &stack.monitor,
+                "deletePet",
+                &stack.monitor_proc,
+            )
+            .await;
             stack.monitor_proc.terminate().await
         }
     );
@@ -414,7 +455,8 @@ async fn abandoned_for_good(stack: &Stack, held: &Value) {
     assert_eq!(last["by"], "abandoned", "{decisions}");
     assert_eq!(last["block"], true);
     // … and a late approval cannot make it run.
-    let late = reqwest::Client::new()
+    let late = stack
+        .person
         .post(format!(
             "{}/api/approvals/{}/approve",
             stack.monitor,

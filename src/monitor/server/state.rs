@@ -1,0 +1,696 @@
+//! The reference monitor's state apart from its routes: the event ring, the sessions as the
+//! events describe them, held approvals and their outcomes, the decision log, and the fan-out
+//! to the page's event stream and the JSONL log. Every change goes through [`Shared`]; the
+//! routes only parse requests and shape answers.
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use axum::response::sse::Event as SseEvent;
+use serde::Serialize;
+use serde_json::{Value, json};
+use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use crate::monitor::protocol::{Decision, Event, Received};
+use crate::monitor::rules::{Action, CallFacts, RuleSet};
+
+const MAX_SESSIONS: usize = 1000;
+const MAX_DECISIONS: usize = 500;
+
+/// The monitor's state, shared by every request.
+pub(super) struct Shared {
+    rules: RuleSet,
+    approval_timeout: Duration,
+    max_events: usize,
+    state: Mutex<MonitorState>,
+    push: broadcast::Sender<Push>,
+    log: Option<mpsc::Sender<String>>,
+    shutdown: CancellationToken,
+    started: Instant,
+}
+
+#[derive(Default)]
+struct MonitorState {
+    next_seq: u64,
+    next_approval: u64,
+    events: VecDeque<StoredEvent>,
+    sessions: HashMap<String, SessionView>,
+    pending: HashMap<String, Pending>,
+    decisions: VecDeque<DecisionRecord>,
+}
+
+/// One received event, as the API and the page show it (the JSON as it came).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct StoredEvent {
+    seq: u64,
+    received_at: i64,
+    event: Value,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct SessionView {
+    #[serde(rename = "sessionID")]
+    session_id: String,
+    project: String,
+    directory: String,
+    started_at: i64,
+    last_event_at: i64,
+    /// active | idle
+    state: &'static str,
+    tool_call_count: u64,
+    unique_tools: BTreeSet<String>,
+    duration_ms: u64,
+    blocked: u64,
+    errors: u64,
+    last_error: Option<String>,
+    #[serde(skip)]
+    recent_calls: VecDeque<Instant>,
+}
+
+impl SessionView {
+    fn new(session_id: &str, at: i64) -> SessionView {
+        SessionView {
+            session_id: session_id.to_owned(),
+            project: String::new(),
+            directory: String::new(),
+            started_at: at,
+            last_event_at: at,
+            state: "active",
+            tool_call_count: 0,
+            unique_tools: BTreeSet::new(),
+            duration_ms: 0,
+            blocked: 0,
+            errors: 0,
+            last_error: None,
+            recent_calls: VecDeque::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct ApprovalView {
+    id: String,
+    /// pending | approved | denied | timed_out | abandoned | shutdown
+    status: &'static str,
+    created_at: i64,
+    expires_at: i64,
+    #[serde(rename = "sessionID")]
+    session_id: String,
+    #[serde(rename = "callID")]
+    call_id: String,
+    tool: String,
+    args: Value,
+    /// `api_execute`'s request as apigate will send it, when the event carried one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    preview: Option<Value>,
+    rule: Option<String>,
+    reason: String,
+    event_seq: u64,
+}
+
+struct Pending {
+    view: ApprovalView,
+    reply: oneshot::Sender<Outcome>,
+}
+
+/// A decision on one `tool.pre_execute`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct DecisionRecord {
+    event_seq: u64,
+    at: i64,
+    #[serde(rename = "sessionID")]
+    session_id: String,
+    #[serde(rename = "callID")]
+    call_id: String,
+    tool: String,
+    summary: String,
+    block: bool,
+    reason: String,
+    /// rule | default | approved | denied | timed_out | abandoned | shutdown
+    by: &'static str,
+    rule: Option<String>,
+    approval_id: Option<String>,
+}
+
+/// What is pushed to the page's event stream.
+#[derive(Debug, Clone)]
+pub(super) enum Push {
+    Event(StoredEvent),
+    Session(SessionView),
+    Approval(ApprovalView),
+    Decision(DecisionRecord),
+}
+
+impl Push {
+    pub(super) fn to_sse(&self) -> SseEvent {
+        let (name, data) = match self {
+            Push::Event(e) => ("event", serde_json::to_string(e)),
+            Push::Session(s) => ("session", serde_json::to_string(s)),
+            Push::Approval(a) => ("approval", serde_json::to_string(a)),
+            Push::Decision(d) => ("decision", serde_json::to_string(d)),
+        };
+        SseEvent::default()
+            .event(name)
+            .data(data.unwrap_or_else(|_| "null".to_owned()))
+    }
+}
+
+/// How a held approval ended.
+#[derive(Debug, Clone)]
+pub(super) enum Outcome {
+    Approved,
+    Denied(Option<String>),
+    TimedOut,
+    Abandoned,
+    Shutdown,
+}
+
+impl Outcome {
+    fn status(&self) -> &'static str {
+        match self {
+            Outcome::Approved => "approved",
+            Outcome::Denied(_) => "denied",
+            Outcome::TimedOut => "timed_out",
+            Outcome::Abandoned => "abandoned",
+            Outcome::Shutdown => "shutdown",
+        }
+    }
+
+    fn decision(&self) -> Decision {
+        match self {
+            Outcome::Approved => Decision::allow(),
+            Outcome::Denied(Some(r)) if !r.trim().is_empty() => {
+                Decision::block(format!("denied by a person: {}", r.trim()))
+            }
+            Outcome::Denied(_) => Decision::block("denied by a person"),
+            Outcome::TimedOut => Decision::block("approval timed out"),
+            Outcome::Abandoned => {
+                Decision::block("the caller disconnected before a person decided")
+            }
+            Outcome::Shutdown => Decision::block("the monitor is shutting down"),
+        }
+    }
+
+    /// The reason a decision record shows.
+    fn reason(&self) -> String {
+        match self {
+            Outcome::Approved => "approved by a person".to_owned(),
+            other => other.decision().reason.unwrap_or_default(),
+        }
+    }
+}
+
+/// Everything the page loads at once (`GET /api/state`).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct StateView {
+    events: Vec<StoredEvent>,
+    sessions: Vec<SessionView>,
+    approvals: Vec<ApprovalView>,
+    decisions: Vec<DecisionRecord>,
+    rules: Value,
+    approval_timeout_ms: u128,
+    uptime_ms: u128,
+}
+
+fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+fn call_summary(tool: &str, args: &Value) -> String {
+    match (str_field(args, "method"), str_field(args, "path")) {
+        (Some(m), Some(p)) => format!("{tool} {m} {p}"),
+        _ => match str_field(args, "query") {
+            Some(q) => format!("{tool} \"{q}\""),
+            None => str_field(args, "operationId")
+                .map(|op| format!("{tool} {op}"))
+                .unwrap_or_else(|| tool.to_owned()),
+        },
+    }
+}
+
+impl Shared {
+    pub(super) fn new(
+        rules: RuleSet,
+        approval_timeout: Duration,
+        max_events: usize,
+        log: Option<mpsc::Sender<String>>,
+        shutdown: CancellationToken,
+    ) -> Arc<Shared> {
+        let (push, _) = broadcast::channel(1024);
+        Arc::new(Shared {
+            rules,
+            approval_timeout,
+            max_events: max_events.max(1),
+            state: Mutex::new(MonitorState::default()),
+            push,
+            log,
+            shutdown,
+            started: Instant::now(),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, MonitorState> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Cancelled when the monitor shuts down.
+    pub(super) fn shutdown(&self) -> &CancellationToken {
+        &self.shutdown
+    }
+
+    /// Blocks every pending approval ("the monitor is shutting down").
+    pub(super) fn block_all_pending(&self) {
+        let ids: Vec<String> = self.lock().pending.keys().cloned().collect();
+        for id in ids {
+            self.resolve(&id, Outcome::Shutdown);
+        }
+    }
+
+    /// A receiver of everything pushed to the page from now on.
+    pub(super) fn subscribe(&self) -> broadcast::Receiver<Push> {
+        self.push.subscribe()
+    }
+
+    fn publish(&self, push: Push) {
+        if let Some(log) = &self.log {
+            let line = match &push {
+                Push::Event(e) => serde_json::to_value(e).ok().map(|mut v| {
+                    v["kind"] = "event".into();
+                    v
+                }),
+                Push::Decision(d) => serde_json::to_value(d).ok().map(|mut v| {
+                    v["kind"] = "decision".into();
+                    v
+                }),
+                _ => None,
+            };
+            if let Some(line) = line
+                && log.try_send(line.to_string()).is_err()
+            {
+                tracing::warn!("event log is behind; an entry was dropped");
+            }
+        }
+        // No subscriber is fine.
+        let _ = self.push.send(push);
+    }
+
+    /// Takes one received event: stores it, updates its session and, for a
+    /// `tool.pre_execute`, decides (holding the answer while a person decides).
+    pub(super) async fn receive(self: &Arc<Self>, received: Received) -> Option<Decision> {
+        let (stored, per_minute, pushes) = self.record(&received);
+        for p in pushes {
+            self.publish(p);
+        }
+        match received.event {
+            Some(Event::PreExecute {
+                tool,
+                session_id,
+                call_id,
+                args,
+                session_stats,
+                preview,
+                ..
+            }) => {
+                let call = HeldCall {
+                    event_seq: stored.seq,
+                    tool,
+                    session_id,
+                    call_id,
+                    args,
+                    preview: preview.filter(Value::is_object),
+                    tool_call_count: session_stats.tool_call_count.max(1),
+                    calls_last_minute: per_minute.unwrap_or(1),
+                };
+                Some(self.clone().pre_execute(call).await)
+            }
+            _ => None,
+        }
+    }
+
+    /// Stores an event, updates its session; returns the stored event and, for a
+    /// `tool.pre_execute`, the session's calls in the last minute.
+    fn record(&self, received: &Received) -> (StoredEvent, Option<u32>, Vec<Push>) {
+        let now = Instant::now();
+        let at = now_ms();
+        let mut pushes = Vec::new();
+        let mut state = self.lock();
+        state.next_seq += 1;
+        let stored = StoredEvent {
+            seq: state.next_seq,
+            received_at: at,
+            event: received.raw.clone(),
+        };
+        state.events.push_back(stored.clone());
+        while state.events.len() > self.max_events {
+            state.events.pop_front();
+        }
+        pushes.push(Push::Event(stored.clone()));
+        let mut per_minute = None;
+        let Some(event) = received
+            .event
+            .as_ref()
+            .filter(|e| !e.session_id().is_empty())
+        else {
+            return (stored, per_minute, pushes);
+        };
+        let base = event.base();
+        let ts = if base.timestamp != 0 {
+            base.timestamp
+        } else {
+            at
+        };
+        let id = event.session_id();
+        let session = state
+            .sessions
+            .entry(id.to_owned())
+            .or_insert_with(|| SessionView::new(id, ts));
+        if !base.project.is_empty() {
+            session.project = base.project.clone();
+        }
+        if !base.directory.is_empty() {
+            session.directory = base.directory.clone();
+        }
+        session.last_event_at = ts;
+        match event {
+            Event::SessionStarted { start_time, .. } => {
+                session.state = "active";
+                session.started_at = if *start_time != 0 { *start_time } else { ts };
+            }
+            Event::PreExecute {
+                tool,
+                session_stats,
+                ..
+            } => {
+                session.state = "active";
+                session.tool_call_count = match session_stats.tool_call_count {
+                    0 => session.tool_call_count + 1,
+                    n => n,
+                };
+                if session_stats.duration != 0 {
+                    session.duration_ms = session_stats.duration;
+                }
+                if !tool.is_empty() {
+                    session.unique_tools.insert(tool.clone());
+                }
+                session.recent_calls.push_back(now);
+                while session
+                    .recent_calls
+                    .front()
+                    .is_some_and(|t| now.duration_since(*t) > Duration::from_secs(60))
+                {
+                    session.recent_calls.pop_front();
+                }
+                per_minute = Some(u32::try_from(session.recent_calls.len()).unwrap_or(u32::MAX));
+            }
+            Event::SessionError { error, .. } => {
+                session.errors += 1;
+                session.last_error = (!error.is_empty()).then(|| error.clone());
+            }
+            Event::SessionIdle { final_stats, .. } => {
+                session.state = "idle";
+                if final_stats.duration != 0 {
+                    session.duration_ms = final_stats.duration;
+                }
+                if final_stats.total_tool_calls != 0 {
+                    session.tool_call_count = final_stats.total_tool_calls;
+                }
+            }
+            Event::PostExecute { .. } => {}
+        }
+        pushes.push(Push::Session(session.clone()));
+        if state.sessions.len() > MAX_SESSIONS {
+            evict_session(&mut state.sessions);
+        }
+        (stored, per_minute, pushes)
+    }
+
+    /// Decides a `tool.pre_execute` by the rules; a call that needs approval is held until a
+    /// person decides, the approval times out, the caller goes away or the monitor stops.
+    async fn pre_execute(self: Arc<Self>, call: HeldCall) -> Decision {
+        let verdict = self.rules.evaluate(&CallFacts {
+            tool: &call.tool,
+            args: &call.args,
+            tool_call_count: call.tool_call_count,
+            calls_last_minute: call.calls_last_minute,
+        });
+        if verdict.action != Action::RequireApproval {
+            let block = verdict.action == Action::Block;
+            let record = DecisionRecord {
+                event_seq: call.event_seq,
+                at: now_ms(),
+                summary: call_summary(&call.tool, &call.args),
+                session_id: call.session_id,
+                call_id: call.call_id,
+                tool: call.tool,
+                block,
+                reason: verdict.reason.clone(),
+                by: if verdict.rule.is_some() {
+                    "rule"
+                } else {
+                    "default"
+                },
+                rule: verdict.rule,
+                approval_id: None,
+            };
+            let pushes = {
+                let mut state = self.lock();
+                self.push_decision(&mut state, record)
+            };
+            for p in pushes {
+                self.publish(p);
+            }
+            return if block {
+                Decision::block(verdict.reason)
+            } else {
+                Decision::allow()
+            };
+        }
+
+        let (tx, mut rx) = oneshot::channel();
+        let created = now_ms();
+        let view = {
+            let mut state = self.lock();
+            state.next_approval += 1;
+            let view = ApprovalView {
+                id: format!("ap-{}", state.next_approval),
+                status: "pending",
+                created_at: created,
+                expires_at: created
+                    + i64::try_from(self.approval_timeout.as_millis()).unwrap_or(i64::MAX / 2),
+                session_id: call.session_id,
+                call_id: call.call_id,
+                tool: call.tool,
+                args: call.args,
+                preview: call.preview,
+                rule: verdict.rule,
+                reason: verdict.reason,
+                event_seq: call.event_seq,
+            };
+            state.pending.insert(
+                view.id.clone(),
+                Pending {
+                    view: view.clone(),
+                    reply: tx,
+                },
+            );
+            view
+        };
+        self.publish(Push::Approval(view.clone()));
+        let _guard = PendingGuard {
+            shared: self.clone(),
+            id: view.id.clone(),
+        };
+        let outcome = tokio::select! {
+            r = &mut rx => r.ok(),
+            () = tokio::time::sleep(self.approval_timeout) => {
+                self.resolve(&view.id, Outcome::TimedOut);
+                rx.await.ok()
+            }
+            () = self.shutdown.cancelled() => {
+                self.resolve(&view.id, Outcome::Shutdown);
+                rx.await.ok()
+            }
+        };
+        outcome.unwrap_or(Outcome::Abandoned).decision()
+    }
+
+    fn push_decision(&self, state: &mut MonitorState, d: DecisionRecord) -> Vec<Push> {
+        let mut pushes = Vec::new();
+        if d.block
+            && let Some(s) = state.sessions.get_mut(&d.session_id)
+        {
+            s.blocked += 1;
+            pushes.push(Push::Session(s.clone()));
+        }
+        state.decisions.push_back(d.clone());
+        while state.decisions.len() > MAX_DECISIONS {
+            state.decisions.pop_front();
+        }
+        pushes.push(Push::Decision(d));
+        pushes
+    }
+
+    /// A person approves or denies a pending approval; `None` if it is not pending (already
+    /// decided, timed out, or unknown).
+    pub(super) fn decide(
+        &self,
+        id: &str,
+        approve: bool,
+        reason: Option<String>,
+    ) -> Option<ApprovalView> {
+        let outcome = if approve {
+            Outcome::Approved
+        } else {
+            Outcome::Denied(reason)
+        };
+        self.resolve(id, outcome)
+    }
+
+    /// Ends a pending approval, if still pending: records the decision, tells the page and
+    /// wakes the held request. Whoever resolves first wins.
+    fn resolve(&self, id: &str, outcome: Outcome) -> Option<ApprovalView> {
+        let (view, pushes) = {
+            let mut state = self.lock();
+            let pending = state.pending.remove(id)?;
+            let mut view = pending.view;
+            view.status = outcome.status();
+            let record = DecisionRecord {
+                event_seq: view.event_seq,
+                at: now_ms(),
+                session_id: view.session_id.clone(),
+                call_id: view.call_id.clone(),
+                tool: view.tool.clone(),
+                summary: call_summary(&view.tool, &view.args),
+                block: outcome.decision().block,
+                reason: outcome.reason(),
+                by: outcome.status(),
+                rule: view.rule.clone(),
+                approval_id: Some(view.id.clone()),
+            };
+            let mut pushes = vec![Push::Approval(view.clone())];
+            pushes.extend(self.push_decision(&mut state, record));
+            // The held request may be gone already; its guard handles that.
+            let _ = pending.reply.send(outcome);
+            (view, pushes)
+        };
+        for p in pushes {
+            self.publish(p);
+        }
+        Some(view)
+    }
+
+    pub(super) fn rules_view(&self) -> Value {
+        json!({
+            "source": self.rules.source(),
+            "default": self.rules.default_action(),
+            "rules": self.rules.specs(),
+        })
+    }
+
+    pub(super) fn events(&self) -> Vec<StoredEvent> {
+        self.lock().events.iter().cloned().collect()
+    }
+
+    pub(super) fn sessions(&self) -> Vec<SessionView> {
+        sessions_sorted(&self.lock())
+    }
+
+    pub(super) fn approvals(&self) -> Vec<ApprovalView> {
+        approvals_sorted(&self.lock())
+    }
+
+    pub(super) fn decisions(&self) -> Vec<DecisionRecord> {
+        self.lock().decisions.iter().cloned().collect()
+    }
+
+    pub(super) fn snapshot(&self) -> StateView {
+        let state = self.lock();
+        StateView {
+            events: state.events.iter().cloned().collect(),
+            sessions: sessions_sorted(&state),
+            approvals: approvals_sorted(&state),
+            decisions: state.decisions.iter().cloned().collect(),
+            rules: self.rules_view(),
+            approval_timeout_ms: self.approval_timeout.as_millis(),
+            uptime_ms: self.started.elapsed().as_millis(),
+        }
+    }
+}
+
+/// A `tool.pre_execute` being decided.
+struct HeldCall {
+    event_seq: u64,
+    tool: String,
+    session_id: String,
+    call_id: String,
+    args: Value,
+    preview: Option<Value>,
+    tool_call_count: u64,
+    calls_last_minute: u32,
+}
+
+fn evict_session(sessions: &mut HashMap<String, SessionView>) {
+    let victim = sessions
+        .values()
+        .min_by_key(|s| (s.state == "active", s.last_event_at))
+        .map(|s| s.session_id.clone());
+    if let Some(id) = victim {
+        sessions.remove(&id);
+    }
+}
+
+/// Answers a held request's approval as abandoned when the request is dropped.
+struct PendingGuard {
+    shared: Arc<Shared>,
+    id: String,
+}
+
+impl Drop for PendingGuard {
+    fn drop(&mut self) {
+        self.shared.resolve(&self.id, Outcome::Abandoned);
+    }
+}
+
+fn sessions_sorted(state: &MonitorState) -> Vec<SessionView> {
+    let mut v: Vec<SessionView> = state.sessions.values().cloned().collect();
+    v.sort_by_key(|s| std::cmp::Reverse(s.last_event_at));
+    v
+}
+
+fn approvals_sorted(state: &MonitorState) -> Vec<ApprovalView> {
+    let mut v: Vec<ApprovalView> = state.pending.values().map(|p| p.view.clone()).collect();
+    v.sort_by_key(|a| a.event_seq);
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outcomes_block_except_approval() {
+        assert!(!Outcome::Approved.decision().block);
+        assert_eq!(Outcome::Approved.reason(), "approved by a person");
+        assert_eq!(
+            Outcome::TimedOut.decision(),
+            Decision::block("approval timed out")
+        );
+        assert_eq!(
+            Outcome::Denied(Some("not today".into())).reason(),
+            "denied by a person: not today"
+        );
+    }
+}
