@@ -27,6 +27,20 @@ pub struct HttpCaller {
     pub key: Option<crate::auth::KeyPrincipal>,
 }
 
+/// The `_meta` key on an `api_execute` result: `true` when the call used a safe method (GET,
+/// HEAD, OPTIONS) and so changed nothing, `false` when it may have.
+pub const READ_ONLY_META: &str = "apigate/readOnly";
+
+/// Whether an `api_execute` result came from a read-only call, by its method; `None` for the
+/// other tools and for a dry run, which calls nothing.
+fn read_only_call(tool: &str, value: &serde_json::Value) -> Option<bool> {
+    if tool != crate::tools::defs::EXECUTE {
+        return None;
+    }
+    let method = value.get("method")?.as_str()?;
+    Some(crate::spec::Method::parse(method).is_some_and(|m| m.is_safe()))
+}
+
 /// Fingerprint of a secret, safe to log and to use as an id.
 pub fn fingerprint(secret: &str) -> String {
     let digest = Sha256::digest(secret.as_bytes());
@@ -147,7 +161,17 @@ impl ServerHandler for McpServer {
         caller.cancelled = Some(context.ct.clone());
         let args = request.arguments.unwrap_or_default();
         let result = match self.engine.call(&caller, &request.name, args).await {
-            Ok(value) => CallToolResult::structured(value),
+            Ok(value) => {
+                let read_only = read_only_call(&request.name, &value);
+                let mut result = CallToolResult::structured(value);
+                if let Some(read_only) = read_only {
+                    // Tool annotations are per tool; `_meta` says it of this one call.
+                    let mut meta = serde_json::Map::new();
+                    meta.insert(READ_ONLY_META.into(), read_only.into());
+                    result.meta = Some(rmcp::model::MetaObject(meta));
+                }
+                result
+            }
             Err(error) => {
                 tracing::info!(tool = %request.name, code = error.code.as_str(), "tool call failed");
                 CallToolResult::structured_error(error.to_json())

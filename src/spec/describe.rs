@@ -37,35 +37,61 @@ pub fn describe(spec: &Spec, op: &Operation, detail: Detail) -> Value {
 
 /// Nested descriptions longer than this are cut to their first sentence in the compact view.
 const NESTED_DESCRIPTION_CHARS: usize = 160;
+/// Descriptions of fields two levels down (`metadata.name`) keep at most this much.
+const DEEP_DESCRIPTION_CHARS: usize = 80;
+/// Fields this many levels down (`metadata.initializers.pending`) show no description in the
+/// compact view: their names, types, enums, formats, limits and `required` remain.
+const NO_DESCRIPTION_DEPTH: usize = 3;
 
-/// An inlined schema as the view shows it: in the compact view, descriptions nested in the
-/// schema keep their first sentence (at most 160 characters); names, types, enums, formats,
-/// defaults and `required` are untouched.
+/// An inlined schema as the view shows it. In the compact view descriptions get shorter with
+/// depth (the first sentence at the top, at most 80 characters two levels down, none below)
+/// and vendor extensions (`x-…`) are left out; names, types, enums, formats, defaults, limits
+/// and `required` are untouched. [`Detail::Full`] shows the schema as inlined.
 fn schema_view(mut schema: Value, detail: Detail) -> Value {
     if detail == Detail::Compact {
-        shorten_descriptions(&mut schema);
+        compact(&mut schema, 0);
     }
     schema
 }
 
-fn shorten_descriptions(v: &mut Value) {
-    match v {
-        Value::Object(map) => {
-            for (k, child) in map.iter_mut() {
-                match child {
-                    Value::String(text) if k == "description" => *text = first_sentence(text),
-                    // A property may be called "description": walk into its schema.
-                    other => shorten_descriptions(other),
+/// `depth` counts `properties` levels: a body's own fields are at depth 1. Array items and
+/// `allOf`/`anyOf`/`oneOf` branches stay at their parent's depth.
+fn compact(schema: &mut Value, depth: usize) {
+    let Value::Object(map) = schema else {
+        if let Value::Array(items) = schema {
+            items.iter_mut().for_each(|s| compact(s, depth));
+        }
+        return;
+    };
+    let is_array = map.get("type").and_then(Value::as_str) == Some("array");
+    // Vendor extensions, and `uniqueItems` where there are no items (Kubernetes puts it on
+    // every string parameter), say nothing about how to build the request.
+    map.retain(|k, _| !k.starts_with("x-") && (k != "uniqueItems" || is_array));
+    if let Some(Value::String(text)) = map.get_mut("description") {
+        match depth {
+            d if d >= NO_DESCRIPTION_DEPTH => {
+                map.remove("description");
+            }
+            d if d >= 2 => *text = shorten(text, DEEP_DESCRIPTION_CHARS),
+            _ => *text = shorten(text, NESTED_DESCRIPTION_CHARS),
+        }
+    }
+    for (k, child) in map.iter_mut() {
+        match k.as_str() {
+            "properties" | "patternProperties" => {
+                if let Value::Object(fields) = child {
+                    fields.values_mut().for_each(|f| compact(f, depth + 1));
                 }
             }
+            "additionalProperties" => compact(child, depth + 1),
+            "items" | "allOf" | "anyOf" | "oneOf" | "not" => compact(child, depth),
+            _ => {}
         }
-        Value::Array(items) => items.iter_mut().for_each(shorten_descriptions),
-        _ => {}
     }
 }
 
-/// The first sentence of `text`, at most [`NESTED_DESCRIPTION_CHARS`] characters.
-fn first_sentence(text: &str) -> String {
+/// The first sentence of `text`, at most `max` characters.
+fn shorten(text: &str, max: usize) -> String {
     let end = text
         .char_indices()
         .find(|&(i, c)| {
@@ -73,7 +99,7 @@ fn first_sentence(text: &str) -> String {
         })
         .map_or(text.len(), |(i, c)| i + c.len_utf8());
     let sentence = text[..end].trim();
-    if sentence.chars().count() <= NESTED_DESCRIPTION_CHARS {
+    if sentence.chars().count() <= max {
         let cut = sentence.len() < text.trim().len();
         return if cut {
             format!("{sentence} …")
@@ -81,7 +107,7 @@ fn first_sentence(text: &str) -> String {
             sentence.to_string()
         };
     }
-    let mut s: String = sentence.chars().take(NESTED_DESCRIPTION_CHARS).collect();
+    let mut s: String = sentence.chars().take(max).collect();
     s.push('…');
     s
 }
@@ -232,6 +258,7 @@ fn render(
         out["requestBody"] = b;
     }
     let mut responses = Map::new();
+    let mut shapes: Vec<(String, Value)> = Vec::new();
     for r in &op.responses {
         let mut v = json!({});
         if let Some(d) = &r.description {
@@ -246,7 +273,16 @@ fn render(
                 Detail::Full => {
                     v["schema"] = spec.inline(schema, InlineBudget { depth: resp_depth });
                 }
-                Detail::Compact => v["shape"] = shape(spec, schema),
+                Detail::Compact => {
+                    let shape = shape(spec, schema);
+                    // 200 and 201 often return the same thing: say so instead of repeating it.
+                    let same = shapes.iter().find(|(_, s)| *s == shape).map(|(st, _)| st);
+                    v["shape"] = match same {
+                        Some(status) => Value::String(format!("as {status}")),
+                        None => shape.clone(),
+                    };
+                    shapes.push((r.status.clone(), shape));
+                }
             }
         }
         responses.insert(r.status.clone(), v);
@@ -256,10 +292,12 @@ fn render(
         // api_execute's `accept` picks one (GitHub: a commit as a diff or a patch).
         out["accept"] = json!(op.response_types);
     }
-    if detail == Detail::Compact && op.responses.iter().any(|r| r.schema.is_some()) {
+    if detail == Detail::Compact
+        && (op.request_body.is_some() || op.responses.iter().any(|r| r.schema.is_some()))
+    {
         out["responsesDetail"] = Value::String(
-            "responses show the success body's top-level fields; call api_schema again with \
-             include: [\"responses\"] for the full response schemas"
+            "compact: success bodies as top-level fields, deep descriptions shortened; \
+             include: [\"responses\"] shows all"
                 .into(),
         );
     }

@@ -53,12 +53,14 @@ pub struct SchemaArgs {
 pub enum Include {
     /// The full response schemas.
     Responses,
+    /// Every description in full, at any depth.
+    Descriptions,
 }
 
 impl SchemaArgs {
     /// How much of the responses to show.
     pub fn detail(&self) -> Detail {
-        if self.include.contains(&Include::Responses) {
+        if !self.include.is_empty() {
             Detail::Full
         } else {
             Detail::Compact

@@ -50,8 +50,8 @@ pub fn input_schema(name: &str) -> Value {
             "additionalProperties": false
         }),
         SCHEMA => naming_an_operation(json!({
-            "include": {"type": "array", "items": {"type": "string", "enum": ["responses"]},
-                "description": "[\"responses\"]: the full response schemas, not only the success body's top-level fields."}
+            "include": {"type": "array", "items": {"type": "string", "enum": ["responses", "descriptions"]},
+                "description": "The full view: [\"responses\"] for the response schemas, not only the success body's top-level fields; [\"descriptions\"] for every description in full, at any depth. Either gives both."}
         })),
         EXECUTE => naming_an_operation(json!({
             "pathParams": {"type": "object", "description": "Values for the {placeholders} of the path.", "additionalProperties": true},
@@ -120,7 +120,8 @@ pub fn output_schema(name: &str) -> Value {
                     "properties": {
                         "status": {"type": "integer"}, "ok": {"type": "boolean"},
                         "headers": {"type": "object"}, "body": {},
-                        "truncated": {"type": "boolean"}, "durationMs": {"type": "integer"}
+                        "truncated": {"type": "boolean"}, "durationMs": {"type": "integer"},
+                        "operationId": {"type": "string"}, "method": {"type": "string"}
                     },
                     "required": ["status", "ok", "headers", "body", "truncated", "durationMs"]
                 },
@@ -175,8 +176,9 @@ pub fn definition(name: &str, api_title: &str) -> Option<Value> {
             "description": format!(
                 "Show everything needed to call one operation of {api}: its parameters (name, \
                  in, required, schema), request body schema and content type, responses (status, \
-                 description and the success body's top-level fields; `include: [\"responses\"]` \
-                 for their full schemas) and server. Identify it by `operationId` (from \
+                 description and the success body's top-level fields) and server. Descriptions \
+                 get shorter with depth; `include: [\"responses\"]` shows the full response \
+                 schemas and every description. Identify it by `operationId` (from \
                  api_discover) or by `method` + `path`. Step 2 of 3: then call api_execute with `pathParams`, `query`, \
                  `headers` and `body` shaped as this schema says. A schema shown as \
                  {{\"$recursive\": \"Name\"}} repeats the enclosing Name."),
@@ -200,7 +202,8 @@ pub fn definition(name: &str, api_title: &str) -> Option<Value> {
                  without sending it. `ok` is false when the API answered 4xx (read its \
                  body); 5xx answers, timeouts and connection failures come back as errors. \
                  Step 3 of 3. Calls with GET, HEAD or OPTIONS only read; POST, PUT, PATCH, \
-                 DELETE and TRACE may change real data (api_discover marks them `mutating`)."),
+                 DELETE and TRACE may change real data (api_discover marks them `mutating`); \
+                 each result's `_meta` says which: `apigate/readOnly`."),
             "inputSchema": input_schema(name),
             "outputSchema": output_schema(name),
             "annotations": {"title": "Call an API operation", "readOnlyHint": false,

@@ -461,6 +461,13 @@ pub async fn run(
                 }
                 return Err(e);
             }
+            let mut value = value;
+            if let Value::Object(m) = &mut value {
+                // Which operation answered, and with which method: the MCP adapter marks the
+                // results of safe methods as read-only.
+                m.insert("operationId".into(), Value::String(op.id.clone()));
+                m.insert("method".into(), Value::String(op.method.as_str().into()));
+            }
             Ok(value)
         }
     }

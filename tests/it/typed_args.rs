@@ -222,6 +222,14 @@ async fn api_schema_is_compact_unless_asked_for_responses() {
     assert!(!err, "{full}");
     assert_eq!(full["responses"]["200"]["schema"]["type"], "array");
     assert!(full.get("responsesDetail").is_none());
+    let (err, same) = call(
+        &client,
+        "api_schema",
+        json!({"operationId": "findPetsByStatus", "include": ["descriptions"]}),
+    )
+    .await;
+    assert!(!err, "{same}");
+    assert_eq!(same, full, "either include gives the full view");
     let (err, r) = call(
         &client,
         "api_schema",
@@ -370,4 +378,41 @@ async fn media_types_outside_the_offer_are_refused_with_the_choices() {
     assert!(!err, "{r}");
     assert_eq!(r["request"]["contentType"], "application/json");
     assert!(upstream.requests().is_empty());
+}
+
+/// `api_execute` is destructive only for unsafe methods: each result's `_meta` says whether
+/// the call only read (MCP annotations are per tool, `_meta` is per result).
+#[tokio::test]
+async fn results_say_whether_the_call_only_read() {
+    use rmcp::model::CallToolRequestParams;
+    let upstream = Upstream::start().await;
+    let server = petstore(&upstream).await;
+    let client = server.client().await;
+    let meta = |args: Value| {
+        let client = client.peer().clone();
+        async move {
+            let Value::Object(map) = args else { panic!() };
+            let result = client
+                .call_tool(CallToolRequestParams::new("api_execute").with_arguments(map))
+                .await
+                .unwrap();
+            assert_ne!(result.is_error, Some(true), "{result:?}");
+            result
+                .meta
+                .and_then(|m| m.0.get("apigate/readOnly").cloned())
+        }
+    };
+    assert_eq!(
+        meta(json!({"method": "GET", "path": "/pet/5"})).await,
+        Some(json!(true))
+    );
+    assert_eq!(
+        meta(json!({"operationId": "deletePet", "pathParams": {"petId": 5}})).await,
+        Some(json!(false))
+    );
+    assert_eq!(
+        meta(json!({"method": "GET", "path": "/pet/5", "dryRun": true})).await,
+        None,
+        "a dry run calls nothing"
+    );
 }
