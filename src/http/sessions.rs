@@ -113,7 +113,7 @@ pub async fn gate(State(state): State<Arc<AppState>>, request: Request, next: Ne
         };
         let message = match parse(&bytes) {
             Ok(m) => m,
-            Err(response) => return response,
+            Err(response) => return *response,
         };
         if is_initialize(&message)
             && let Some(refused) = admit_initialize(&state, &key, session.is_some()).await
@@ -154,20 +154,20 @@ fn is_json(request: &Request) -> bool {
 }
 
 /// A JSON-RPC message, or the 400 that says why the body is not one.
-fn parse(bytes: &Bytes) -> Result<ClientJsonRpcMessage, Response> {
+fn parse(bytes: &Bytes) -> Result<ClientJsonRpcMessage, Box<Response>> {
     let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| {
-        rpc_error(
+        Box::new(rpc_error(
             StatusCode::BAD_REQUEST,
             -32700,
             &format!("Parse error: the body is not JSON ({e})"),
-        )
+        ))
     })?;
     serde_json::from_value(value).map_err(|e| {
-        rpc_error(
+        Box::new(rpc_error(
             StatusCode::BAD_REQUEST,
             -32600,
             &format!("Invalid Request: the body is JSON but not a JSON-RPC 2.0 message ({e})"),
-        )
+        ))
     })
 }
 
@@ -181,10 +181,10 @@ async fn admit_initialize(
     key: &HttpCaller,
     has_session: bool,
 ) -> Option<Response> {
-    if let (KeyCheck::Database(auth), Some(principal)) = (&state.keys, &key.key) {
-        if let Err(e) = auth.check_rate(&principal.principal()) {
-            return Some(super::admin::auth_error_response(e));
-        }
+    if let (KeyCheck::Database(auth), Some(principal)) = (&state.keys, &key.key)
+        && let Err(e) = auth.check_rate(&principal.principal())
+    {
+        return Some(super::admin::auth_error_response(e));
     }
     if has_session || state.sessions.manager.is_none() {
         return None;
