@@ -73,9 +73,8 @@ impl EngineArgs {
             );
         }
         let base_url = match &self.upstream {
-            Some(u) => Some(
-                UpstreamConfig::parse_base_url(u).with_context(|| format!("--upstream {u:?}"))?,
-            ),
+            // The error names the value without its user info or query.
+            Some(u) => Some(UpstreamConfig::parse_base_url(u)?),
             None => None,
         };
         let upstream = Upstream::new(UpstreamConfig {
