@@ -26,7 +26,9 @@ pub struct EngineArgs {
     /// The OpenAPI document: a file path or an http(s) URL.
     #[arg(long)]
     pub spec: String,
-    /// Send API calls here instead of the spec's server URL.
+    /// Send API calls here instead of the spec's server URL. User info
+    /// (http://user:password@host) is sent as `Authorization: Basic …` and redacted like any
+    /// credential.
     #[arg(long)]
     pub upstream: Option<String>,
     /// A header added to every upstream request, e.g. "Authorization: Bearer …" (repeatable).
