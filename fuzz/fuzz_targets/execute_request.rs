@@ -3,12 +3,13 @@
 //! text bodies, an operation-level server), through the server's own path:
 //! `Engine::plan_execute` types the arguments, resolves the operation (by id, or by a concrete
 //! path), validates them and builds the request without sending it, under three configurations
-//! (the spec's servers, `--upstream` with no path, `--upstream` with user info and a path).
+//! (the spec's servers, `--upstream` with no path, `--upstream` with user info and a path; the
+//! credential goes in `Authorization`, or in `X-Api-Key` next to user info).
 //!
 //! Properties beyond "no panic", from `upstream`'s docs: the URL stays on the configured
-//! origin with its user info, under the server's base path, with exactly the template's
-//! segments and literal text (values cannot add segments, a query or a fragment, or be dot
-//! segments); a parameter alone in its segment round-trips through `match_template`; agent
+//! origin without user info (that is sent as an `Authorization: Basic` header), under the
+//! server's base path, with exactly the template's segments and literal text (values cannot
+//! add segments, a query or a fragment, or be dot segments); a parameter alone in its segment round-trips through `match_template`; agent
 //! headers never include credentials or connection headers; the dry-run view never holds the
 //! configured credential or the `--upstream` password; validated query keys are declared names.
 
@@ -37,11 +38,16 @@ static SPEC_LOADED: LazyLock<Arc<Spec>> = LazyLock::new(|| {
 /// (engine, expected origin override, expected base path override)
 static UPSTREAMS: LazyLock<Vec<(Engine, Option<&'static str>, Option<&'static str>)>> =
     LazyLock::new(|| {
-        let header = format!("Authorization: {CREDENTIAL}");
         let spec = SPEC_LOADED.clone();
         let index = Arc::new(Index::build(&[&*spec]).expect("the fixture indexes"));
         let build = |base: Option<&str>| {
-            let cfg = UpstreamConfig::from_flags(base, std::slice::from_ref(&header), None)
+            // User info is sent as `Authorization`: the credential goes elsewhere then.
+            let name = match base {
+                Some(b) if b.contains('@') => "X-Api-Key",
+                _ => "Authorization",
+            };
+            let header = format!("{name}: {CREDENTIAL}");
+            let cfg = UpstreamConfig::from_flags(base, &[header], None)
                 .expect("valid fuzz upstream config");
             let upstream = Upstream::new(cfg).expect("upstream client builds");
             Engine::new(spec.clone(), index.clone(), upstream, None)
@@ -198,7 +204,6 @@ fuzz_target!(|data: &[u8]| {
     let call = &planned.call;
     let request = &planned.request;
 
-
     // The origin and base path.
     let declared = op
         .servers
@@ -212,6 +217,10 @@ fuzz_target!(|data: &[u8]| {
         None => server.origin(),
     };
     assert_eq!(url.origin(), expected_origin, "host escape: {url}");
+    assert!(
+        url.username().is_empty() && url.password().is_none(),
+        "user info in {url}"
+    );
     assert!(url.fragment().is_none(), "fragment in {url}");
     let base = base_override
         .map(str::to_string)

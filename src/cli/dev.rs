@@ -26,7 +26,9 @@ pub struct EngineArgs {
     /// The OpenAPI document: a file path or an http(s) URL.
     #[arg(long)]
     pub spec: String,
-    /// Send API calls here instead of the spec's server URL.
+    /// Send API calls here instead of the spec's server URL. User info
+    /// (http://user:password@host) is sent as `Authorization: Basic …` and redacted like any
+    /// credential.
     #[arg(long)]
     pub upstream: Option<String>,
     /// A header added to every upstream request, e.g. "Authorization: Bearer …" (repeatable).
@@ -75,9 +77,8 @@ impl EngineArgs {
             );
         }
         let base_url = match &self.upstream {
-            Some(u) => Some(
-                UpstreamConfig::parse_base_url(u).with_context(|| format!("--upstream {u:?}"))?,
-            ),
+            // The error names the value without its user info or query.
+            Some(u) => Some(UpstreamConfig::parse_base_url(u)?),
             None => None,
         };
         let upstream = Upstream::new(UpstreamConfig {

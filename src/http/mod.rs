@@ -291,7 +291,9 @@ async fn health(State(state): State<Arc<AppState>>) -> Response {
         "mode": state.mode,
         "tools": crate::tools::defs::NAMES.len(),
         "operations": spec.operations.len(),
-        "specs": [{"title": spec.title, "version": spec.api_version, "source": spec.source,
+        // Anyone may ask: a file's name without its directory, a URL without credentials.
+        "specs": [{"title": spec.title, "version": spec.api_version,
+            "source": crate::spec::public_name(&spec.source),
             "operations": spec.operations.len()}],
         "ranker": state.engine.index.ranker().as_str(),
     }))

@@ -23,7 +23,7 @@ pub use method::{Method, NotAMethod};
 pub use operation::{Dialect, MediaType, Operation, ParamIn, Parameter, RequestBody, Response};
 pub use paths::match_template;
 pub use refs::InlineBudget;
-pub use source::{Location, MAX_DOCUMENT_BYTES};
+pub use source::{Location, MAX_DOCUMENT_BYTES, public_name};
 pub use text::plain as plain_text;
 
 /// How a caller names an operation.
@@ -63,7 +63,7 @@ pub enum SpecError {
 
 /// A loaded, normalized document.
 pub struct Spec {
-    /// Where it came from (path or URL), for messages.
+    /// Where it came from (path, or URL without user info and query), for messages.
     pub source: String,
     pub title: String,
     /// `info.version`.

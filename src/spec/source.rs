@@ -24,7 +24,7 @@ impl Location {
     pub fn parse(source: &str) -> Result<Location, SpecError> {
         if source.starts_with("http://") || source.starts_with("https://") {
             let url = url::Url::parse(source).map_err(|e| SpecError::Read {
-                file: source.to_string(),
+                file: shown_source(source),
                 message: format!("not a valid URL: {e}"),
             })?;
             Ok(Location::Url(url))
@@ -40,8 +40,8 @@ impl Location {
                 base.join(reference)
                     .map(Location::Url)
                     .map_err(|e| SpecError::Read {
-                        file: reference.to_string(),
-                        message: format!("cannot resolve against {base}: {e}"),
+                        file: shown_source(reference),
+                        message: format!("cannot resolve against {}: {e}", shown_url(base)),
                     })
             }
             Location::File(path) => {
@@ -54,11 +54,12 @@ impl Location {
         }
     }
 
-    /// The name used in messages.
+    /// The name used in messages and as [`crate::spec::Spec::source`]: the path, or the URL
+    /// without user info, query or fragment (each may hold a credential).
     pub fn display(&self) -> String {
         match self {
             Location::File(p) => p.display().to_string(),
-            Location::Url(u) => u.to_string(),
+            Location::Url(u) => shown_url(u),
         }
     }
 
@@ -68,6 +69,28 @@ impl Location {
             Location::Url(u) => u.path().to_lowercase(),
         };
         name.ends_with(".yaml") || name.ends_with(".yml")
+    }
+}
+
+/// A URL as messages show it: no user info, no query, no fragment.
+fn shown_url(url: &url::Url) -> String {
+    let mut shown = url.clone();
+    let _ = shown.set_username("");
+    let _ = shown.set_password(None);
+    shown.set_query(None);
+    shown.set_fragment(None);
+    shown.to_string()
+}
+
+/// A spec source (a [`Location::display`]) as an unauthenticated caller may see it
+/// (`/health`): a URL without user info or query, or a file's name without its directory.
+pub fn public_name(source: &str) -> String {
+    match Location::parse(source) {
+        Ok(Location::Url(u)) => shown_url(&u),
+        _ => Path::new(source).file_name().map_or_else(
+            || "(file)".to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        ),
     }
 }
 
@@ -114,7 +137,7 @@ fn read_file(path: &Path, location: &Location) -> Result<Vec<u8>, SpecError> {
 
 async fn fetch(url: &url::Url) -> Result<Vec<u8>, SpecError> {
     let err = |message: String| SpecError::Read {
-        file: url.to_string(),
+        file: shown_url(url),
         message,
     };
     let client = reqwest::Client::builder()
@@ -126,7 +149,7 @@ async fn fetch(url: &url::Url) -> Result<Vec<u8>, SpecError> {
         .get(url.clone())
         .send()
         .await
-        .map_err(|e| err(format!("request failed: {e}")))?;
+        .map_err(|e| err(format!("request failed: {}", error_chain(e))))?;
     if !response.status().is_success() {
         return Err(err(format!("server answered HTTP {}", response.status())));
     }
@@ -134,7 +157,7 @@ async fn fetch(url: &url::Url) -> Result<Vec<u8>, SpecError> {
     while let Some(chunk) = response
         .chunk()
         .await
-        .map_err(|e| err(format!("reading the body: {e}")))?
+        .map_err(|e| err(format!("reading the body: {}", error_chain(e))))?
     {
         body.extend_from_slice(&chunk);
         if body.len() as u64 > MAX_DOCUMENT_BYTES {
@@ -144,6 +167,34 @@ async fn fetch(url: &url::Url) -> Result<Vec<u8>, SpecError> {
         }
     }
     Ok(body)
+}
+
+/// A client error and its causes, without the URL (it may hold user info or a token).
+fn error_chain(e: reqwest::Error) -> String {
+    use std::error::Error as _;
+    let e = e.without_url();
+    let mut message = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        message.push_str(": ");
+        message.push_str(&s.to_string());
+        source = s.source();
+    }
+    message
+}
+
+/// A source as typed, for a message: user info, query and fragment removed even when it does
+/// not parse.
+fn shown_source(source: &str) -> String {
+    let source = source.split(['?', '#']).next().unwrap_or_default();
+    match source.split_once("://") {
+        Some((scheme, rest)) => {
+            let end = rest.find('/').unwrap_or(rest.len());
+            let rest = rest[..end].rfind('@').map_or(rest, |at| &rest[at + 1..]);
+            format!("{scheme}://{rest}")
+        }
+        None => source.to_string(),
+    }
 }
 
 /// Parses bytes as JSON (when they look like JSON) or YAML.

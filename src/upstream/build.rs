@@ -81,8 +81,7 @@ impl PreparedRequest {
         self.method.as_str()
     }
 
-    /// The full URL (may hold user info from `--upstream`; use [`PreparedRequest::view`] to
-    /// show it).
+    /// The full URL (never with user info).
     pub fn url(&self) -> &Url {
         &self.url
     }
@@ -199,7 +198,7 @@ pub(crate) fn prepare(
     })
 }
 
-/// The origin (`scheme://user@host:port`) and base path (no trailing `/`) for `op`.
+/// The origin (`scheme://host:port`, no user info) and base path (no trailing `/`) for `op`.
 ///
 /// The spec's first server applies (operation, path item, then document level; Swagger 2.0
 /// `schemes`/`host`/`basePath` already converted by the loader). A relative server URL
@@ -257,7 +256,7 @@ fn server(
                 .map_err(|e| UpstreamError::NoServer(format!("server {declared:?}: {e}")))?;
             server_path(&joined)
         };
-        return Ok((upstream[..url::Position::BeforePath].to_string(), path));
+        return Ok((origin_text(upstream), path));
     }
     let resolved = match absolute {
         Some(u) => u,
@@ -275,10 +274,17 @@ fn server(
                 .map_err(|e| UpstreamError::NoServer(format!("server {declared:?}: {e}")))?
         }
     };
-    Ok((
-        resolved[..url::Position::BeforePath].to_string(),
-        server_path(&resolved),
-    ))
+    Ok((origin_text(&resolved), server_path(&resolved)))
+}
+
+/// `scheme://host:port` of `url`, never its user info: credentials come only from the
+/// configured headers (`--upstream` user info is one of them), never from a URL, so neither the
+/// user info of the URL the spec was loaded from nor any in a spec's server reaches the API.
+fn origin_text(url: &Url) -> String {
+    let mut bare = url.clone();
+    let _ = bare.set_username("");
+    let _ = bare.set_password(None);
+    bare[..url::Position::BeforePath].to_string()
 }
 
 /// The operation's path with its parameters encoded. Values cannot add segments, a query or a

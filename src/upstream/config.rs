@@ -1,12 +1,18 @@
 //! Upstream configuration: the `--upstream` override, credential headers (from
 //! `--upstream-header` or `APIGATE_UPSTREAM_HEADERS`), timeouts, redirect limit and response
-//! budget. Credential values never appear in `Debug` output.
+//! budget. Credential values never appear in `Debug` output or in an error message.
+//!
+//! User info in `--upstream` (`http://user:password@host`) is a credential like any other: it
+//! becomes the `Authorization: Basic …` header (see [`UpstreamConfig::with_user_info_as_header`])
+//! and never stays in a URL, so it is redacted from dry runs and responses in all its forms.
 
 use std::fmt;
 use std::time::Duration;
 
 use http::{HeaderName, HeaderValue};
 use url::Url;
+
+use super::redact::{Secrets, SecretsError};
 
 /// Default response body budget (64 KiB).
 pub const DEFAULT_MAX_BODY_BYTES: usize = 64 * 1024;
@@ -47,6 +53,13 @@ pub enum ConfigError {
     Env(String),
     #[error("--upstream {url:?}: {message}")]
     BaseUrl { url: String, message: String },
+    #[error(
+        "--upstream {url:?} has user info and an Authorization header is configured too: keep \
+         one of them (the user info is sent as `Authorization: Basic …`)"
+    )]
+    UserInfoAndAuthorization { url: String },
+    #[error("--upstream {url:?}: the user name and password must be UTF-8 once percent-decoded")]
+    UserInfoEncoding { url: String },
 }
 
 /// How `api_execute` reaches the upstream API.
@@ -55,6 +68,8 @@ pub struct UpstreamConfig {
     /// `--upstream URL`: replaces the scheme, host and port of the spec's server. If it has a
     /// path of its own (other than `/`), that path also replaces the server's path; otherwise
     /// the server's path (OpenAPI `servers[].url` path or Swagger `basePath`) still applies.
+    /// Its user info, if any, is moved into an `Authorization: Basic …` header by
+    /// [`UpstreamConfig::with_user_info_as_header`] before any request is built.
     pub base_url: Option<Url>,
     /// Headers added to every upstream request (credentials). Secret: never shown.
     pub headers: Vec<(HeaderName, HeaderValue)>,
@@ -117,11 +132,51 @@ impl UpstreamConfig {
             headers.retain(|(n, _)| n != name);
             headers.push((name, value));
         }
-        Ok(UpstreamConfig {
+        UpstreamConfig {
             base_url: upstream.map(Self::parse_base_url).transpose()?,
             headers,
             ..Default::default()
-        })
+        }
+        .with_user_info_as_header()
+    }
+
+    /// Moves user info out of `--upstream` into an `Authorization: Basic base64(user:password)`
+    /// header (user and password percent-decoded, as HTTP clients do), so the URL no longer
+    /// holds a credential and the header is treated like any configured one. Refused when an
+    /// `Authorization` header is configured as well. Idempotent.
+    pub fn with_user_info_as_header(mut self) -> Result<UpstreamConfig, ConfigError> {
+        use base64::Engine as _;
+        let Some(url) = self.base_url.as_mut() else {
+            return Ok(self);
+        };
+        if url.username().is_empty() && url.password().is_none() {
+            return Ok(self);
+        }
+        let shown = redact_url(url);
+        if self
+            .headers
+            .iter()
+            .any(|(n, _)| n == http::header::AUTHORIZATION)
+        {
+            return Err(ConfigError::UserInfoAndAuthorization { url: shown });
+        }
+        let decode = |s: &str| {
+            percent_encoding::percent_decode_str(s)
+                .decode_utf8()
+                .map(|d| d.into_owned())
+                .map_err(|_| ConfigError::UserInfoEncoding { url: shown.clone() })
+        };
+        let user = decode(url.username())?;
+        let password = decode(url.password().unwrap_or_default())?;
+        let token = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+        let mut value = HeaderValue::from_str(&format!("Basic {token}"))
+            .map_err(|_| ConfigError::UserInfoEncoding { url: shown.clone() })?;
+        value.set_sensitive(true);
+        // Removing user info from an http(s) URL cannot fail.
+        let _ = url.set_username("");
+        let _ = url.set_password(None);
+        self.headers.push((http::header::AUTHORIZATION, value));
+        Ok(self)
     }
 
     /// Parses an `--upstream` value: an absolute `http(s)` URL without query or fragment.
@@ -189,28 +244,50 @@ impl UpstreamConfig {
             .collect()
     }
 
-    /// The secret strings an upstream might echo back (a header value, the token after
-    /// `Bearer `, a URL password), longest first; values shorter than 8 characters are not
-    /// treated as secrets (redacting them would mangle ordinary text).
-    pub(crate) fn secrets(&self) -> Vec<String> {
-        let mut out = Vec::new();
+    /// The credentials an upstream might echo back, as [`Secrets`] (every encoded form):
+    /// each header value, the token after its scheme (`Bearer …`), the `user:password` and
+    /// password inside a Basic credential, and the user info of a `base_url` that was not
+    /// moved into a header.
+    pub fn secrets(&self) -> Result<Secrets, SecretsError> {
+        use base64::Engine as _;
+        let mut out: Vec<String> = Vec::new();
+        fn basic(user_pass: String, out: &mut Vec<String>) {
+            if let Some((_, password)) = user_pass.split_once(':') {
+                out.push(password.to_string());
+            }
+            out.push(user_pass);
+        }
         for (_, v) in &self.headers {
             let Ok(s) = v.to_str() else { continue };
             let s = s.trim();
             out.push(s.to_string());
-            if let Some((_, token)) = s.split_once(' ') {
-                out.push(token.trim().to_string());
+            if let Some((scheme, token)) = s.split_once(' ') {
+                let token = token.trim();
+                out.push(token.to_string());
+                if scheme.eq_ignore_ascii_case("basic")
+                    && let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(token)
+                    && let Ok(text) = String::from_utf8(bytes)
+                {
+                    basic(text, &mut out);
+                }
             }
         }
-        if let Some(p) = self.base_url.as_ref().and_then(Url::password) {
-            out.push(p.to_string());
-            let decoded = percent_encoding::percent_decode_str(p).decode_utf8_lossy();
-            out.push(decoded.into_owned());
+        if let Some(url) = &self.base_url
+            && let Some(password) = url.password()
+        {
+            let decode = |s: &str| {
+                percent_encoding::percent_decode_str(s)
+                    .decode_utf8_lossy()
+                    .into_owned()
+            };
+            let user_pass = format!("{}:{}", decode(url.username()), decode(password));
+            let token = base64::engine::general_purpose::STANDARD.encode(&user_pass);
+            out.push(format!("Basic {token}"));
+            out.push(token);
+            out.push(password.to_string());
+            basic(user_pass, &mut out);
         }
-        out.retain(|s| s.len() >= 8);
-        out.sort_by_key(|s| std::cmp::Reverse(s.len()));
-        out.dedup();
-        out
+        Secrets::new(out)
     }
 
     /// Whether `name` is one of the configured credential headers.
@@ -231,10 +308,31 @@ pub(crate) fn redact_url(url: &Url) -> String {
     shown.to_string()
 }
 
+/// A configured URL for an error message: no user info, no query, no fragment (either may
+/// hold a credential), even when it does not parse.
 fn redact_str(s: &str) -> String {
-    match Url::parse(s) {
-        Ok(u) => redact_url(&u),
-        Err(_) => "[unparsable URL]".into(),
+    let s = s.trim();
+    let s = s.split(['?', '#']).next().unwrap_or_default();
+    if let Ok(u) = Url::parse(s)
+        && u.has_host()
+    {
+        return redact_url(&u);
+    }
+    // Unparsable, or no host (`user:password@host` reads as scheme `user`): drop everything
+    // between `scheme://` and the last `@` of the authority.
+    let (scheme, rest) = match s.split_once("://") {
+        Some((scheme, rest)) => (Some(scheme), rest),
+        None => (None, s),
+    };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let rest = match rest[..authority_end].rfind('@') {
+        Some(at) => &rest[at + 1..],
+        None => rest,
+    };
+    match scheme {
+        Some(scheme) => format!("{scheme}://{rest}"),
+        // No scheme: the text before an `@` may still be `user:password`.
+        None => rest.to_string(),
     }
 }
 
@@ -258,7 +356,84 @@ mod tests {
         assert!(!shown.contains("pw"), "{shown}");
         assert!(shown.contains("authorization: [redacted]"));
         assert!(cfg.is_credential("AUTHORIZATION"));
-        assert_eq!(cfg.secrets(), ["Bearer sk_live_x", "sk_live_x"]);
+        let secrets = cfg.secrets().unwrap();
+        for form in [
+            "Bearer sk_live_x",
+            "sk_live_x",
+            "Bearer%20sk_live_x",
+            "Bearer+sk_live_x",
+            // base64("user:pw"): user info left in the URL is a credential too.
+            "Basic dXNlcjpwdw==",
+            "dXNlcjpwdw%3D%3D",
+        ] {
+            assert!(
+                secrets.forms().iter().any(|f| f == form),
+                "{form}: {:?}",
+                secrets.forms()
+            );
+        }
+        // Too short to be redacted without mangling ordinary text.
+        assert!(!secrets.forms().iter().any(|f| f == "user:pw"));
+    }
+
+    #[test]
+    fn user_info_becomes_a_basic_header() {
+        let cfg = UpstreamConfig::from_flags(
+            Some("http://api%40user:p%40ss-w0rd@api.example.com/v1"),
+            &["X-Org: 12".to_string()],
+            None,
+        )
+        .unwrap();
+        let url = cfg.base_url.as_ref().unwrap();
+        assert_eq!(url.as_str(), "http://api.example.com/v1");
+        let (name, value) = cfg.headers.last().unwrap();
+        assert_eq!(name, http::header::AUTHORIZATION);
+        // base64("api@user:p@ss-w0rd"), as reqwest would have sent it.
+        assert_eq!(value.to_str().unwrap(), "Basic YXBpQHVzZXI6cEBzcy13MHJk");
+        assert!(value.is_sensitive());
+        let secrets = cfg.secrets().unwrap();
+        for form in [
+            "Basic YXBpQHVzZXI6cEBzcy13MHJk",
+            "YXBpQHVzZXI6cEBzcy13MHJk",
+            "api@user:p@ss-w0rd",
+            "p@ss-w0rd",
+            "p%40ss-w0rd",
+        ] {
+            assert!(secrets.forms().iter().any(|f| f == form), "{form}");
+        }
+        // Moving it again changes nothing.
+        let again = cfg.clone().with_user_info_as_header().unwrap();
+        assert_eq!(again.headers.len(), cfg.headers.len());
+
+        let e = UpstreamConfig::from_flags(
+            Some("http://user:hunter2hunter2@api.example.com"),
+            &["Authorization: Bearer x".to_string()],
+            None,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(e, ConfigError::UserInfoAndAuthorization { .. }),
+            "{e}"
+        );
+        assert!(!e.to_string().contains("hunter2"), "{e}");
+    }
+
+    #[test]
+    fn a_bad_upstream_is_reported_without_its_credentials() {
+        for bad in [
+            "http://user:hunter2hunter2@api.example.com:99999/v1",
+            "ftp://user:hunter2hunter2@api.example.com",
+            "https://user:hunter2hunter2@api.example.com/?token=hunter2hunter2",
+            "http://user:hunter2hunter2@exa mple.com/",
+            "user:hunter2hunter2@api.example.com",
+        ] {
+            let e = UpstreamConfig::parse_base_url(bad).unwrap_err().to_string();
+            assert!(!e.contains("hunter2"), "{e}");
+            assert!(
+                e.contains("api.example.com") || e.contains("exa mple"),
+                "{e}"
+            );
+        }
     }
 
     #[test]

@@ -4,12 +4,15 @@
 //! A request is built only from an indexed [`Operation`] and the spec's server (or the
 //! configured `--upstream`); the client follows redirects only within the request's origin, so
 //! no other host is ever contacted. Credentials live in [`UpstreamConfig`] and are added at
-//! send time: a [`PreparedRequest`] (the dry-run view) never holds them, and no error message
-//! or log line shows them. Imports `spec` and `reqwest`; never axum, rmcp or tower.
+//! send time: a [`PreparedRequest`] (the dry-run view) never holds them, no error message or
+//! log line shows them, and every form of them is scrubbed from responses ([`Secrets`]) before
+//! a body is cut to the budget ([`shown_body`]). Imports `spec` and `reqwest`; never axum, rmcp
+//! or tower.
 
 mod build;
 mod config;
 mod encode;
+mod redact;
 mod response;
 
 use std::error::Error as _;
@@ -26,7 +29,8 @@ pub use config::{
     DEFAULT_TIMEOUT, UpstreamConfig,
 };
 pub(crate) use encode::scalar;
-pub use response::UpstreamResponse;
+pub use redact::{REDACTED, Secrets, SecretsError};
+pub use response::{UpstreamResponse, shown_body};
 
 /// Why a call did not produce an upstream response. An upstream answering with an error
 /// status (404, 500) is not an error here: it is an [`UpstreamResponse`] with `ok: false`.
@@ -60,6 +64,11 @@ pub enum UpstreamError {
     TooManyRedirects(usize),
     #[error("upstream request failed: {0}")]
     Other(String),
+    /// The configuration cannot be used (only when the client is built).
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Secrets(#[from] SecretsError),
 }
 
 /// A redirect the policy refused because it leaves the origin.
@@ -93,8 +102,8 @@ impl std::error::Error for TooMany {}
 pub struct Upstream {
     client: reqwest::Client,
     cfg: Arc<UpstreamConfig>,
-    /// Credential strings scrubbed from every response.
-    secrets: Arc<Vec<String>>,
+    /// The credentials, in every form, scrubbed from every response.
+    secrets: Arc<Secrets>,
 }
 
 impl std::fmt::Debug for Upstream {
@@ -106,7 +115,10 @@ impl std::fmt::Debug for Upstream {
 }
 
 impl Upstream {
+    /// The client for `cfg`; user info in `cfg.base_url` becomes an `Authorization: Basic`
+    /// header first ([`UpstreamConfig::with_user_info_as_header`]).
     pub fn new(cfg: UpstreamConfig) -> Result<Upstream, UpstreamError> {
+        let cfg = cfg.with_user_info_as_header()?;
         let max = cfg.max_redirects;
         let policy = reqwest::redirect::Policy::custom(move |attempt| {
             // `previous()` starts with the original URL.
@@ -132,7 +144,7 @@ impl Upstream {
             .map_err(|e| UpstreamError::Other(format!("cannot build the HTTP client: {e}")))?;
         Ok(Upstream {
             client,
-            secrets: Arc::new(cfg.secrets()),
+            secrets: Arc::new(cfg.secrets()?),
             cfg: Arc::new(cfg),
         })
     }
@@ -202,12 +214,16 @@ impl Upstream {
             .map_err(|e| self.map_error(e))?;
         // Stop reading: dropping the response closes the connection if bytes are left.
         drop(resp);
-        let mut body =
-            response::body_value(&bytes, truncated, content_type.as_deref(), &self.secrets);
-        response::redact(&mut body, &self.secrets);
+        let body = response::shown_body(
+            &bytes,
+            truncated,
+            content_type.as_deref(),
+            self.cfg.max_body_bytes,
+            &self.secrets,
+        );
         let mut safe_headers = safe_headers;
         for v in safe_headers.values_mut() {
-            response::redact(v, &self.secrets);
+            self.secrets.redact_value(v);
         }
         let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         tracing::debug!(method = %req.method, url = %shown_url, status = status.as_u16(),

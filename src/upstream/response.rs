@@ -1,10 +1,13 @@
 //! The upstream's answer as `api_execute` returns it: the body read incrementally up to a
-//! budget (never buffered whole), cut at a valid JSON boundary when too long, and a safe
-//! allow-list of response headers (never `Set-Cookie`).
+//! budget (never buffered whole), scrubbed of every configured credential before it is cut,
+//! cut at a valid JSON boundary when too long (never inside a credential), binary content
+//! reported by type and size, and a safe allow-list of response headers (never `Set-Cookie`).
 
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 use url::Url;
+
+use super::redact::Secrets;
 
 /// `api_execute`'s result: `{status, ok, headers, body, truncated, durationMs}`.
 #[derive(Debug, Clone, Serialize)]
@@ -109,108 +112,103 @@ pub(crate) async fn read_limited(
     Ok((buf, false))
 }
 
-/// The body as a JSON value: parsed JSON, JSON cut to a valid prefix when `truncated`, text
-/// (cut on a character boundary), or a placeholder for binary content.
-/// Binary bodies up to this size come back base64-encoded; larger ones as type and size.
-const MAX_BASE64_BYTES: usize = 16 * 1024;
+/// Binary bodies whose base64 form is at most this long (16 KiB before encoding), and fits the
+/// response budget, come back base64-encoded; larger ones as type and size.
+const MAX_BASE64_CHARS: usize = 16 * 1024 / 3 * 4 + 4;
 
-pub(crate) fn body_value(
+/// The body as the agent sees it, from the bytes read (at most `budget`; `truncated` when the
+/// upstream sent more): every form of a configured credential is replaced by `[redacted]` in
+/// the raw bytes, then the body becomes parsed JSON (cut to a valid prefix of at most `budget`
+/// bytes when `truncated`), text (cut on a character boundary), or `{contentType, bytes,
+/// base64?}` for binary content; a cut never leaves the beginning of a credential at the end of
+/// the cut text, and the decoded strings are scrubbed again (an escaped credential).
+pub fn shown_body(
     bytes: &[u8],
     truncated: bool,
     content_type: Option<&str>,
-    secrets: &[String],
+    budget: usize,
+    secrets: &Secrets,
 ) -> Value {
     if bytes.is_empty() {
         return Value::Null;
     }
+    let scrubbed = secrets.scrub(bytes);
     let ct = content_type.unwrap_or_default().to_ascii_lowercase();
+    let mut body = body_value(&scrubbed, truncated, &ct, secrets)
+        .unwrap_or_else(|| binary(bytes, truncated, &ct, budget, secrets.holds(bytes)));
+    secrets.redact_value(&mut body);
+    body
+}
+
+/// Parsed JSON, JSON cut to a valid prefix when `truncated`, or text; `None` for content that
+/// is not text (see [`as_text`]).
+fn body_value(bytes: &[u8], truncated: bool, ct: &str, secrets: &Secrets) -> Option<Value> {
     let first = bytes.iter().find(|b| !b.is_ascii_whitespace()).copied();
     let looks_json = ct.contains("json") || (ct.is_empty() && matches!(first, Some(b'{' | b'[')));
     if looks_json {
         let parsed = if truncated {
-            cut_json(bytes, bytes.len())
+            cut_json(bytes, bytes.len(), secrets)
         } else {
             serde_json::from_slice(bytes).ok()
         };
         if let Some(v) = parsed {
-            return v;
+            return Some(v);
         }
     }
-    match std::str::from_utf8(bytes) {
-        Ok(s) => Value::String(s.to_string()),
-        // Cut in the middle of a character: drop the partial character.
-        Err(e) if e.error_len().is_none() => {
-            Value::String(String::from_utf8_lossy(&bytes[..e.valid_up_to()]).into_owned())
-        }
-        Err(_) if ct.starts_with("text/") || ct.contains("xml") || ct.contains("json") => {
-            Value::String(String::from_utf8_lossy(bytes).into_owned())
-        }
-        Err(_) => binary(bytes, truncated, &ct, secrets),
+    let mut text = as_text(bytes, truncated)?;
+    if truncated {
+        secrets.trim_partial_tail(&mut text);
     }
+    Some(Value::String(text))
 }
 
-/// A binary body as `{contentType, bytes, base64?}`: small, complete bodies in base64, unless
-/// they hold a configured credential (its base64 form would pass every text redaction).
-fn binary(bytes: &[u8], truncated: bool, ct: &str, secrets: &[String]) -> Value {
+/// The body as text, or `None` when it is not text whatever its content type says: not UTF-8
+/// (apart from a character cut off at the end of a truncated body), or holding control
+/// characters other than tab, line feed, form feed, carriage return and escape (each would
+/// come back as a six-byte `\u00XX`).
+fn as_text(bytes: &[u8], truncated: bool) -> Option<String> {
+    let text = match std::str::from_utf8(bytes) {
+        Ok(s) => s,
+        // Cut in the middle of a character: drop the partial character.
+        Err(e) if truncated && e.error_len().is_none() => {
+            std::str::from_utf8(&bytes[..e.valid_up_to()]).ok()?
+        }
+        Err(_) => return None,
+    };
+    let binary = text
+        .bytes()
+        .any(|b| b < 0x20 && !matches!(b, b'\t' | b'\n' | 0x0c | b'\r' | 0x1b));
+    (!binary).then(|| text.to_string())
+}
+
+/// A binary body as `{contentType, bytes, base64?}`: base64 only for a complete body whose
+/// encoding fits both [`MAX_BASE64_CHARS`] and the response budget, and that holds no
+/// configured credential (its base64 form would pass every text redaction).
+fn binary(bytes: &[u8], truncated: bool, ct: &str, budget: usize, holds_secret: bool) -> Value {
     use base64::Engine as _;
+    let len = bytes.len();
     let mut out = json!({
         "contentType": if ct.is_empty() { "application/octet-stream" } else { ct },
-        "bytes": bytes.len(),
+        "bytes": len,
     });
-    let holds_secret = secrets
-        .iter()
-        .any(|s| !s.is_empty() && bytes.windows(s.len()).any(|w| w == s.as_bytes()));
+    let encoded_len = len.div_ceil(3) * 4;
+    let limit = budget.min(MAX_BASE64_CHARS);
     if truncated {
         out["note"] = Value::String(format!(
-            "binary content, more than {} bytes: larger than the response budget; not shown",
-            bytes.len()
+            "binary content, more than {len} bytes: larger than the response budget; not shown"
         ));
     } else if holds_secret {
         out["note"] =
             Value::String("binary content holding a configured credential; not shown".into());
-    } else if bytes.len() > MAX_BASE64_BYTES {
+    } else if encoded_len > limit {
         out["note"] = Value::String(format!(
-            "binary content larger than {MAX_BASE64_BYTES} bytes; not shown"
+            "binary content: its base64 form would take {encoded_len} bytes, over the limit \
+             of {limit}; not shown"
         ));
     } else {
         out["base64"] = Value::String(base64::engine::general_purpose::STANDARD.encode(bytes));
     }
     out
-}
-
-/// Replaces every occurrence of a configured secret in the strings (and keys) of `v` with
-/// `[redacted]`: an upstream that echoes the request (or quotes a bad token in its error)
-/// must not hand the credential to the agent.
-pub(crate) fn redact(v: &mut Value, secrets: &[String]) {
-    if secrets.is_empty() {
-        return;
-    }
-    let clean = |s: &str| {
-        let mut s = s.to_string();
-        for secret in secrets {
-            if s.contains(secret.as_str()) {
-                s = s.replace(secret.as_str(), "[redacted]");
-            }
-        }
-        s
-    };
-    match v {
-        Value::String(s) if secrets.iter().any(|x| s.contains(x.as_str())) => *s = clean(s),
-        Value::Array(items) => items.iter_mut().for_each(|i| redact(i, secrets)),
-        Value::Object(map) => {
-            if map
-                .keys()
-                .any(|k| secrets.iter().any(|x| k.contains(x.as_str())))
-            {
-                *map = std::mem::take(map)
-                    .into_iter()
-                    .map(|(k, v)| (clean(&k), v))
-                    .collect();
-            }
-            map.values_mut().for_each(|c| redact(c, secrets));
-        }
-        _ => {}
-    }
 }
 
 #[derive(Clone, Copy)]
@@ -235,11 +233,13 @@ fn closers(stack: &[Frame], in_string: bool) -> Vec<u8> {
 /// The longest valid JSON that is a prefix of `bytes` (a cut-off JSON document) plus closing
 /// brackets, at most `limit` bytes long: arrays keep their first whole items, objects their
 /// first whole members, a string value being written is cut. `None` if no such prefix exists
-/// (for example a cut-off top-level number).
-pub(crate) fn cut_json(bytes: &[u8], limit: usize) -> Option<Value> {
-    // Best cut at a structural boundary, and best cut inside a string value.
+/// (for example a cut-off top-level number). A string cut short never ends with the beginning
+/// of one of `secrets`.
+pub(crate) fn cut_json(bytes: &[u8], limit: usize, secrets: &Secrets) -> Option<Value> {
+    // Best cut at a structural boundary, and best cut inside a string value (where its
+    // opening quote is, where to cut, what closes it).
     let mut structural: Option<(usize, Vec<u8>)> = None;
-    let mut in_string: Option<(usize, Vec<u8>)> = None;
+    let mut in_string: Option<(usize, usize, Vec<u8>)> = None;
     let mut stack: Vec<Frame> = Vec::new();
     let fits = |pos: usize, close: usize| pos + close <= limit;
     let mut i = 0;
@@ -275,7 +275,7 @@ pub(crate) fn cut_json(bytes: &[u8], limit: usize) -> Option<Value> {
                 }
                 if !closed {
                     if let Some(p) = last_safe {
-                        in_string = Some((p, closers(&stack, true)));
+                        in_string = Some((i, p, closers(&stack, true)));
                     }
                     break;
                 }
@@ -284,7 +284,7 @@ pub(crate) fn cut_json(bytes: &[u8], limit: usize) -> Option<Value> {
                     continue;
                 }
                 if let Some(p) = last_safe {
-                    in_string = Some((p, closers(&stack, true)));
+                    in_string = Some((i, p, closers(&stack, true)));
                 }
                 let close = closers(&stack, false);
                 if fits(i, close.len()) {
@@ -345,6 +345,9 @@ pub(crate) fn cut_json(bytes: &[u8], limit: usize) -> Option<Value> {
         }
         i += 1;
     }
+    // A cut inside a string moves back past what could be the start of a credential.
+    let in_string = in_string
+        .and_then(|(start, pos, close)| Some((trim_cut(bytes, start, pos, secrets)?, close)));
     let attempt = |(pos, close): &(usize, Vec<u8>)| {
         let mut out = bytes[..*pos].to_vec();
         out.extend_from_slice(close);
@@ -361,12 +364,73 @@ pub(crate) fn cut_json(bytes: &[u8], limit: usize) -> Option<Value> {
     structural.as_ref().and_then(attempt)
 }
 
+/// Where to cut the string value whose opening quote is `bytes[start]`, at or before `pos` (a
+/// character or escape boundary), so that its decoded text does not end with the beginning
+/// of a credential. `None` when the string up to `pos` is not valid JSON.
+fn trim_cut(bytes: &[u8], start: usize, pos: usize, secrets: &Secrets) -> Option<usize> {
+    if secrets.is_empty() {
+        return Some(pos);
+    }
+    let mut quoted = bytes.get(start..pos)?.to_vec();
+    quoted.push(b'"');
+    let text: String = serde_json::from_slice(&quoted).ok()?;
+    let mut keep = text.len();
+    loop {
+        let k = secrets.partial_tail_len(&text.as_bytes()[..keep]);
+        if k == 0 {
+            break;
+        }
+        keep -= k;
+    }
+    if keep == text.len() {
+        return Some(pos);
+    }
+    // The raw position after the characters that decode to `text[..keep]`: each escape or
+    // UTF-8 sequence is one character, and `keep` is a character boundary.
+    let (mut at, mut decoded) = (start + 1, 0);
+    while decoded < keep {
+        let (raw, len) = json_char(bytes, at)?;
+        at += raw;
+        decoded += len;
+    }
+    (decoded == keep).then_some(at)
+}
+
+/// The character of a JSON string at `bytes[at]`: (its raw length, its UTF-8 length).
+fn json_char(bytes: &[u8], at: usize) -> Option<(usize, usize)> {
+    let hex = |from: usize| -> Option<u32> {
+        let digits = std::str::from_utf8(bytes.get(from..from + 4)?).ok()?;
+        u32::from_str_radix(digits, 16).ok()
+    };
+    match *bytes.get(at)? {
+        b'\\' if bytes.get(at + 1) == Some(&b'u') => {
+            let code = hex(at + 2)?;
+            if (0xD800..0xDC00).contains(&code) {
+                // A surrogate pair: 12 bytes, one 4-byte character.
+                let low = (bytes.get(at + 6..at + 8)? == b"\\u").then(|| hex(at + 8))??;
+                return (0xDC00..0xE000).contains(&low).then_some((12, 4));
+            }
+            Some((6, char::from_u32(code)?.len_utf8()))
+        }
+        b'\\' => Some((2, 1)),
+        b if b < 0x80 => Some((1, 1)),
+        b if b >> 5 == 0b110 => Some((2, 2)),
+        b if b >> 4 == 0b1110 => Some((3, 3)),
+        b if b >> 3 == 0b11110 => Some((4, 4)),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn cut(s: &str, limit: usize) -> Option<Value> {
-        let v = cut_json(&s.as_bytes()[..limit.min(s.len())], limit)?;
+        let v = cut_json(
+            &s.as_bytes()[..limit.min(s.len())],
+            limit,
+            &Secrets::default(),
+        )?;
         assert!(v.to_string().len() <= limit, "{v} longer than {limit}");
         Some(v)
     }
@@ -423,58 +487,119 @@ mod tests {
         assert_eq!(cut("12345", 3), None);
     }
 
+    fn body(bytes: &[u8], truncated: bool, ct: Option<&str>) -> Value {
+        shown_body(bytes, truncated, ct, 64 * 1024, &Secrets::default())
+    }
+
     #[test]
     fn text_and_binary_bodies() {
-        assert_eq!(body_value(b"", false, None, &[]), Value::Null);
+        assert_eq!(body(b"", false, None), Value::Null);
         assert_eq!(
-            body_value(b"{\"a\":1}", false, Some("application/json"), &[]),
+            body(b"{\"a\":1}", false, Some("application/json")),
             json!({"a":1})
         );
         assert_eq!(
-            body_value(b"not json", false, Some("application/json"), &[]),
+            body(b"not json", false, Some("application/json")),
             json!("not json")
         );
         let s = "ab\u{e9}".as_bytes();
-        assert_eq!(
-            body_value(&s[..3], true, Some("text/plain"), &[]),
-            json!("ab")
-        );
-        let v = body_value(&[0xff, 0x00, 0xfe], false, Some("image/png"), &[]);
+        assert_eq!(body(&s[..3], true, Some("text/plain")), json!("ab"));
+        let v = body(&[0xff, 0x00, 0xfe], false, Some("image/png"));
         assert_eq!(
             v,
             json!({"contentType": "image/png", "bytes": 3, "base64": "/wD+"})
         );
         let mut with_secret = vec![0xff, 0x00];
         with_secret.extend_from_slice(b"sk_live_abcdef");
-        let v = body_value(
+        let v = shown_body(
             &with_secret,
             false,
             Some("application/octet-stream"),
-            &["sk_live_abcdef".into()],
+            1000,
+            &Secrets::new(["sk_live_abcdef"]).unwrap(),
         );
         assert!(
             v.get("base64").is_none() && v["note"].as_str().unwrap().contains("credential"),
             "{v}"
         );
         let big = vec![0xffu8; 20_000];
-        let v = body_value(&big, false, None, &[]);
+        let v = body(&big, false, None);
         assert_eq!(v["bytes"], 20_000);
         assert!(v.get("base64").is_none());
-        let v = body_value(&big, true, None, &[]);
+        let v = body(&big, true, None);
         assert!(v["note"].as_str().unwrap().contains("budget"), "{v}");
     }
 
     #[test]
-    fn echoed_secrets_are_redacted() {
-        let secrets = vec!["Bearer sk_test_123".to_string(), "sk_test_123".to_string()];
-        let mut v = json!({"headers": {"Authorization": "Bearer sk_test_123"},
-            "msg": ["bad key sk_test_123!"], "sk_test_123": 1, "n": 5});
-        redact(&mut v, &secrets);
+    fn binary_under_a_text_type_is_reported_not_escaped() {
+        let png: Vec<u8> = (0..=255u8).cycle().take(3000).collect();
+        for ct in [Some("text/plain"), Some("application/json"), None] {
+            let v = body(&png, false, ct);
+            assert_eq!(v["bytes"], 3000, "{ct:?}: {v}");
+            assert_eq!(v["base64"].as_str().unwrap().len(), 4000);
+            // Cut short, it is described, not shown.
+            let v = body(&png[..1000], true, ct);
+            assert_eq!(v["bytes"], 1000, "{ct:?}: {v}");
+            assert!(v.get("base64").is_none());
+        }
+        // Valid UTF-8 full of control characters is not text either.
+        let v = body(&[0u8; 500], false, Some("text/plain; charset=utf-8"));
+        assert_eq!(v["bytes"], 500, "{v}");
+        // base64 only within the response budget.
+        let v = shown_body(&png, false, Some("image/png"), 1000, &Secrets::default());
+        assert!(v.get("base64").is_none() && v["note"].is_string(), "{v}");
+        // Tabs, newlines and ANSI colours are still text.
         assert_eq!(
-            v,
-            json!({"headers": {"Authorization": "[redacted]"},
-            "msg": ["bad key [redacted]!"], "[redacted]": 1, "n": 5})
+            body(b"a\tb\r\n\x1b[31mred\x1b[0m\x0c", false, Some("text/plain")),
+            json!("a\tb\r\n\u{1b}[31mred\u{1b}[0m\u{c}")
         );
+    }
+
+    /// Every cut of a body that echoes a credential, in JSON and as text, at every length:
+    /// no piece of six characters or more of any form is left.
+    #[test]
+    fn no_cut_leaves_part_of_a_credential() {
+        let token = "sk_live_4eC39HqLyjWDarjtT1zdp7dc";
+        let secrets = Secrets::new([format!("Bearer {token}"), token.to_string()]).unwrap();
+        let forms = secrets.forms().to_vec();
+        let check = |shown: &Value, what: &str| {
+            let text = shown.to_string();
+            for f in &forms {
+                for w in f.as_bytes().windows(6) {
+                    let w = std::str::from_utf8(w).unwrap();
+                    assert!(!text.contains(w), "{what}: {w:?} of {f:?} in {text}");
+                }
+            }
+        };
+        let escaped = token.replace('_', "\\u005f");
+        let docs = [
+            json!({"pad": "x", "headers": {"authorization": format!("Bearer {token}")}})
+                .to_string(),
+            format!("{{\"pad\":\"x\",\"auth\":\"Bearer {escaped}\",\"n\":1}}"),
+            format!("{{\"link\":\"https://a/?t=Bearer%20{token}\",\"n\":[1,2]}}"),
+        ];
+        for (i, doc) in docs.iter().enumerate() {
+            for len in 1..doc.len() {
+                let cut = &doc.as_bytes()[..len];
+                let v = shown_body(cut, true, Some("application/json"), len, &secrets);
+                check(&v, &format!("json cut at {len}"));
+                // As text, JSON escapes are not decoded: only the literal forms count.
+                if i != 1 {
+                    let v = shown_body(cut, true, Some("text/plain"), len, &secrets);
+                    check(&v, &format!("text cut at {len}"));
+                }
+            }
+            let v = shown_body(doc.as_bytes(), false, None, 1 << 20, &secrets);
+            check(&v, "whole");
+        }
+    }
+
+    #[test]
+    fn a_cut_string_keeps_what_is_not_a_credential() {
+        let secrets = Secrets::new(["Bearer sk_live_0123456789"]).unwrap();
+        let doc = r#"{"a":"h\u00e9llo \ud83d\ude00 Bearer sk_live_0123"#;
+        let v = cut_json(doc.as_bytes(), doc.len() + 2, &secrets).unwrap();
+        assert_eq!(v, json!({"a": "h\u{e9}llo \u{1f600} "}));
     }
 
     #[test]

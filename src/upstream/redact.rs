@@ -1,0 +1,302 @@
+//! The configured credentials in every form an upstream might echo them back in, and scrubbing
+//! them from what the agent sees.
+//!
+//! A credential is a configured header value, the token after its scheme (`Bearer …`), the
+//! `user:password` of a Basic credential (from `--upstream http://user:password@…` or an
+//! `Authorization: Basic …` header) and its password. Each is also looked for percent-encoded
+//! (upper- and lower-case hex, RFC 3986 or form style) and JSON-escaped (with and without `\/`).
+//! [`Secrets::scrub`] replaces every occurrence, overlapping ones included, by `[redacted]`;
+//! [`Secrets::trim_partial_tail`] drops the beginning of a credential from the end of a text
+//! that was cut, so a cut can never leave `Bearer sk_live_…` minus its last characters.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use aho_corasick::{AhoCorasick, MatchKind};
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
+use serde_json::Value;
+
+/// What a credential is replaced with.
+pub const REDACTED: &str = "[redacted]";
+
+/// Credentials shorter than this are not scrubbed: redacting them would mangle ordinary text.
+pub const MIN_SECRET_CHARS: usize = 8;
+
+/// RFC 3986 `unreserved` stays as it is; everything else is percent-encoded.
+const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// Why the credential matcher could not be built.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot build the credential matcher for response redaction: {0}")]
+pub struct SecretsError(#[from] aho_corasick::BuildError);
+
+/// The configured credentials, in every form that is scrubbed from responses.
+#[derive(Clone, Default)]
+pub struct Secrets {
+    /// Every form, longest first, each at least [`MIN_SECRET_CHARS`] bytes.
+    forms: Vec<String>,
+    /// All of `forms`, reporting overlapping matches; `None` when there are none.
+    matcher: Option<AhoCorasick>,
+}
+
+impl fmt::Debug for Secrets {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Secrets({} forms)", self.forms.len())
+    }
+}
+
+impl Secrets {
+    /// The secrets for these credentials (each trimmed; shorter than [`MIN_SECRET_CHARS`]
+    /// ignored), expanded into their encoded forms.
+    pub fn new<I, S>(credentials: I) -> Result<Secrets, SecretsError>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let mut forms = Vec::new();
+        for c in credentials {
+            let c = c.as_ref().trim();
+            if c.len() >= MIN_SECRET_CHARS {
+                forms.extend(encoded_forms(c));
+            }
+        }
+        forms.retain(|f| f.len() >= MIN_SECRET_CHARS);
+        forms.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        forms.dedup();
+        let matcher = if forms.is_empty() {
+            None
+        } else {
+            Some(
+                AhoCorasick::builder()
+                    .match_kind(MatchKind::Standard)
+                    .build(&forms)?,
+            )
+        };
+        Ok(Secrets { forms, matcher })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.forms.is_empty()
+    }
+
+    /// Every form that is scrubbed, longest first.
+    pub fn forms(&self) -> &[String] {
+        &self.forms
+    }
+
+    /// Whether `bytes` hold any form of a credential.
+    pub fn holds(&self, bytes: &[u8]) -> bool {
+        self.matcher.as_ref().is_some_and(|m| m.is_match(bytes))
+    }
+
+    /// `bytes` with every occurrence of every form replaced by `[redacted]`; occurrences that
+    /// overlap are replaced together, so no piece of either is left.
+    pub fn scrub<'a>(&self, bytes: &'a [u8]) -> Cow<'a, [u8]> {
+        let Some(matcher) = &self.matcher else {
+            return Cow::Borrowed(bytes);
+        };
+        // Overlapping matches come ordered by their end: sort by start, then merge every span
+        // that overlaps the one before it.
+        let mut spans: Vec<(usize, usize)> = matcher
+            .find_overlapping_iter(bytes)
+            .map(|m| (m.start(), m.end()))
+            .collect();
+        if spans.is_empty() {
+            return Cow::Borrowed(bytes);
+        }
+        spans.sort_unstable();
+        let mut merged: Vec<(usize, usize)> = Vec::with_capacity(spans.len());
+        for (start, end) in spans {
+            match merged.last_mut() {
+                Some(last) if start <= last.1 => last.1 = last.1.max(end),
+                _ => merged.push((start, end)),
+            }
+        }
+        let mut out = Vec::with_capacity(bytes.len());
+        let mut at = 0;
+        for (start, end) in merged {
+            out.extend_from_slice(&bytes[at..start]);
+            out.extend_from_slice(REDACTED.as_bytes());
+            at = end;
+        }
+        out.extend_from_slice(&bytes[at..]);
+        Cow::Owned(out)
+    }
+
+    /// [`Secrets::scrub`] for text.
+    pub fn scrub_str<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        match self.scrub(text.as_bytes()) {
+            Cow::Borrowed(_) => Cow::Borrowed(text),
+            // Whole forms (valid UTF-8) replaced by ASCII: still valid UTF-8.
+            Cow::Owned(bytes) => Cow::Owned(
+                String::from_utf8(bytes)
+                    .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
+            ),
+        }
+    }
+
+    /// The length of the longest end of `text` that is the beginning of a form (0 if none):
+    /// what is left of a credential that a cut went through.
+    pub fn partial_tail_len(&self, text: &[u8]) -> usize {
+        self.forms
+            .iter()
+            .filter_map(|f| {
+                let f = f.as_bytes();
+                (1..=f.len().min(text.len()))
+                    .rev()
+                    .find(|&k| text.ends_with(&f[..k]))
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Drops the end of a cut text while it is the beginning of a credential (any length: a
+    /// few characters more or less at a cut change nothing for the reader).
+    pub fn trim_partial_tail(&self, text: &mut String) {
+        loop {
+            let k = self.partial_tail_len(text.as_bytes());
+            let keep = text.len() - k;
+            // The end matched a form's beginning, which starts a character.
+            if k == 0 || !text.is_char_boundary(keep) {
+                return;
+            }
+            text.truncate(keep);
+        }
+    }
+
+    /// Scrubs every string and every object key in `v`.
+    pub fn redact_value(&self, v: &mut Value) {
+        if self.is_empty() {
+            return;
+        }
+        match v {
+            Value::String(s) => {
+                if let Cow::Owned(clean) = self.scrub_str(s) {
+                    *s = clean;
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(|i| self.redact_value(i)),
+            Value::Object(map) => {
+                if map.keys().any(|k| self.holds(k.as_bytes())) {
+                    *map = std::mem::take(map)
+                        .into_iter()
+                        .map(|(k, v)| (self.scrub_str(&k).into_owned(), v))
+                        .collect();
+                }
+                map.values_mut().for_each(|c| self.redact_value(c));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// `secret` as it may appear in an echo: as is, percent-encoded (every non-alphanumeric, RFC
+/// 3986 component, form style; upper- and lower-case hex) and JSON-escaped (with `\/` too).
+fn encoded_forms(secret: &str) -> Vec<String> {
+    let mut out = vec![secret.to_string()];
+    for encoded in [
+        utf8_percent_encode(secret, NON_ALPHANUMERIC).to_string(),
+        utf8_percent_encode(secret, COMPONENT).to_string(),
+        url::form_urlencoded::byte_serialize(secret.as_bytes()).collect(),
+    ] {
+        out.push(lower_hex(&encoded));
+        out.push(encoded);
+    }
+    if let Ok(quoted) = serde_json::to_string(secret) {
+        let escaped = &quoted[1..quoted.len() - 1];
+        out.push(escaped.replace('/', "\\/"));
+        out.push(escaped.to_string());
+    }
+    out
+}
+
+/// A percent-encoded text with lower-case hex digits.
+fn lower_hex(encoded: &str) -> String {
+    let mut out = String::with_capacity(encoded.len());
+    let mut hex_left = 0;
+    for c in encoded.chars() {
+        if hex_left > 0 {
+            out.push(c.to_ascii_lowercase());
+            hex_left -= 1;
+        } else {
+            if c == '%' {
+                hex_left = 2;
+            }
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn secrets(list: &[&str]) -> Secrets {
+        Secrets::new(list).unwrap()
+    }
+
+    #[test]
+    fn every_encoding_is_a_form() {
+        let s = secrets(&["p@ss/w0rd+ x"]);
+        for form in [
+            "p@ss/w0rd+ x",
+            "p%40ss%2Fw0rd%2B%20x",
+            "p%40ss%2fw0rd%2b%20x",
+            "p%40ss%2Fw0rd%2B+x",
+            "p@ss\\/w0rd+ x",
+        ] {
+            assert!(
+                s.forms().iter().any(|f| f == form),
+                "{form}: {:?}",
+                s.forms()
+            );
+        }
+        assert!(secrets(&["short"]).is_empty());
+    }
+
+    #[test]
+    fn scrub_replaces_overlapping_occurrences_together() {
+        let s = secrets(&["abcdefgh12", "gh12345678"]);
+        assert_eq!(
+            &*s.scrub(b"x abcdefgh12345678 y gh12345678"),
+            b"x [redacted] y [redacted]"
+        );
+        assert!(matches!(s.scrub(b"nothing here"), Cow::Borrowed(_)));
+        assert!(s.holds(b"..gh12345678"));
+    }
+
+    #[test]
+    fn a_cut_credential_is_dropped_from_the_end() {
+        let s = secrets(&["Bearer sk_live_0123456789"]);
+        let mut t = "token: Bearer sk_live_012345678".to_string();
+        s.trim_partial_tail(&mut t);
+        assert_eq!(t, "token: ");
+        let mut t = "ends with B".to_string();
+        s.trim_partial_tail(&mut t);
+        assert_eq!(t, "ends with ");
+        let mut t = "nothing to drop".to_string();
+        s.trim_partial_tail(&mut t);
+        assert_eq!(t, "nothing to drop");
+        // A whole credential is not a cut one; `scrub` replaces it.
+        assert_eq!(s.partial_tail_len(b"x Bearer sk_live_0123456789"), 25);
+    }
+
+    #[test]
+    fn values_and_keys_are_scrubbed() {
+        let s = secrets(&["Bearer sk_test_123", "sk_test_123"]);
+        let mut v = json!({"headers": {"Authorization": "Bearer sk_test_123"},
+            "msg": ["bad key sk_test_123!"], "sk_test_123": 1, "n": 5});
+        s.redact_value(&mut v);
+        assert_eq!(
+            v,
+            json!({"headers": {"Authorization": "[redacted]"},
+            "msg": ["bad key [redacted]!"], "[redacted]": 1, "n": 5})
+        );
+    }
+}
