@@ -11,7 +11,7 @@ use axum::extract::{Request, State};
 use axum::http::{Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage};
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, GetMeta, JsonRpcMessage, ProtocolVersion};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use serde_json::json;
 
@@ -86,16 +86,7 @@ pub async fn gate(State(state): State<Arc<AppState>>, request: Request, next: Ne
         .get(SESSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
-    if let Some(id) = &session {
-        // Another key's session, or one we never saw: the same answer as rmcp's for an unknown
-        // id, so a guessed id tells nothing.
-        let owned = state.sessions.owner(id);
-        if state.sessions.manager.is_some()
-            && !owned.is_some_and(|o| crate::auth::secrets_equal(&o, &key.key_fingerprint))
-        {
-            return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
-        }
-    }
+    let mut message = None;
     let request = if request.method() == Method::POST && is_json(&request) {
         let (parts, body) = request.into_parts();
         let bytes = match axum::body::to_bytes(body, state.max_body_bytes).await {
@@ -111,19 +102,30 @@ pub async fn gate(State(state): State<Arc<AppState>>, request: Request, next: Ne
                 );
             }
         };
-        let message = match parse(&bytes) {
-            Ok(m) => m,
+        match parse(&bytes) {
+            Ok(m) => message = Some(m),
             Err(response) => return *response,
-        };
-        if is_initialize(&message)
-            && let Some(refused) = admit_initialize(&state, &key, session.is_some()).await
-        {
-            return refused;
         }
         Request::from_parts(parts, Body::from(bytes))
     } else {
         request
     };
+    let uses_session = uses_session(message.as_ref(), request.headers());
+    if let (Some(id), true) = (&session, uses_session) {
+        // Another key's session, or one we never saw: the same answer as rmcp's for an unknown
+        // id, so a guessed id tells nothing.
+        let owned = state.sessions.owner(id);
+        if state.sessions.manager.is_some()
+            && !owned.is_some_and(|o| crate::auth::secrets_equal(&o, &key.key_fingerprint))
+        {
+            return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
+        }
+    }
+    if message.as_ref().is_some_and(is_initialize)
+        && let Some(refused) = admit_initialize(&state, &key, session.is_some()).await
+    {
+        return refused;
+    }
     let deleting = request.method() == Method::DELETE;
     let response = next.run(request).await;
     if let Some(id) = &session {
@@ -169,6 +171,34 @@ fn parse(bytes: &Bytes) -> Result<ClientJsonRpcMessage, Box<Response>> {
             &format!("Invalid Request: the body is JSON but not a JSON-RPC 2.0 message ({e})"),
         ))
     })
+}
+
+/// Whether rmcp serves this request within an `Mcp-Session-Id` session, as its Streamable HTTP
+/// service decides: `initialize` and protocol versions with a handshake do; a request carrying
+/// the 2026-07-28 `_meta` (or naming such a version) is served without one, whatever session
+/// header it sends.
+fn uses_session(message: Option<&ClientJsonRpcMessage>, headers: &axum::http::HeaderMap) -> bool {
+    let request = match message {
+        Some(JsonRpcMessage::Request(r)) => Some(&r.request),
+        _ => None,
+    };
+    if request.is_some_and(|r| matches!(r, ClientRequest::InitializeRequest(_))) {
+        return true;
+    }
+    let meta = request.map(GetMeta::get_meta);
+    if meta.is_some_and(|m| {
+        m.missing_required_keys(&ProtocolVersion::V_2026_07_28)
+            .is_empty()
+    }) {
+        return false;
+    }
+    let version = meta.and_then(|m| m.protocol_version()).or_else(|| {
+        headers
+            .get("mcp-protocol-version")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|s| serde_json::from_value(serde_json::Value::String(s.into())).ok())
+    });
+    version.is_none_or(|v: ProtocolVersion| v.has_initialize())
 }
 
 fn is_initialize(message: &ClientJsonRpcMessage) -> bool {

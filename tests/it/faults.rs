@@ -873,7 +873,10 @@ async fn a_flapping_monitor_blocks_exactly_when_it_does_not_allow() {
     })
     .await;
     // Every call is counted once, under the outcome it had, and the server still answers.
-    let metrics = reqwest::get(format!("{base}/metrics"))
+    let metrics = reqwest::Client::new()
+        .get(format!("{base}/metrics"))
+        .header("x-api-key", KEY)
+        .send()
         .await
         .unwrap()
         .text()

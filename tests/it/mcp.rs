@@ -336,6 +336,7 @@ async fn http_guards_answer_before_mcp() {
     assert_eq!(health["operations"], 20);
     let metrics = http
         .get(server.url("/metrics"))
+        .header("x-api-key", KEY)
         .send()
         .await
         .unwrap()
