@@ -442,7 +442,10 @@ pub async fn run(
             }
             let response = engine
                 .upstream
-                .send(&planned.request)
+                .send(
+                    &planned.request,
+                    &crate::upstream::CallCredentials::default(),
+                )
                 .await
                 .map_err(|e| send_failure(engine, op, &planned.request, e))?;
             *upstream_status = Some(response.status);

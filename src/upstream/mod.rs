@@ -11,6 +11,7 @@
 
 mod build;
 mod config;
+mod credentials;
 mod encode;
 mod redact;
 mod response;
@@ -28,6 +29,7 @@ pub use config::{
     ConfigError, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_REDIRECTS,
     DEFAULT_TIMEOUT, UpstreamConfig,
 };
+pub use credentials::CallCredentials;
 pub(crate) use encode::scalar;
 pub use redact::{REDACTED, Secrets, SecretsError};
 pub use response::{UpstreamResponse, shown_body};
@@ -165,15 +167,30 @@ impl Upstream {
 
     /// Sends a prepared request with the configured credentials and reads the response within
     /// the body budget.
-    pub async fn send(&self, req: &PreparedRequest) -> Result<UpstreamResponse, UpstreamError> {
+    pub async fn send(
+        &self,
+        req: &PreparedRequest,
+        call: &CallCredentials,
+    ) -> Result<UpstreamResponse, UpstreamError> {
         let started = Instant::now();
         let mut headers = http::HeaderMap::new();
         for (n, v) in &req.headers {
             headers.append(n.clone(), v.clone());
         }
-        for (n, v) in &self.cfg.headers {
+        for (n, v) in self.cfg.headers.iter().chain(call.headers()) {
             headers.insert(n.clone(), v.clone());
         }
+        // This call's own credentials are scrubbed like the configured ones.
+        let call_secrets;
+        let secrets: &Secrets = if call.is_empty() {
+            &self.secrets
+        } else {
+            call_secrets = self
+                .secrets
+                .with(config::credential_texts(call.headers()))
+                .map_err(|e| UpstreamError::Other(e.to_string()))?;
+            &call_secrets
+        };
         let mut builder = self
             .client
             .request(req.method.clone(), req.url.clone())
@@ -219,11 +236,11 @@ impl Upstream {
             truncated,
             content_type.as_deref(),
             self.cfg.max_body_bytes,
-            &self.secrets,
+            secrets,
         );
         let mut safe_headers = safe_headers;
         for v in safe_headers.values_mut() {
-            self.secrets.redact_value(v);
+            secrets.redact_value(v);
         }
         let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         tracing::debug!(method = %req.method, url = %shown_url, status = status.as_u16(),

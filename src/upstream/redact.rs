@@ -57,7 +57,24 @@ impl Secrets {
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
     {
-        let mut forms = Vec::new();
+        Secrets::from_forms(Vec::new(), credentials)
+    }
+
+    /// These secrets and those of `credentials` (one call's own credentials on top of the
+    /// configured ones).
+    pub fn with<I, S>(&self, credentials: I) -> Result<Secrets, SecretsError>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        Secrets::from_forms(self.forms.clone(), credentials)
+    }
+
+    fn from_forms<I, S>(mut forms: Vec<String>, credentials: I) -> Result<Secrets, SecretsError>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
         for c in credentials {
             let c = c.as_ref().trim();
             if c.len() >= MIN_SECRET_CHARS {

@@ -253,7 +253,7 @@ async fn call(
 ) -> Result<apigate::upstream::UpstreamResponse, UpstreamError> {
     let op = spec.get(op_id).unwrap();
     let req = up.prepare(spec, op, &args(a))?;
-    up.send(&req).await
+    up.send(&req, &Default::default()).await
 }
 
 #[tokio::test]
@@ -487,7 +487,7 @@ async fn credentials_are_injected_and_never_shown() {
         assert!(!shown.contains("SECRET"), "{shown}");
     }
     assert!(srv.seen().is_empty(), "a dry run sends nothing");
-    up.send(&req).await.unwrap();
+    up.send(&req, &Default::default()).await.unwrap();
     let got = srv.last();
     assert_eq!(got.header("authorization"), Some("Bearer sk_test_SECRET"));
     assert_eq!(got.header("api_key"), Some("KEY_SECRET"));
@@ -559,7 +559,7 @@ async fn stripe_form_bodies_use_brackets() {
         "expand": ["tax"]
     });
     let req = up.prepare(&spec, op, &args(json!({"body": body}))).unwrap();
-    up.send(&req).await.unwrap();
+    up.send(&req, &Default::default()).await.unwrap();
     let got = srv.last();
     assert_eq!(got.uri, "/v1/customers");
     assert_eq!(
@@ -608,7 +608,7 @@ async fn slack_form_data_goes_form_encoded_with_configured_token() {
         )
         .unwrap();
     assert!(!req.view().to_string().contains("SECRET"));
-    up.send(&req).await.unwrap();
+    up.send(&req, &Default::default()).await.unwrap();
     let got = srv.last();
     // Swagger `basePath` under the upstream.
     assert_eq!(got.uri, "/api/chat.postMessage");
@@ -842,7 +842,7 @@ async fn dry_runs_send_nothing_and_echoed_credentials_are_scrubbed() {
     assert_eq!(shown["headers"]["authorization"], "[redacted]");
     assert!(srv.seen().is_empty());
 
-    let done = up.send(&request).await.unwrap();
+    let done = up.send(&request, &Default::default()).await.unwrap();
     let shown = serde_json::to_value(&done).unwrap();
     assert_eq!(
         srv.last().header("authorization"),
