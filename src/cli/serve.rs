@@ -91,7 +91,8 @@ pub struct ServeArgs {
 const SERVE_HELP: &str = "\
 Clients need a server key in x-api-key: `apigate keys create --name agent \
 --features apigate.discover,apigate.schema,apigate.execute` (or MCP_SERVER_API_KEY as a bootstrap key). Every tool call then names \
-a user session (`_sessionToken` or the x-session-token header).
+a user session (`_sessionToken` or the x-session-token header). A call gets the features its key \
+and its session both hold: add the API's features (`billing.*`) to the key when operations need them.
 
 Sessions live 120 minutes unless created with another lifetime: \
 `apigate sessions create --user U --ttl-minutes N`, or `ttlMinutes` in POST /admin/v1/sessions \
