@@ -885,11 +885,13 @@ async fn two_instances_share_sessions_and_revocations() {
 
 #[tokio::test]
 async fn serve_exits_when_the_database_is_unreachable() {
-    // A port nothing listens on.
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    // A port nothing listens on: a privileged one, since a port freed by a test can be taken
+    // by another test's server before apigate tries it.
+    let port = 1;
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
+        "something listens on 127.0.0.1:{port}"
+    );
     let out = tokio::time::timeout(
         Duration::from_secs(60),
         tokio::process::Command::new(env!("CARGO_BIN_EXE_apigate"))
