@@ -10,6 +10,7 @@ mod admin;
 mod audit;
 mod features;
 mod rate;
+pub mod sealed;
 mod secrets;
 pub use secrets::secrets_equal;
 mod token_arg;
