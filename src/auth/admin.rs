@@ -612,8 +612,8 @@ impl Admin {
                 let headers = input.check().map_err(AdminError::Invalid)?;
                 let Some(keys) = &self.keys else {
                     return Err(AdminError::Invalid(format!(
-                        "this server cannot store upstream credentials with a session: no secret \
-                         key is configured; {HOW_TO_SET_A_KEY}"
+                        "upstream credentials cannot be stored with a session: no secret key is \
+                         configured; {HOW_TO_SET_A_KEY}"
                     )));
                 };
                 let sealed = headers.seal(keys, id).map_err(|e| {

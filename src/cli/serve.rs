@@ -130,7 +130,12 @@ a user session (`_sessionToken` or the x-session-token header).
 
 Sessions live 120 minutes unless created with another lifetime: \
 `apigate sessions create --user U --ttl-minutes N`, or `ttlMinutes` in POST /admin/v1/sessions \
-(at most 43200, 30 days). `apigate sessions list` shows them; `apigate audit` what they did.";
+(at most 43200, 30 days). `apigate sessions list` shows them; `apigate audit` what they did.
+
+A session may carry its user's own upstream credentials (`apigate sessions create \
+--upstream-header \"Authorization: Bearer …\"`, or `upstream.headers` in POST /admin/v1/sessions): \
+they are stored encrypted under the secret key (APIGATE_SECRET_KEY or --secret-key-file; \
+`openssl rand -base64 32`) and replace --upstream-headers of the same name on that session's calls.";
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let auth = args.access.auth(&args.database_url).await?;

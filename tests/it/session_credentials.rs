@@ -599,7 +599,8 @@ async fn expiry_purges_and_keys_rotate() {
         .execute(&sqlx::PgPool::connect(&db.url).await.unwrap())
         .await
         .unwrap();
-    assert!(auth.purge_expired_credentials().await.unwrap() >= 1);
+    // (Each Auth's own purge task may get there first: the column is what counts.)
+    auth.purge_expired_credentials().await.unwrap();
     let pool = sqlx::PgPool::connect(&db.url).await.unwrap();
     let left: Option<Vec<u8>> =
         sqlx::query_scalar("SELECT upstream_headers FROM api_keys WHERE id = $1")
