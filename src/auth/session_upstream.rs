@@ -312,6 +312,22 @@ mod tests {
     }
 
     #[test]
+    fn cli_arguments_parse_without_echoing_values() {
+        let a: HeaderArg = "Authorization: Bearer a:b".parse().unwrap();
+        assert_eq!(
+            (a.name.as_str(), a.value.as_str()),
+            ("Authorization", "Bearer a:b")
+        );
+        assert!(!format!("{a:?}").contains("Bearer"));
+        let e = "Bearer-secret-without-colon"
+            .parse::<HeaderArg>()
+            .unwrap_err();
+        assert!(!e.contains("secret"), "{e}");
+        let input = UpstreamInput::from_args(&[a]);
+        assert_eq!(input.check().unwrap().names(), ["authorization"]);
+    }
+
+    #[test]
     fn seal_and_open_for_one_session_only() {
         let keys = SecretKeys::from_bytes(&[3u8; 32], None).unwrap();
         let up = input(&[("Authorization", "Bearer abc"), ("Cookie", "a=1; b=2")])
