@@ -8,13 +8,16 @@
 //! hands out a feature (directly or through a role) that they do not hold themselves.
 
 use std::fmt;
+use std::sync::Arc;
 
 use chrono::{DateTime, Duration as ChronoDuration, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::features::validate_feature;
+use super::sealed::{HOW_TO_SET_A_KEY, SecretKeys};
 use super::secrets;
+use super::session_upstream::UpstreamInput;
 use super::{Caches, Features, KeyPrincipal};
 use crate::store::{
     self, AuditEntry, AuditFilter, AuditRow, Decision, Invalidation, RevokeTarget, RoleRow, Store,
@@ -142,6 +145,11 @@ pub struct NewSession {
     /// Default [`DEFAULT_SESSION_TTL_MINUTES`]; at most [`MAX_SESSION_TTL_MINUTES`].
     #[serde(default)]
     pub ttl_minutes: Option<u32>,
+    /// The user's own upstream credentials, `{"headers": {"Authorization": "Bearer …"}}`:
+    /// stored sealed, sent on this session's calls in place of configured headers of the same
+    /// name, never returned.
+    #[serde(default)]
+    pub upstream: Option<UpstreamInput>,
     #[serde(skip)]
     pub created_by: Option<String>,
 }
@@ -159,6 +167,8 @@ pub struct CreatedSession {
     pub roles: Vec<String>,
     pub features: Vec<String>,
     pub read_only: bool,
+    /// The names of the upstream headers the session carries (never their values).
+    pub upstream_headers: Vec<String>,
 }
 
 impl fmt::Debug for CreatedSession {
@@ -190,6 +200,9 @@ pub struct SessionInfo {
     pub created_by: Option<String>,
     /// `active`, `expired` or `revoked`.
     pub status: &'static str,
+    /// The names of the upstream headers the session carries (never their values; none once
+    /// it is revoked or expired and purged).
+    pub upstream_headers: Vec<String>,
 }
 
 /// Which sessions to list.
@@ -337,6 +350,8 @@ pub struct Admin {
     actor: Actor,
     /// The server's credential caches, emptied at once on revocation (the CLI has none).
     caches: Option<Caches>,
+    /// Seals sessions' upstream credentials; without it sessions cannot carry any.
+    keys: Option<Arc<SecretKeys>>,
 }
 
 impl fmt::Debug for Admin {
@@ -354,7 +369,13 @@ impl Admin {
             store,
             actor: Actor::operator("cli"),
             caches: None,
+            keys: None,
         }
+    }
+
+    /// The same operations, able to store sessions' upstream credentials sealed with `keys`.
+    pub fn with_secret_keys(self, keys: Option<Arc<SecretKeys>>) -> Admin {
+        Admin { keys, ..self }
     }
 
     /// The same operations, acting as `actor`.
@@ -398,6 +419,8 @@ impl Admin {
             call_id: Uuid::new_v4(),
             actor: Some(self.actor.label.clone()),
             target,
+            organization_id: None,
+            credential_sources: Vec::new(),
         };
         if let Err(e) = self.store.insert_audit(&entry).await {
             tracing::error!(error = %e, action, actor = %self.actor.label,
@@ -582,13 +605,31 @@ impl Admin {
         let created_by = req.created_by.unwrap_or_else(|| self.actor.label.clone());
         let tenant_id = non_blank(req.tenant_id.as_deref());
         let organization_id = non_blank(req.organization_id.as_deref());
+        let id = Uuid::new_v4();
+        let upstream = match req.upstream.as_ref().filter(|u| !u.is_empty()) {
+            None => None,
+            Some(input) => {
+                let headers = input.check().map_err(AdminError::Invalid)?;
+                let Some(keys) = &self.keys else {
+                    return Err(AdminError::Invalid(format!(
+                        "upstream credentials cannot be stored with a session: no secret key is \
+                         configured; {HOW_TO_SET_A_KEY}"
+                    )));
+                };
+                let sealed = headers.seal(keys, id).map_err(|e| {
+                    tracing::error!(error = %e, "sealing a session's upstream headers failed");
+                    AdminError::Internal
+                })?;
+                Some((sealed, headers.names()))
+            }
+        };
         let token = secrets::generate_session_token();
         let digest = secrets::sha256(&token);
         let expires_at = Utc::now() + ChronoDuration::minutes(i64::from(ttl));
         let row = self
             .store
             .insert_session(&store::NewSession {
-                id: Uuid::new_v4(),
+                id,
                 token_digest: &digest,
                 features: &features,
                 roles: &roles,
@@ -598,6 +639,8 @@ impl Admin {
                 organization_id,
                 expires_at,
                 created_by: Some(created_by.as_str()),
+                upstream_headers: upstream.as_ref().map(|(s, _)| s.as_slice()),
+                upstream_header_names: upstream.as_ref().map(|(_, n)| n.as_slice()),
             })
             .await?;
         self.record(SESSION_CREATE, Some(format!("session:{}", row.id)), None)
@@ -612,6 +655,7 @@ impl Admin {
             roles: row.roles,
             features: row.features,
             read_only: row.read_only,
+            upstream_headers: row.upstream_header_names.unwrap_or_default(),
         })
     }
 
@@ -680,6 +724,7 @@ impl Admin {
                 revoked_at: r.revoked_at,
                 last_used_at: r.last_used_at,
                 created_by: r.created_by,
+                upstream_headers: r.upstream_header_names.unwrap_or_default(),
             })
             .collect();
         Ok(SessionPage {

@@ -10,7 +10,9 @@ mod admin;
 mod audit;
 mod features;
 mod rate;
+pub mod sealed;
 mod secrets;
+pub mod session_upstream;
 pub use secrets::secrets_equal;
 mod token_arg;
 
@@ -44,6 +46,8 @@ use crate::store::{
 };
 use audit::AuditWriter;
 use rate::{Limiter, Source, Subject};
+use sealed::SecretKeys;
+use session_upstream::SessionUpstream;
 
 /// The longest time a verified credential is trusted without asking the database.
 pub const MAX_CACHE_TTL: Duration = Duration::from_secs(60);
@@ -70,6 +74,13 @@ pub enum AuthError {
     RateLimited { retry_after_ms: u64 },
     #[error("authentication is unavailable: the database cannot be reached")]
     Unavailable(String),
+    /// The session carries upstream credentials this server cannot open (no or another
+    /// secret key): its calls fail rather than go out with the server's credentials.
+    #[error(
+        "this session's upstream credentials cannot be used: {0}; ask the operator to configure \
+         the secret key they were stored with, or create a new session"
+    )]
+    Credentials(String),
 }
 
 impl AuthError {
@@ -93,6 +104,8 @@ pub struct AuthConfig {
     /// verified before on this instance): bounds the CPU someone guessing secrets can burn,
     /// without locking the key out for its owner at another address.
     pub verify_rate: RateLimit,
+    /// Opens (and, through the admin operations, seals) sessions' upstream credentials.
+    pub secret_keys: Option<Arc<SecretKeys>>,
 }
 
 impl Default for AuthConfig {
@@ -113,6 +126,7 @@ impl Default for AuthConfig {
                 per_second: 0.2,
                 burst: 10,
             },
+            secret_keys: None,
         }
     }
 }
@@ -129,6 +143,7 @@ impl fmt::Debug for AuthConfig {
             .field("key_rate", &self.key_rate)
             .field("session_rate", &self.session_rate)
             .field("verify_rate", &self.verify_rate)
+            .field("secret_keys", &self.secret_keys)
             .finish()
     }
 }
@@ -193,6 +208,7 @@ impl KeyPrincipal {
             features: self.features.clone(),
             read_only: self.read_only,
             expires_at: self.expires_at,
+            upstream: None,
         }
     }
 }
@@ -214,6 +230,8 @@ pub struct Principal {
     /// Set when the session or the key is read-only.
     pub read_only: bool,
     pub expires_at: Option<DateTime<Utc>>,
+    /// The session's own upstream credentials, opened (`Debug` shows names only).
+    pub upstream: Option<Arc<SessionUpstream>>,
 }
 
 impl Principal {
@@ -285,6 +303,8 @@ impl Principal {
             session_id: self.session_id,
             user_id: self.user_id.clone(),
             tenant_id: self.tenant_id.clone(),
+            organization_id: self.organization_id.clone(),
+            credential_sources: Vec::new(),
             tool: tool.to_string(),
             actor: Some(self.key_label.clone()),
             target: None,
@@ -340,6 +360,17 @@ struct SessionData {
     features: Features,
     read_only: bool,
     expires_at: DateTime<Utc>,
+    /// Opened once per cache fill and kept only as long as this entry.
+    upstream: SessionCredentials,
+}
+
+/// A session's upstream credentials as loaded.
+#[derive(Debug)]
+enum SessionCredentials {
+    None,
+    Ready(Arc<SessionUpstream>),
+    /// Stored but cannot be opened here: the session's calls fail (closed).
+    Unusable(String),
 }
 
 #[derive(Clone)]
@@ -461,12 +492,35 @@ struct Inner {
     /// features) is still read every time.
     verified: Cache<String, Arc<(Digest, String)>>,
     listener: JoinHandle<()>,
+    /// Deletes expired sessions' upstream credentials every [`PURGE_EVERY`].
+    purger: JoinHandle<()>,
     audit: AuditWriter,
+    keys: Option<Arc<SecretKeys>>,
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
         self.listener.abort();
+        self.purger.abort();
+    }
+}
+
+/// How often expired sessions' upstream credentials are deleted.
+pub const PURGE_EVERY: Duration = Duration::from_secs(60);
+
+async fn purge_expired_credentials(store: Store) {
+    let mut tick = tokio::time::interval(PURGE_EVERY);
+    loop {
+        tick.tick().await;
+        match store.purge_session_credentials().await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(
+                sessions = n,
+                "deleted the upstream credentials of expired sessions"
+            ),
+            Err(e) if e.is_pool_closed() => return,
+            Err(e) => tracing::warn!(error = %e, "could not purge expired sessions' credentials"),
+        }
     }
 }
 
@@ -511,7 +565,9 @@ impl Auth {
                     .time_to_live(Duration::from_secs(24 * 3600))
                     .build(),
                 listener: task,
+                purger: tokio::spawn(purge_expired_credentials(store.clone())),
                 audit: AuditWriter::start(store.clone()),
+                keys: cfg.secret_keys,
             }),
         })
     }
@@ -751,6 +807,13 @@ impl Auth {
         if s.expires_at <= Utc::now() {
             return Err(AuthError::SessionExpired);
         }
+        let upstream = match &s.upstream {
+            SessionCredentials::None => None,
+            SessionCredentials::Ready(u) => Some(u.clone()),
+            SessionCredentials::Unusable(why) => {
+                return Err(AuthError::Credentials(why.clone()));
+            }
+        };
         Ok(Principal {
             key_id: key.key_id,
             key_label: key.label(),
@@ -764,6 +827,7 @@ impl Auth {
             features: s.features.intersection(&key.features),
             read_only: s.read_only || key.read_only,
             expires_at: Some(s.expires_at),
+            upstream,
         })
     }
 
@@ -793,6 +857,7 @@ impl Auth {
         };
         self.touch_later(row.id);
         let features = effective_features(&row);
+        let upstream = self.open_upstream(&row);
         Ok(CachedSession {
             outcome: SessionOutcome::Valid(Arc::new(SessionData {
                 id: row.id,
@@ -803,10 +868,43 @@ impl Auth {
                 features,
                 read_only: row.read_only,
                 expires_at,
+                upstream,
             })),
             session_id,
             generation,
         })
+    }
+
+    /// Opens a session row's sealed upstream headers with the configured keys.
+    fn open_upstream(&self, row: &KeyRow) -> SessionCredentials {
+        let Some(sealed) = row.upstream_headers.as_deref() else {
+            return SessionCredentials::None;
+        };
+        let Some(keys) = &self.inner.keys else {
+            tracing::error!(session = %row.id,
+                "a session carries upstream credentials but no secret key is configured \
+                 (APIGATE_SECRET_KEY or --secret-key-file); its calls are refused");
+            return SessionCredentials::Unusable("no secret key is configured".into());
+        };
+        match SessionUpstream::open(keys, row.id, sealed) {
+            Ok(u) => SessionCredentials::Ready(Arc::new(u)),
+            Err(e) => {
+                tracing::error!(session = %row.id, error = %e,
+                    "cannot open a session's upstream credentials; its calls are refused");
+                SessionCredentials::Unusable(e.to_string())
+            }
+        }
+    }
+
+    /// Deletes the upstream credentials of expired sessions now (a task also does it every
+    /// [`PURGE_EVERY`]); returns how many sessions lost theirs.
+    pub async fn purge_expired_credentials(&self) -> Result<u64, StoreError> {
+        let n = self.inner.store.purge_session_credentials().await?;
+        if n > 0 {
+            // Our own notifications arrive too, but do not wait for them.
+            self.inner.caches.flush();
+        }
+        Ok(n)
     }
 
     // ---- rate limits and audit --------------------------------------------------------------------
@@ -841,6 +939,7 @@ impl Auth {
         Admin::new(self.inner.store.clone())
             .acting_as(Actor::operator("operator"))
             .with_caches(self.inner.caches.clone())
+            .with_secret_keys(self.inner.keys.clone())
     }
 
     /// The admin operations as `key` (the admin API): read-only keys only read, and nothing is

@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use chrono::{DateTime, Utc};
 
+use crate::auth::session_upstream::{HeaderArg, UpstreamInput};
 use crate::auth::{
     Admin, AuditPage, AuditQuery, NewKey, NewSession, SessionPage, SessionQuery, SessionRef,
 };
@@ -96,6 +97,8 @@ pub enum KeysCommand {
 pub struct SessionsArgs {
     #[command(flatten)]
     pub db: DbArgs,
+    #[command(flatten)]
+    pub secret_key: super::serve::SecretKeyArgs,
     #[command(subcommand)]
     pub command: SessionsCommand,
 }
@@ -125,6 +128,11 @@ pub enum SessionsCommand {
         /// Lifetime in minutes (default 120, at most 43200 = 30 days)
         #[arg(long)]
         ttl_minutes: Option<u32>,
+        /// An upstream header the session's calls send, "Name: value" (repeatable; e.g. the
+        /// user's own API token). Stored encrypted (needs APIGATE_SECRET_KEY or
+        /// --secret-key-file); replaces a server-wide --upstream-header of the same name
+        #[arg(long = "upstream-header", value_name = "NAME: VALUE")]
+        upstream_headers: Vec<HeaderArg>,
         /// Print JSON instead of text
         #[arg(long)]
         json: bool,
@@ -249,7 +257,8 @@ pub async fn run_keys(args: KeysArgs) -> anyhow::Result<()> {
 }
 
 pub async fn run_sessions(args: SessionsArgs) -> anyhow::Result<()> {
-    let admin = Admin::new(args.db.store().await?);
+    let keys = args.secret_key.load()?;
+    let admin = Admin::new(args.db.store().await?).with_secret_keys(keys);
     super::print(&sessions(&admin, args.command).await?)?;
     Ok(())
 }
@@ -368,8 +377,11 @@ pub async fn sessions(admin: &Admin, cmd: SessionsCommand) -> anyhow::Result<Str
             features,
             read_only,
             ttl_minutes,
+            upstream_headers,
             json,
         } => {
+            let upstream =
+                (!upstream_headers.is_empty()).then(|| UpstreamInput::from_args(&upstream_headers));
             let s = admin
                 .create_session(NewSession {
                     user_id: user,
@@ -379,6 +391,7 @@ pub async fn sessions(admin: &Admin, cmd: SessionsCommand) -> anyhow::Result<Str
                     features,
                     read_only,
                     ttl_minutes,
+                    upstream,
                     created_by: Some(CREATED_BY.into()),
                 })
                 .await
@@ -389,14 +402,15 @@ pub async fn sessions(admin: &Admin, cmd: SessionsCommand) -> anyhow::Result<Str
             Ok(format!(
                 "Created session {} for user {:?}, expires {}.\n\
                  Token — shown only now:\n\n  {}\n\n\
-                 features: {}\nroles: {}\nread-only: {}\n",
+                 features: {}\nroles: {}\nread-only: {}\nupstream headers: {}\n",
                 s.id,
                 s.user_id,
                 s.expires_at,
                 s.token,
                 list_or_dash(&s.features),
                 list_or_dash(&s.roles),
-                s.read_only
+                s.read_only,
+                list_or_dash(&s.upstream_headers)
             ))
         }
         SessionsCommand::List {
@@ -451,6 +465,7 @@ fn sessions_table(page: &SessionPage) -> String {
                 minute(s.expires_at),
                 minute(s.last_used_at),
                 s.status.to_string(),
+                list_or_dash(&s.upstream_headers),
             ]
         })
         .collect::<Vec<_>>();
@@ -467,6 +482,7 @@ fn sessions_table(page: &SessionPage) -> String {
             "EXPIRES",
             "LAST USED",
             "STATUS",
+            "UPSTREAM HEADERS",
         ],
         &rows,
     );
@@ -515,6 +531,7 @@ pub async fn audit(admin: &Admin, args: AuditArgs) -> anyhow::Result<String> {
                 e.upstream_status.map_or("-".into(), |s| s.to_string()),
                 e.duration_ms.to_string(),
                 e.error_code.clone().unwrap_or_else(|| "-".into()),
+                list_or_dash(&e.credential_sources),
             ]
         })
         .collect::<Vec<_>>();
@@ -530,6 +547,7 @@ pub async fn audit(admin: &Admin, args: AuditArgs) -> anyhow::Result<String> {
             "STATUS",
             "MS",
             "ERROR",
+            "CREDENTIALS",
         ],
         &rows,
     );

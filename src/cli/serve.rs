@@ -9,6 +9,7 @@ use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 
 use super::dev::{EngineArgs, HttpArgs};
+use crate::auth::sealed::{KeySource, SecretKeys};
 use crate::auth::{Auth, AuthConfig, PermissionRules, RateLimit};
 use crate::http::{self, HttpOptions, KeyCheck};
 use crate::store::Store;
@@ -33,6 +34,35 @@ pub struct AccessArgs {
     /// Burst allowed per user session.
     #[arg(long, default_value_t = 30)]
     pub session_burst: u32,
+    #[command(flatten)]
+    pub secret_key: SecretKeyArgs,
+}
+
+/// The key that seals sessions' upstream credentials at rest (AES-256-GCM).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct SecretKeyArgs {
+    /// A file holding the secret key as base64 of 32 random bytes (`openssl rand -base64 32`);
+    /// default: the APIGATE_SECRET_KEY variable. Needed for sessions that carry upstream
+    /// credentials.
+    #[arg(long, value_name = "FILE", global = true)]
+    pub secret_key_file: Option<PathBuf>,
+    /// The previous key's file while rotating keys (it only decrypts); default: the
+    /// APIGATE_SECRET_KEY_PREVIOUS variable.
+    #[arg(long, value_name = "FILE", global = true)]
+    pub previous_secret_key_file: Option<PathBuf>,
+}
+
+impl SecretKeyArgs {
+    /// The configured keys, or `None` when no key is configured.
+    pub fn load(&self) -> anyhow::Result<Option<Arc<SecretKeys>>> {
+        let source = KeySource {
+            file: self.secret_key_file.as_deref(),
+            previous_file: self.previous_secret_key_file.as_deref(),
+            ..KeySource::default()
+        }
+        .with_env();
+        Ok(SecretKeys::load(&source)?.map(Arc::new))
+    }
 }
 
 impl AccessArgs {
@@ -67,8 +97,13 @@ impl AccessArgs {
                 per_second: self.session_rate,
                 burst: self.session_burst,
             },
+            secret_keys: self.secret_key.load()?,
             ..AuthConfig::default()
         };
+        if let Some(keys) = &cfg.secret_keys {
+            tracing::info!(key_id = %keys.current_id(),
+                "sessions' upstream credentials are sealed with the configured secret key");
+        }
         Ok(Auth::new(store, cfg).await?)
     }
 }
@@ -96,7 +131,12 @@ and its session both hold: add the API's features (`billing.*`) to the key when 
 
 Sessions live 120 minutes unless created with another lifetime: \
 `apigate sessions create --user U --ttl-minutes N`, or `ttlMinutes` in POST /admin/v1/sessions \
-(at most 43200, 30 days). `apigate sessions list` shows them; `apigate audit` what they did.";
+(at most 43200, 30 days). `apigate sessions list` shows them; `apigate audit` what they did.
+
+A session may carry its user's own upstream credentials (`apigate sessions create \
+--upstream-header \"Authorization: Bearer …\"`, or `upstream.headers` in POST /admin/v1/sessions): \
+they are stored encrypted under the secret key (APIGATE_SECRET_KEY or --secret-key-file; \
+`openssl rand -base64 32`) and replace --upstream-headers of the same name on that session's calls.";
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let auth = args.access.auth(&args.database_url).await?;

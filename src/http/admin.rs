@@ -122,7 +122,9 @@ impl From<AuthError> for ApiError {
                 (StatusCode::FORBIDDEN, "FORBIDDEN")
             }
             AuthError::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "RATE_LIMITED"),
-            AuthError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "UNAVAILABLE"),
+            AuthError::Unavailable(_) | AuthError::Credentials(_) => {
+                (StatusCode::SERVICE_UNAVAILABLE, "UNAVAILABLE")
+            }
         };
         let message = match &e {
             // Says the database cannot be reached; its error stays in the log.

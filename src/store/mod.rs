@@ -180,8 +180,9 @@ impl Store {
     pub(crate) async fn insert_session(&self, s: &NewSession<'_>) -> Result<KeyRow, StoreError> {
         let row = sqlx::query_as::<_, KeyRow>(
             "INSERT INTO api_keys (id, kind, token_digest, features, roles, read_only, user_id, \
-             tenant_id, organization_id, expires_at, created_by) \
-             VALUES ($1, 'session', $2, $3, $4, $5, $6, $7, $8, $9, $10) \
+             tenant_id, organization_id, expires_at, created_by, upstream_headers, \
+             upstream_header_names) \
+             VALUES ($1, 'session', $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
              RETURNING *, '{}'::text[] AS role_features",
         )
         .bind(s.id)
@@ -194,6 +195,8 @@ impl Store {
         .bind(s.organization_id)
         .bind(s.expires_at)
         .bind(s.created_by)
+        .bind(s.upstream_headers)
+        .bind(s.upstream_header_names)
         .fetch_one(&self.pool)
         .await?;
         Ok(row)
@@ -280,12 +283,15 @@ impl Store {
                 "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()) \
                  WHERE kind = 'server_key' AND public_id = $1 RETURNING id, revoked_at"
             }
+            // A revoked session's upstream credentials are deleted, not just disowned.
             RevokeTarget::SessionId(_) => {
-                "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()) \
+                "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()), \
+                 upstream_headers = NULL, upstream_header_names = NULL \
                  WHERE kind = 'session' AND id = $1 RETURNING id, revoked_at"
             }
             RevokeTarget::SessionDigest(_) => {
-                "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()) \
+                "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()), \
+                 upstream_headers = NULL, upstream_header_names = NULL \
                  WHERE kind = 'session' AND token_digest = $1 RETURNING id, revoked_at"
             }
         };
@@ -307,6 +313,26 @@ impl Store {
         notify(&mut tx, &payload).await?;
         tx.commit().await?;
         Ok(Some(Revoked { id, revoked_at }))
+    }
+
+    /// Deletes the upstream credentials of every session that has expired (or was revoked
+    /// before they were purged) and announces each, so no instance keeps them cached.
+    /// Returns how many sessions lost theirs.
+    pub(crate) async fn purge_session_credentials(&self) -> Result<u64, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let ids = sqlx::query_as::<_, (Uuid,)>(
+            "UPDATE api_keys SET upstream_headers = NULL, upstream_header_names = NULL \
+             WHERE kind = 'session' \
+             AND (upstream_headers IS NOT NULL OR upstream_header_names IS NOT NULL) \
+             AND (expires_at <= now() OR revoked_at IS NOT NULL) RETURNING id",
+        )
+        .fetch_all(&mut *tx)
+        .await?;
+        for (id,) in &ids {
+            notify(&mut tx, &Invalidation::Session(*id)).await?;
+        }
+        tx.commit().await?;
+        Ok(ids.len() as u64)
     }
 
     /// Records a use; called once per cache fill, not per request.
@@ -372,8 +398,9 @@ impl Store {
         sqlx::query(
             "INSERT INTO audit_log (key_id, session_id, user_id, tenant_id, tool, operation, \
              method, path, decision, upstream_status, duration_ms, error_code, at, call_id, \
-             actor, target) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) \
+             actor, target, organization_id, credential_sources) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, \
+             $17, $18) \
              ON CONFLICT (call_id) DO NOTHING",
         )
         .bind(e.key_id)
@@ -392,6 +419,8 @@ impl Store {
         .bind(e.call_id)
         .bind(e.actor.as_deref())
         .bind(e.target.as_deref())
+        .bind(e.organization_id.as_deref())
+        .bind(&e.credential_sources)
         .execute(&self.pool)
         .await?;
         Ok(())
@@ -406,7 +435,8 @@ impl Store {
     ) -> Result<Vec<AuditRow>, StoreError> {
         let rows = sqlx::query_as::<_, AuditRow>(
             "SELECT id, at, key_id, session_id, user_id, tenant_id, tool, operation, method, path, \
-             decision, upstream_status, duration_ms, error_code, actor, target \
+             decision, upstream_status, duration_ms, error_code, actor, target, \
+             organization_id, credential_sources, call_id \
              FROM audit_log \
              WHERE ($1::timestamptz IS NULL OR at >= $1) \
              AND ($2::text IS NULL OR user_id = $2) \
@@ -568,6 +598,9 @@ pub(crate) struct NewSession<'a> {
     pub organization_id: Option<&'a str>,
     pub expires_at: DateTime<Utc>,
     pub created_by: Option<&'a str>,
+    /// Sealed (`auth/sealed.rs`), never plaintext.
+    pub upstream_headers: Option<&'a [u8]>,
+    pub upstream_header_names: Option<&'a [String]>,
 }
 
 /// A row of `api_keys` (either kind) plus the features its roles grant.
@@ -592,6 +625,11 @@ pub(crate) struct KeyRow {
     pub last_used_at: Option<DateTime<Utc>>,
     pub created_by: Option<String>,
     pub role_features: Vec<String>,
+    /// A session's sealed upstream headers (`auth/sealed.rs`).
+    #[sqlx(default)]
+    pub upstream_headers: Option<Vec<u8>>,
+    #[sqlx(default)]
+    pub upstream_header_names: Option<Vec<String>>,
 }
 
 impl fmt::Debug for KeyRow {
@@ -677,6 +715,11 @@ pub struct AuditEntry {
     pub actor: Option<String>,
     /// What an admin action changed: `key:<public id>`, `session:<id>`, `role:<name>`.
     pub target: Option<String>,
+    /// The subject's organization (with `user_id` and `tenant_id`).
+    pub organization_id: Option<String>,
+    /// Where the upstream credentials the call sent came from: `server` (configured
+    /// `--upstream-header`s), `session`, `oauth`, `assertion`, `scheme:NAME`. Never a value.
+    pub credential_sources: Vec<String>,
 }
 
 /// A row of `audit_log`.
@@ -699,6 +742,12 @@ pub struct AuditRow {
     pub error_code: Option<String>,
     pub actor: Option<String>,
     pub target: Option<String>,
+    pub organization_id: Option<String>,
+    /// Where the call's upstream credentials came from (`server`, `session`, …); never a value.
+    pub credential_sources: Vec<String>,
+    /// The tool call's id (the identity assertion's `jti`); none for rows written before it
+    /// was recorded.
+    pub call_id: Option<Uuid>,
 }
 
 #[cfg(test)]

@@ -82,6 +82,8 @@ struct Trace {
     /// The operation the arguments name (its index in the spec).
     operation: Option<usize>,
     upstream_status: Option<u16>,
+    /// Where the credentials the call sent came from (`server`, `session`, …).
+    credential_sources: Vec<String>,
 }
 
 impl Engine {
@@ -189,6 +191,7 @@ impl Engine {
                 entry.path = Some(op.path.clone());
             }
             entry.upstream_status = trace.upstream_status;
+            entry.credential_sources = trace.credential_sources;
             entry.duration_ms = started.elapsed().as_millis() as u64;
             entry.at = started_at;
             entry.call_id = call_id;
@@ -321,7 +324,14 @@ impl Engine {
             }
         }
         // 6. Run.
-        let result = ops::run(self, principal, prepared, &mut trace.upstream_status).await;
+        let result = ops::run(
+            self,
+            principal,
+            prepared,
+            &mut trace.upstream_status,
+            &mut trace.credential_sources,
+        )
+        .await;
         // 7. Tell the monitor.
         if let Some(monitor) = &self.monitor {
             match &result {
@@ -348,7 +358,9 @@ impl From<AuthError> for ToolError {
             }
             AuthError::RateLimited { retry_after_ms } => ToolError::new(Code::RateLimited, message)
                 .with("retryAfterMs", Value::from(retry_after_ms)),
-            AuthError::Unavailable(_) => ToolError::new(Code::Unavailable, message),
+            AuthError::Unavailable(_) | AuthError::Credentials(_) => {
+                ToolError::new(Code::Unavailable, message)
+            }
         }
     }
 }

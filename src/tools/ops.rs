@@ -11,7 +11,9 @@ use super::{Code, Engine, ToolError, ToolResult};
 use crate::auth::Principal;
 use crate::index::Query;
 use crate::spec::{Detail, Operation, OperationName, ParamIn, Resolved, Violation};
-use crate::upstream::{CallArgs, PreparedRequest, is_forbidden_header, media_essence, scalar};
+use crate::upstream::{
+    CallArgs, CallCredentials, PreparedRequest, is_forbidden_header, media_essence, scalar,
+};
 
 /// A call's arguments, typed, with the operation they name found (or not) in the spec.
 pub enum Parsed {
@@ -397,11 +399,42 @@ fn short_summary(op: &Operation) -> String {
     }
 }
 
+/// The credentials one call carries on top of the configured `--upstream-header`s: the
+/// session's own upstream headers (source `session`), replacing configured ones of the same
+/// name.
+pub fn call_credentials(principal: &Principal) -> CallCredentials {
+    let mut call = CallCredentials::default();
+    if let Some(up) = &principal.upstream {
+        for (name, value) in up.headers() {
+            call.set_header(name.clone(), value.clone(), "session");
+        }
+    }
+    call
+}
+
+/// Where the credentials of a call came from, for its audit row (never a value): `server`
+/// when a configured `--upstream-header` went out (one the call did not replace), then the
+/// call's own sources.
+pub fn credential_sources(engine: &Engine, call: &CallCredentials) -> Vec<String> {
+    let server_sent = engine
+        .upstream
+        .config()
+        .headers
+        .iter()
+        .any(|(n, _)| !call.headers().iter().any(|(c, _)| c == n));
+    server_sent
+        .then(|| "server".to_string())
+        .into_iter()
+        .chain(call.sources().iter().cloned())
+        .collect()
+}
+
 pub async fn run(
     engine: &Engine,
     principal: &Principal,
     prepared: Prepared,
     upstream_status: &mut Option<u16>,
+    sources: &mut Vec<String>,
 ) -> ToolResult {
     match prepared {
         Prepared::Discover(d) => {
@@ -440,12 +473,11 @@ pub async fn run(
                     json!({"dryRun": true, "operationId": op.id, "request": planned.request.view()}),
                 );
             }
+            let call = call_credentials(principal);
+            *sources = credential_sources(engine, &call);
             let response = engine
                 .upstream
-                .send(
-                    &planned.request,
-                    &crate::upstream::CallCredentials::default(),
-                )
+                .send(&planned.request, &call)
                 .await
                 .map_err(|e| send_failure(engine, op, &planned.request, e))?;
             *upstream_status = Some(response.status);

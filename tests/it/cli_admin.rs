@@ -139,6 +139,7 @@ async fn cli_commands_print_json_and_tables() {
             features: vec![],
             read_only: false,
             ttl_minutes: Some(15),
+            upstream_headers: vec![],
             json: true,
         },
     )

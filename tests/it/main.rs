@@ -17,6 +17,7 @@ mod monitor_browser;
 mod monitor_e2e;
 mod operator;
 mod production;
+mod session_credentials;
 mod spec;
 mod support;
 mod typed_args;

@@ -1,0 +1,67 @@
+//! What a session's own upstream credentials add to a call (issue 18 §1):
+//! `open` — decrypting the sealed headers (AES-256-GCM), once per session-cache fill (at most
+//! once a minute per session and instance); `per_call` — putting them into the call's
+//! `CallCredentials` (every call); `scrubber` — extending the response scrubber with them
+//! (every call, inside `Upstream::send`). `cargo bench --bench session_credentials`.
+
+use std::hint::black_box;
+
+use apigate::auth::sealed::SecretKeys;
+use apigate::auth::session_upstream::UpstreamInput;
+use apigate::upstream::{CallCredentials, Secrets};
+use criterion::{Criterion, criterion_group, criterion_main};
+
+fn bench(c: &mut Criterion) {
+    let keys = SecretKeys::from_bytes(&[5u8; 32], Some(&[6u8; 32])).unwrap();
+    let session = uuid::Uuid::new_v4();
+    let up = UpstreamInput {
+        headers: vec![
+            (
+                "Authorization".into(),
+                "Bearer eyJhbGciOiJIUzI1NiJ9.user-token-of-some-length".into(),
+            ),
+            ("X-Tenant-Key".into(), "tenant-key-0123456789".into()),
+        ],
+    }
+    .check()
+    .unwrap();
+    let sealed = up.seal(&keys, session).unwrap();
+    let configured = Secrets::new(["Bearer server-token-0123456789"]).unwrap();
+
+    let mut g = c.benchmark_group("session_credentials");
+    g.bench_function("open", |b| {
+        b.iter(|| {
+            apigate::auth::session_upstream::SessionUpstream::open(
+                &keys,
+                black_box(session),
+                &sealed,
+            )
+            .unwrap()
+        })
+    });
+    g.bench_function("per_call", |b| {
+        b.iter(|| {
+            let mut call = CallCredentials::default();
+            for (n, v) in black_box(&up).headers() {
+                call.set_header(n.clone(), v.clone(), "session");
+            }
+            call
+        })
+    });
+    g.bench_function("scrubber", |b| {
+        b.iter(|| {
+            configured
+                .with(
+                    black_box(&up)
+                        .headers()
+                        .iter()
+                        .filter_map(|(_, v)| v.to_str().ok()),
+                )
+                .unwrap()
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
