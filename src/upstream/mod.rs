@@ -106,6 +106,9 @@ pub struct Upstream {
     cfg: Arc<UpstreamConfig>,
     /// The credentials, in every form, scrubbed from every response.
     secrets: Arc<Secrets>,
+    /// Those plus a call's own credentials, by a digest of the latter: building the matcher
+    /// costs far more than a call, and a session sends the same credentials on every call.
+    with_call: moka::sync::Cache<[u8; 32], Arc<Secrets>>,
 }
 
 impl std::fmt::Debug for Upstream {
@@ -147,6 +150,10 @@ impl Upstream {
         Ok(Upstream {
             client,
             secrets: Arc::new(cfg.secrets()?),
+            with_call: moka::sync::Cache::builder()
+                .max_capacity(4096)
+                .time_to_idle(Duration::from_secs(15 * 60))
+                .build(),
             cfg: Arc::new(cfg),
         })
     }
@@ -181,16 +188,7 @@ impl Upstream {
             headers.insert(n.clone(), v.clone());
         }
         // This call's own credentials are scrubbed like the configured ones.
-        let call_secrets;
-        let secrets: &Secrets = if call.is_empty() {
-            &self.secrets
-        } else {
-            call_secrets = self
-                .secrets
-                .with(config::credential_texts(call.headers()))
-                .map_err(|e| UpstreamError::Other(e.to_string()))?;
-            &call_secrets
-        };
+        let secrets = self.secrets_with(call)?;
         let mut builder = self
             .client
             .request(req.method.clone(), req.url.clone())
@@ -236,7 +234,7 @@ impl Upstream {
             truncated,
             content_type.as_deref(),
             self.cfg.max_body_bytes,
-            secrets,
+            &secrets,
         );
         let mut safe_headers = safe_headers;
         for v in safe_headers.values_mut() {
@@ -253,6 +251,25 @@ impl Upstream {
             truncated,
             duration_ms,
         })
+    }
+
+    /// The configured credentials' matcher, extended by the call's own credentials (built once
+    /// per distinct set of them and kept while they are in use).
+    fn secrets_with(&self, call: &CallCredentials) -> Result<Arc<Secrets>, UpstreamError> {
+        if call.is_empty() {
+            return Ok(self.secrets.clone());
+        }
+        let texts = config::credential_texts(call.headers());
+        use sha2::Digest as _;
+        let mut digest = sha2::Sha256::new();
+        for t in &texts {
+            digest.update((t.len() as u64).to_le_bytes());
+            digest.update(t.as_bytes());
+        }
+        let key: [u8; 32] = digest.finalize().into();
+        self.with_call
+            .try_get_with(key, || self.secrets.with(&texts).map(Arc::new))
+            .map_err(|e| UpstreamError::Other(e.to_string()))
     }
 
     /// Maps a client error to what the agent sees, without the URL (it may hold user info)
