@@ -52,6 +52,8 @@ pub struct Engine {
     pub auth: Option<Auth>,
     /// Size caps on the arguments, checked before any matching or ranking.
     pub limits: args::InputLimits,
+    /// Signs an identity assertion into every upstream call (`--identity-header`).
+    pub identity: Option<Arc<crate::identity::Identity>>,
 }
 
 /// Who is calling, as the transport knows it. Holds no secret but the session token the
@@ -101,6 +103,7 @@ impl Engine {
             rules: PermissionRules::default(),
             auth: None,
             limits: args::InputLimits::default(),
+            identity: None,
         }
     }
 
@@ -321,7 +324,14 @@ impl Engine {
             }
         }
         // 6. Run.
-        let result = ops::run(self, principal, prepared, &mut trace.upstream_status).await;
+        let result = ops::run(
+            self,
+            principal,
+            prepared,
+            call_id,
+            &mut trace.upstream_status,
+        )
+        .await;
         // 7. Tell the monitor.
         if let Some(monitor) = &self.monitor {
             match &result {

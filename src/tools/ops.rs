@@ -11,7 +11,9 @@ use super::{Code, Engine, ToolError, ToolResult};
 use crate::auth::Principal;
 use crate::index::Query;
 use crate::spec::{Detail, Operation, OperationName, ParamIn, Resolved, Violation};
-use crate::upstream::{CallArgs, PreparedRequest, is_forbidden_header, media_essence, scalar};
+use crate::upstream::{
+    CallArgs, CallCredentials, PreparedRequest, is_forbidden_header, media_essence, scalar,
+};
 
 /// A call's arguments, typed, with the operation they name found (or not) in the spec.
 pub enum Parsed {
@@ -401,6 +403,7 @@ pub async fn run(
     engine: &Engine,
     principal: &Principal,
     prepared: Prepared,
+    call_id: &str,
     upstream_status: &mut Option<u16>,
 ) -> ToolResult {
     match prepared {
@@ -436,16 +439,16 @@ pub async fn run(
         Prepared::Execute(planned) => {
             let op = &engine.spec.operations[planned.op];
             if planned.dry_run {
-                return Ok(
-                    json!({"dryRun": true, "operationId": op.id, "request": planned.request.view()}),
-                );
+                let mut view = planned.request.view();
+                if let Some(identity) = &engine.identity {
+                    identity.mark_dry_run(&mut view);
+                }
+                return Ok(json!({"dryRun": true, "operationId": op.id, "request": view}));
             }
+            let credentials = call_credentials(engine, principal, op, &planned.request, call_id)?;
             let response = engine
                 .upstream
-                .send(
-                    &planned.request,
-                    &crate::upstream::CallCredentials::default(),
-                )
+                .send(&planned.request, &credentials)
                 .await
                 .map_err(|e| send_failure(engine, op, &planned.request, e))?;
             *upstream_status = Some(response.status);
@@ -474,6 +477,35 @@ pub async fn run(
             Ok(value)
         }
     }
+}
+
+/// This call's own credentials on top of the configured ones: the signed identity assertion
+/// (`--identity-header`). Fails closed: a call whose assertion cannot be made is not sent.
+fn call_credentials(
+    engine: &Engine,
+    principal: &Principal,
+    op: &Operation,
+    request: &PreparedRequest,
+    call_id: &str,
+) -> Result<CallCredentials, ToolError> {
+    let mut credentials = CallCredentials::default();
+    if let Some(identity) = &engine.identity {
+        let facts = crate::identity::CallFacts {
+            call_id,
+            operation: &op.id,
+            method: op.method.as_str(),
+            url: request.url(),
+        };
+        let value = identity.header_value(principal, &facts).map_err(|e| {
+            tracing::error!(error = %e, "could not sign the identity assertion; the call is not sent");
+            ToolError::new(
+                Code::Internal,
+                "the server could not sign this call's identity assertion; it was not sent",
+            )
+        })?;
+        credentials.set_header(identity.header().clone(), value, crate::identity::SOURCE);
+    }
+    Ok(credentials)
 }
 
 /// A request that got no answer: says where it went (the origin, never credentials), whether
