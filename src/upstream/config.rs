@@ -315,6 +315,37 @@ fn redact_str(s: &str) -> String {
     }
 }
 
+/// The texts an upstream might echo back for these credential headers: each value, the token
+/// after its scheme (`Bearer …`), and the `user:password` and password inside a Basic value.
+pub(crate) fn credential_texts(headers: &[(HeaderName, HeaderValue)]) -> Vec<String> {
+    use base64::Engine as _;
+    let mut out: Vec<String> = Vec::new();
+    for (_, v) in headers {
+        let Ok(s) = v.to_str() else { continue };
+        let s = s.trim();
+        out.push(s.to_string());
+        if let Some((scheme, token)) = s.split_once(' ') {
+            let token = token.trim();
+            out.push(token.to_string());
+            if scheme.eq_ignore_ascii_case("basic")
+                && let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(token)
+                && let Ok(text) = String::from_utf8(bytes)
+            {
+                basic(text, &mut out);
+            }
+        }
+    }
+    out
+}
+
+/// A Basic credential's `user:password` and its password.
+fn basic(user_pass: String, out: &mut Vec<String>) {
+    if let Some((_, password)) = user_pass.split_once(':') {
+        out.push(password.to_string());
+    }
+    out.push(user_pass);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -464,35 +495,4 @@ mod tests {
         assert!(UpstreamConfig::parse_base_url("/relative").is_err());
         assert!(UpstreamConfig::parse_base_url("https://x/?a=1").is_err());
     }
-}
-
-/// The texts an upstream might echo back for these credential headers: each value, the token
-/// after its scheme (`Bearer …`), and the `user:password` and password inside a Basic value.
-pub(crate) fn credential_texts(headers: &[(HeaderName, HeaderValue)]) -> Vec<String> {
-    use base64::Engine as _;
-    let mut out: Vec<String> = Vec::new();
-    for (_, v) in headers {
-        let Ok(s) = v.to_str() else { continue };
-        let s = s.trim();
-        out.push(s.to_string());
-        if let Some((scheme, token)) = s.split_once(' ') {
-            let token = token.trim();
-            out.push(token.to_string());
-            if scheme.eq_ignore_ascii_case("basic")
-                && let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(token)
-                && let Ok(text) = String::from_utf8(bytes)
-            {
-                basic(text, &mut out);
-            }
-        }
-    }
-    out
-}
-
-/// A Basic credential's `user:password` and its password.
-fn basic(user_pass: String, out: &mut Vec<String>) {
-    if let Some((_, password)) = user_pass.split_once(':') {
-        out.push(password.to_string());
-    }
-    out.push(user_pass);
 }
