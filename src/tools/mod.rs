@@ -29,6 +29,8 @@ pub use error::{Code, ToolError};
 pub use ops::{Planned, Prepared};
 
 /// Whose permissions a call runs with.
+// One per engine, built once: boxing the principal would save nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Access {
     /// Every call acts as this principal (dev mode: all features, or the dev key's own
     /// permissions when it was checked against the database at start-up).
