@@ -200,6 +200,7 @@ impl KeyPrincipal {
         Principal {
             key_id: self.key_id,
             key_label: self.label(),
+            key_name: self.name.clone(),
             session_id: None,
             user_id: None,
             tenant_id: None,
@@ -219,6 +220,8 @@ pub struct Principal {
     pub key_id: Option<Uuid>,
     /// `key:<public id>`, `bootstrap` or `dev`.
     pub key_label: String,
+    /// The key's name (`apigate keys create --name`), `bootstrap` or `dev`.
+    pub key_name: String,
     pub session_id: Option<Uuid>,
     pub user_id: Option<String>,
     pub tenant_id: Option<String>,
@@ -817,6 +820,7 @@ impl Auth {
         Ok(Principal {
             key_id: key.key_id,
             key_label: key.label(),
+            key_name: key.name.clone(),
             session_id: Some(s.id),
             user_id: Some(s.user_id.clone()),
             tenant_id: s.tenant_id.clone(),

@@ -226,6 +226,8 @@ pub struct DevArgs {
     pub database_url: Option<String>,
     #[command(flatten)]
     pub access: super::serve::AccessArgs,
+    #[command(flatten)]
+    pub identity: super::identity::IdentityArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -359,6 +361,7 @@ pub async fn run_dev(args: DevArgs) -> anyhow::Result<ExitCode> {
         store = Some(auth.store().clone());
         engine.auth = Some(auth);
     }
+    engine.identity = args.identity.build(&format!("http://{addr}"))?;
     let engine = Arc::new(engine);
     let url = format!("http://{addr}/mcp");
     eprintln!("{}", banner("dev", &engine, &url, args.http.stateless));

@@ -3,6 +3,7 @@
 pub mod admin;
 mod config;
 pub mod dev;
+pub mod identity;
 pub mod index;
 pub mod monitor;
 pub mod serve;
@@ -56,6 +57,8 @@ pub enum Command {
     Audit(admin::AuditArgs),
     /// Define roles: named sets of features (DATABASE_URL).
     Roles(admin::RolesArgs),
+    /// Make the keys that sign identity assertions (`serve --identity-header`).
+    SigningKey(identity::SigningKeyArgs),
 }
 
 /// Runs the parsed command; errors are printed with their whole cause chain.
@@ -76,6 +79,7 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Sessions(a) => admin::run_sessions(a).await.map(|()| ExitCode::SUCCESS),
         Command::Roles(a) => admin::run_roles(a).await.map(|()| ExitCode::SUCCESS),
         Command::Audit(a) => admin::run_audit(a).await.map(|()| ExitCode::SUCCESS),
+        Command::SigningKey(a) => identity::run(a),
     };
     match result {
         Ok(code) => code,

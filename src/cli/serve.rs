@@ -117,6 +117,8 @@ pub struct ServeArgs {
     pub http: HttpArgs,
     #[command(flatten)]
     pub access: AccessArgs,
+    #[command(flatten)]
+    pub identity: super::identity::IdentityArgs,
     /// Postgres connection URL.
     #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
     pub database_url: String,
@@ -145,11 +147,12 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     engine.access = Access::Sessions;
     engine.rules = args.access.rules()?;
     engine.auth = Some(auth.clone());
-    let engine = Arc::new(engine);
     let listener = tokio::net::TcpListener::bind(args.http.listen)
         .await
         .with_context(|| format!("cannot listen on {}", args.http.listen))?;
     let addr = listener.local_addr()?;
+    engine.identity = args.identity.build(&format!("http://{addr}"))?;
+    let engine = Arc::new(engine);
     let url = format!("http://{addr}/mcp");
     eprintln!(
         "{}; admin API at /admin/v1",

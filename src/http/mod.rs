@@ -1,5 +1,6 @@
 //! Thin axum adapter: `/mcp` (Streamable HTTP, stateful or stateless), legacy `/sse` +
-//! `/message`, `/health`, `/metrics` (with the key, or alone on `--metrics-listen`), and the
+//! `/message`, `/health`, `/metrics` (with the key, or alone on `--metrics-listen`),
+//! `/.well-known/jwks.json` (the identity assertions' public keys), and the
 //! middleware in front of them (Host/Origin check, body limit, `x-api-key`, MCP session owners). Holds no SQL and no tantivy calls; tools run in `tools::Engine`.
 
 pub mod admin;
@@ -158,6 +159,7 @@ pub fn router(engine: Arc<Engine>, opts: HttpOptions, shutdown: CancellationToke
     let mut app: Router = Router::new()
         .merge(protected)
         .route("/health", get(health))
+        .route("/.well-known/jwks.json", get(jwks))
         .route("/.well-known/{*rest}", any(no_oauth))
         .route("/register", any(no_oauth))
         .route("/authorize", any(no_oauth))
@@ -260,6 +262,27 @@ async fn no_oauth() -> Response {
          and the key this client sent was missing or wrong (check the client's MCP server \
          configuration; `apigate config claude|opencode` prints a working one)",
     )
+}
+
+/// The public keys that verify identity assertions (no key needed: they are public). Without
+/// `--identity-header` there are none, and the path is unknown.
+async fn jwks(State(state): State<Arc<AppState>>) -> Response {
+    match &state.engine.identity {
+        Some(identity) => (
+            [
+                (axum::http::header::CONTENT_TYPE, "application/jwk-set+json"),
+                (axum::http::header::CACHE_CONTROL, "public, max-age=300"),
+            ],
+            identity.jwks().to_string(),
+        )
+            .into_response(),
+        None => guard::json_error(
+            StatusCode::NOT_FOUND,
+            "NOT_FOUND",
+            "this server signs no identity assertions (start it with --identity-header and \
+             --signing-key), so it publishes no keys",
+        ),
+    }
 }
 
 async fn health(State(state): State<Arc<AppState>>) -> Response {

@@ -29,6 +29,8 @@ pub use error::{Code, ToolError};
 pub use ops::{Planned, Prepared};
 
 /// Whose permissions a call runs with.
+// One per engine, built once: boxing the principal would save nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Access {
     /// Every call acts as this principal (dev mode: all features, or the dev key's own
     /// permissions when it was checked against the database at start-up).
@@ -52,6 +54,8 @@ pub struct Engine {
     pub auth: Option<Auth>,
     /// Size caps on the arguments, checked before any matching or ranking.
     pub limits: args::InputLimits,
+    /// Signs an identity assertion into every upstream call (`--identity-header`).
+    pub identity: Option<Arc<crate::identity::Identity>>,
 }
 
 /// Who is calling, as the transport knows it. Holds no secret but the session token the
@@ -103,6 +107,7 @@ impl Engine {
             rules: PermissionRules::default(),
             auth: None,
             limits: args::InputLimits::default(),
+            identity: None,
         }
     }
 
@@ -328,6 +333,7 @@ impl Engine {
             self,
             principal,
             prepared,
+            call_id,
             &mut trace.upstream_status,
             &mut trace.credential_sources,
         )

@@ -399,10 +399,9 @@ fn short_summary(op: &Operation) -> String {
     }
 }
 
-/// The credentials one call carries on top of the configured `--upstream-header`s: the
-/// session's own upstream headers (source `session`), replacing configured ones of the same
-/// name.
-pub fn call_credentials(principal: &Principal) -> CallCredentials {
+/// The session's own upstream headers (source `session`), which replace configured
+/// `--upstream-header`s of the same name.
+pub fn session_credentials(principal: &Principal) -> CallCredentials {
     let mut call = CallCredentials::default();
     if let Some(up) = &principal.upstream {
         for (name, value) in up.headers() {
@@ -433,6 +432,7 @@ pub async fn run(
     engine: &Engine,
     principal: &Principal,
     prepared: Prepared,
+    call_id: &str,
     upstream_status: &mut Option<u16>,
     sources: &mut Vec<String>,
 ) -> ToolResult {
@@ -469,15 +469,17 @@ pub async fn run(
         Prepared::Execute(planned) => {
             let op = &engine.spec.operations[planned.op];
             if planned.dry_run {
-                return Ok(
-                    json!({"dryRun": true, "operationId": op.id, "request": planned.request.view()}),
-                );
+                let mut view = planned.request.view();
+                if let Some(identity) = &engine.identity {
+                    identity.mark_dry_run(&mut view);
+                }
+                return Ok(json!({"dryRun": true, "operationId": op.id, "request": view}));
             }
-            let call = call_credentials(principal);
-            *sources = credential_sources(engine, &call);
+            let credentials = call_credentials(engine, principal, op, &planned.request, call_id)?;
+            *sources = credential_sources(engine, &credentials);
             let response = engine
                 .upstream
-                .send(&planned.request, &call)
+                .send(&planned.request, &credentials)
                 .await
                 .map_err(|e| send_failure(engine, op, &planned.request, e))?;
             *upstream_status = Some(response.status);
@@ -506,6 +508,37 @@ pub async fn run(
             Ok(value)
         }
     }
+}
+
+/// This call's own credentials on top of the configured ones: the signed identity assertion
+/// (`--identity-header`). Fails closed: a call whose assertion cannot be made is not sent.
+/// The credentials one call carries on top of the configured `--upstream-header`s: the
+/// session's own headers, then the signed identity assertion.
+fn call_credentials(
+    engine: &Engine,
+    principal: &Principal,
+    op: &Operation,
+    request: &PreparedRequest,
+    call_id: &str,
+) -> Result<CallCredentials, ToolError> {
+    let mut credentials = session_credentials(principal);
+    if let Some(identity) = &engine.identity {
+        let facts = crate::identity::CallFacts {
+            call_id,
+            operation: &op.id,
+            method: op.method.as_str(),
+            url: request.url(),
+        };
+        let value = identity.header_value(principal, &facts).map_err(|e| {
+            tracing::error!(error = %e, "could not sign the identity assertion; the call is not sent");
+            ToolError::new(
+                Code::Internal,
+                "the server could not sign this call's identity assertion; it was not sent",
+            )
+        })?;
+        credentials.set_header(identity.header().clone(), value, crate::identity::SOURCE);
+    }
+    Ok(credentials)
 }
 
 /// A request that got no answer: says where it went (the origin, never credentials), whether

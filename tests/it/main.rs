@@ -10,6 +10,7 @@ mod db;
 mod dense;
 mod faults;
 mod fuzz;
+mod identity;
 mod index;
 mod mcp;
 mod monitor;
