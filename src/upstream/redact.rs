@@ -4,7 +4,9 @@
 //! A credential is a configured header value, the token after its scheme (`Bearer …`), the
 //! `user:password` of a Basic credential (from `--upstream http://user:password@…` or an
 //! `Authorization: Basic …` header) and its password. Each is also looked for percent-encoded
-//! (upper- and lower-case hex, RFC 3986 or form style) and JSON-escaped (with and without `\/`).
+//! (upper- and lower-case hex, RFC 3986 or form style). Backslashes never count: a form is
+//! looked for in the text with every `\` taken out, so an echo escaped once (`\/`, `\"`) or
+//! nested in JSON strings any number of times (`\\\/`) is found as well.
 //! [`Secrets::scrub`] replaces every occurrence, overlapping ones included, by `[redacted]`;
 //! [`Secrets::trim_partial_tail`] drops the beginning of a credential from the end of a text
 //! that was cut, so a cut can never leave `Bearer sk_live_…` minus its last characters.
@@ -22,6 +24,10 @@ pub const REDACTED: &str = "[redacted]";
 /// Credentials shorter than this are not scrubbed: redacting them would mangle ordinary text.
 pub const MIN_SECRET_CHARS: usize = 8;
 
+/// A form shorter than this once its backslashes are out (a credential made mostly of them)
+/// is not looked for.
+const MIN_FORM_BYTES: usize = 4;
+
 /// RFC 3986 `unreserved` stays as it is; everything else is percent-encoded.
 const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'-')
@@ -37,7 +43,7 @@ pub struct SecretsError(#[from] aho_corasick::BuildError);
 /// The configured credentials, in every form that is scrubbed from responses.
 #[derive(Clone, Default)]
 pub struct Secrets {
-    /// Every form, longest first, each at least [`MIN_SECRET_CHARS`] bytes.
+    /// Every form without its backslashes, longest first.
     forms: Vec<String>,
     /// All of `forms`, reporting overlapping matches; `None` when there are none.
     matcher: Option<AhoCorasick>,
@@ -47,6 +53,29 @@ impl fmt::Debug for Secrets {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Secrets({} forms)", self.forms.len())
     }
+}
+
+/// `text` without backslashes, and (when there were any) the index in `text` of each byte
+/// kept.
+fn project(text: &[u8]) -> (Cow<'_, [u8]>, Option<Vec<usize>>) {
+    if !text.contains(&b'\\') {
+        return (Cow::Borrowed(text), None);
+    }
+    let (kept, at): (Vec<u8>, Vec<usize>) = text
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| **b != b'\\')
+        .map(|(i, b)| (*b, i))
+        .unzip();
+    (Cow::Owned(kept), Some(at))
+}
+
+/// `start` moved back over the backslashes right before it (an escape of the first byte).
+fn with_escapes(text: &[u8], mut start: usize) -> usize {
+    while start > 0 && text[start - 1] == b'\\' {
+        start -= 1;
+    }
+    start
 }
 
 impl Secrets {
@@ -78,10 +107,10 @@ impl Secrets {
         for c in credentials {
             let c = c.as_ref().trim();
             if c.len() >= MIN_SECRET_CHARS {
-                forms.extend(encoded_forms(c));
+                forms.extend(encoded_forms(c).into_iter().map(|f| f.replace('\\', "")));
             }
         }
-        forms.retain(|f| f.len() >= MIN_SECRET_CHARS);
+        forms.retain(|f| f.len() >= MIN_FORM_BYTES);
         forms.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
         forms.dedup();
         let matcher = if forms.is_empty() {
@@ -100,31 +129,34 @@ impl Secrets {
         self.forms.is_empty()
     }
 
-    /// Every form that is scrubbed, longest first.
+    /// Every form that is scrubbed (without backslashes), longest first.
     pub fn forms(&self) -> &[String] {
         &self.forms
     }
 
     /// Whether `bytes` hold any form of a credential.
     pub fn holds(&self, bytes: &[u8]) -> bool {
-        self.matcher.as_ref().is_some_and(|m| m.is_match(bytes))
+        self.matcher
+            .as_ref()
+            .is_some_and(|m| m.is_match(&*project(bytes).0))
     }
 
-    /// `bytes` with every occurrence of every form replaced by `[redacted]`; occurrences that
-    /// overlap are replaced together, so no piece of either is left.
-    pub fn scrub<'a>(&self, bytes: &'a [u8]) -> Cow<'a, [u8]> {
+    /// Where forms occur in `bytes`, with the backslashes inside and right before each,
+    /// overlapping occurrences merged, in order.
+    fn spans(&self, bytes: &[u8]) -> Vec<(usize, usize)> {
         let Some(matcher) = &self.matcher else {
-            return Cow::Borrowed(bytes);
+            return Vec::new();
         };
+        let (projected, at) = project(bytes);
+        let mut spans: Vec<(usize, usize)> = matcher
+            .find_overlapping_iter(&*projected)
+            .map(|m| match &at {
+                None => (m.start(), m.end()),
+                Some(at) => (with_escapes(bytes, at[m.start()]), at[m.end() - 1] + 1),
+            })
+            .collect();
         // Overlapping matches come ordered by their end: sort by start, then merge every span
         // that overlaps the one before it.
-        let mut spans: Vec<(usize, usize)> = matcher
-            .find_overlapping_iter(bytes)
-            .map(|m| (m.start(), m.end()))
-            .collect();
-        if spans.is_empty() {
-            return Cow::Borrowed(bytes);
-        }
         spans.sort_unstable();
         let mut merged: Vec<(usize, usize)> = Vec::with_capacity(spans.len());
         for (start, end) in spans {
@@ -133,9 +165,19 @@ impl Secrets {
                 _ => merged.push((start, end)),
             }
         }
+        merged
+    }
+
+    /// `bytes` with every occurrence of every form replaced by `[redacted]`; occurrences that
+    /// overlap are replaced together, so no piece of either is left.
+    pub fn scrub<'a>(&self, bytes: &'a [u8]) -> Cow<'a, [u8]> {
+        let spans = self.spans(bytes);
+        if spans.is_empty() {
+            return Cow::Borrowed(bytes);
+        }
         let mut out = Vec::with_capacity(bytes.len());
         let mut at = 0;
-        for (start, end) in merged {
+        for (start, end) in spans {
             out.extend_from_slice(&bytes[at..start]);
             out.extend_from_slice(REDACTED.as_bytes());
             at = end;
@@ -148,7 +190,7 @@ impl Secrets {
     pub fn scrub_str<'a>(&self, text: &'a str) -> Cow<'a, str> {
         match self.scrub(text.as_bytes()) {
             Cow::Borrowed(_) => Cow::Borrowed(text),
-            // Whole forms (valid UTF-8) replaced by ASCII: still valid UTF-8.
+            // Whole forms (valid UTF-8) and backslashes replaced by ASCII: still UTF-8.
             Cow::Owned(bytes) => Cow::Owned(
                 String::from_utf8(bytes)
                     .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
@@ -156,19 +198,38 @@ impl Secrets {
         }
     }
 
-    /// The length of the longest end of `text` that is the beginning of a form (0 if none):
-    /// what is left of a credential that a cut went through.
+    /// How many bytes at the end of `text` are the beginning of a form (backslashes not
+    /// counting; 0 if none): what is left of a credential that a cut went through.
     pub fn partial_tail_len(&self, text: &[u8]) -> usize {
-        self.forms
+        let Some(longest) = self.forms.first().map(String::len) else {
+            return 0;
+        };
+        // The end of `text` that holds `longest` bytes other than backslashes.
+        let (mut from, mut kept) = (text.len(), 0);
+        while from > 0 && kept < longest {
+            from -= 1;
+            if text[from] != b'\\' {
+                kept += 1;
+            }
+        }
+        let (tail, at) = project(&text[from..]);
+        let k = self
+            .forms
             .iter()
             .filter_map(|f| {
                 let f = f.as_bytes();
-                (1..=f.len().min(text.len()))
+                (1..=f.len().min(tail.len()))
                     .rev()
-                    .find(|&k| text.ends_with(&f[..k]))
+                    .find(|&k| tail.ends_with(&f[..k]))
             })
             .max()
-            .unwrap_or(0)
+            .unwrap_or(0);
+        if k == 0 {
+            return 0;
+        }
+        let first = tail.len() - k;
+        let start = from + at.map_or(first, |at| at[first]);
+        text.len() - with_escapes(text, start)
     }
 
     /// Drops the end of a cut text while it is the beginning of a credential (any length: a
@@ -177,7 +238,7 @@ impl Secrets {
         loop {
             let k = self.partial_tail_len(text.as_bytes());
             let keep = text.len() - k;
-            // The end matched a form's beginning, which starts a character.
+            // The end matched a form's beginning, which starts a character, or a backslash.
             if k == 0 || !text.is_char_boundary(keep) {
                 return;
             }
@@ -211,8 +272,9 @@ impl Secrets {
     }
 }
 
-/// `secret` as it may appear in an echo: as is, percent-encoded (every non-alphanumeric, RFC
-/// 3986 component, form style; upper- and lower-case hex) and JSON-escaped (with `\/` too).
+/// `secret` as it may appear in an echo: as is, and percent-encoded (every non-alphanumeric,
+/// RFC 3986 component, form style; upper- and lower-case hex). JSON escapes need no form of
+/// their own: backslashes never count.
 fn encoded_forms(secret: &str) -> Vec<String> {
     let mut out = vec![secret.to_string()];
     for encoded in [
@@ -222,11 +284,6 @@ fn encoded_forms(secret: &str) -> Vec<String> {
     ] {
         out.push(lower_hex(&encoded));
         out.push(encoded);
-    }
-    if let Ok(quoted) = serde_json::to_string(secret) {
-        let escaped = &quoted[1..quoted.len() - 1];
-        out.push(escaped.replace('/', "\\/"));
-        out.push(escaped.to_string());
     }
     out
 }
@@ -266,7 +323,6 @@ mod tests {
             "p%40ss%2Fw0rd%2B%20x",
             "p%40ss%2fw0rd%2b%20x",
             "p%40ss%2Fw0rd%2B+x",
-            "p@ss\\/w0rd+ x",
         ] {
             assert!(
                 s.forms().iter().any(|f| f == form),
@@ -278,6 +334,29 @@ mod tests {
     }
 
     #[test]
+    fn escaped_and_nested_echoes_are_found() {
+        let s = secrets(&["p@ss/w0rd\"q"]);
+        for echo in [
+            // Escaped once (JSON, PHP's `\/`), nested in a JSON string twice.
+            r#"{"a":"p@ss/w0rd\"q"}"#,
+            r#"{"a":"p@ss\/w0rd\"q"}"#,
+            r#"{"a":"{\"b\":\"p@ss\\\/w0rd\\\"q\"}"}"#,
+        ] {
+            let clean = s.scrub(echo.as_bytes());
+            let clean = std::str::from_utf8(&clean).unwrap();
+            assert!(!clean.contains("w0rd"), "{echo}: {clean}");
+            // Still JSON: the escapes went with the credential.
+            serde_json::from_str::<Value>(clean).unwrap_or_else(|e| panic!("{clean}: {e}"));
+        }
+        // An escape of the credential's first character goes with it.
+        let s = secrets(&["\"abcdefgh"]);
+        assert_eq!(
+            &*s.scrub(br#"{"a":"\"abcdefgh"}"#),
+            br#"{"a":"[redacted]"}"#
+        );
+    }
+
+    #[test]
     fn scrub_replaces_overlapping_occurrences_together() {
         let s = secrets(&["abcdefgh12", "gh12345678"]);
         assert_eq!(
@@ -286,6 +365,7 @@ mod tests {
         );
         assert!(matches!(s.scrub(b"nothing here"), Cow::Borrowed(_)));
         assert!(s.holds(b"..gh12345678"));
+        assert!(s.holds(b"..gh1234\\5678"));
     }
 
     #[test]
@@ -302,6 +382,11 @@ mod tests {
         assert_eq!(t, "nothing to drop");
         // A whole credential is not a cut one; `scrub` replaces it.
         assert_eq!(s.partial_tail_len(b"x Bearer sk_live_0123456789"), 25);
+        // Escaped, with the escapes before it and an escape cut in two.
+        let s = secrets(&["A/CAAW51xyz"]);
+        let mut t = r#"x \\\A\\\/CAAW\"#.to_string();
+        s.trim_partial_tail(&mut t);
+        assert_eq!(t, "x ");
     }
 
     #[test]

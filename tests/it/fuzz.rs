@@ -81,3 +81,43 @@ fn path_match_regressions() {
         assert_eq!(got, want, "{}", path.display());
     }
 }
+
+/// `shown_body` cases: `{upstream, header, body, contentType, budget, credentials}`, the body
+/// read as `read_limited` reads it (its first `budget` bytes); no piece of 6 characters of a
+/// credential may appear in the result (its JSON, its decoded strings).
+#[test]
+fn redact_response_regressions() {
+    use apigate::upstream::{UpstreamConfig, shown_body};
+    for path in cases("redact_response") {
+        let case = json_case(&path);
+        let cfg = UpstreamConfig::from_flags(
+            case["upstream"].as_str(),
+            &[case["header"].as_str().unwrap().to_string()],
+            None,
+        )
+        .unwrap();
+        let secrets = cfg.secrets().unwrap();
+        let body = case["body"].as_str().unwrap().as_bytes();
+        let budget = case["budget"].as_u64().unwrap() as usize;
+        let read = &body[..body.len().min(budget)];
+        let ct = case["contentType"].as_str().filter(|c| !c.is_empty());
+        let shown = shown_body(read, body.len() > budget, ct, budget, &secrets);
+        let mut texts = vec![shown.to_string()];
+        if let Some(s) = shown.as_str() {
+            texts.push(s.to_string());
+        }
+        for credential in case["credentials"].as_array().unwrap() {
+            let credential = credential.as_str().unwrap().as_bytes();
+            for piece in credential.windows(6) {
+                let piece = String::from_utf8_lossy(piece);
+                for text in &texts {
+                    assert!(
+                        !text.contains(piece.as_ref()),
+                        "{}: {piece:?} in {text}",
+                        path.display()
+                    );
+                }
+            }
+        }
+    }
+}
