@@ -146,13 +146,14 @@ fn lexical_confidence_is_the_best_coverage_share() {
 
 #[test]
 fn the_embedded_text_adds_a_description_sentence_only_when_it_says_more() {
-    let texts = |summary: &str, description: &str| -> [String; 6] {
+    let texts = |summary: &str, description: &str| -> [String; 7] {
         [
             summary.into(),
             "listPets".into(),
             "pets".into(),
             "pets Petstore".into(),
             description.into(),
+            String::new(),
             String::new(),
         ]
     };
