@@ -160,6 +160,10 @@ pub struct Tuning {
     pub literal_penalty: f32,
     /// Spec affinity: a spec's strength is the mean of its this-many best scores.
     pub affinity_top: usize,
+    /// Pooled routing: scores are multiplied by `(route / best route) ^ spec_route`, where a
+    /// spec's route is the IDF-weighted share of the query's concepts it has words for at all
+    /// (rare words such as "pod" or "playlist" name the API). No effect with one spec.
+    pub spec_route: f32,
     /// 1 adds the names of the schemas an operation takes and returns, as words
     /// (`PodDisruptionBudget` → "Pod Disruption Budget"), to the text it is embedded by.
     pub embed_schema_names: f32,
@@ -189,6 +193,7 @@ impl Default for Tuning {
             literal_penalty: 0.0,
             affinity_top: 5,
             embed_schema_names: 0.0,
+            spec_route: 0.0,
         }
     }
 }
@@ -223,6 +228,7 @@ impl Tuning {
             "literal_penalty" => self.literal_penalty = num()?,
             "affinity_top" => self.affinity_top = (num()? as usize).max(1),
             "embed_schema_names" => self.embed_schema_names = num()?,
+            "spec_route" => self.spec_route = num()?,
             _ => match name
                 .strip_prefix("fields.")
                 .and_then(|i| i.parse::<usize>().ok())
@@ -536,6 +542,7 @@ impl Index {
         } else {
             self.rerank(&mut scored, &analyzed, &covered, None);
         }
+        self.apply_spec_route(&mut scored, &analyzed);
         self.apply_spec_affinity(&mut scored);
         // Ties keep document order so results are deterministic.
         scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
@@ -773,6 +780,51 @@ impl Index {
         }
         for (doc, score) in scored.iter_mut() {
             *score *= (strength[self.docs[*doc].spec] / top).powf(self.tuning.spec_affinity);
+        }
+    }
+
+    /// Pooled routing (`Tuning::spec_route`): which APIs have words for the query's concepts,
+    /// the rarer the word across APIs the more it says.
+    fn apply_spec_route(&self, scored: &mut [(usize, f32)], analyzed: &Analyzed) {
+        let Some(last) = self.docs.last() else { return };
+        let specs = last.spec + 1;
+        if self.tuning.spec_route <= 0.0 || specs == 1 {
+            return;
+        }
+        let mut route = vec![0.0f32; specs];
+        for c in &analyzed.concepts {
+            let mut has = vec![false; specs];
+            let mark = |has: &mut Vec<bool>, terms: &mut dyn Iterator<Item = &String>| {
+                for t in terms {
+                    for &doc in self.postings.get(t).map_or(&[][..], Vec::as_slice) {
+                        has[self.docs[doc as usize].spec] = true;
+                    }
+                }
+            };
+            mark(&mut has, &mut c.terms.iter());
+            if !has.iter().any(|&h| h) {
+                mark(
+                    &mut has,
+                    &mut c.alternatives.iter().filter(|a| a.len() == 1).flatten(),
+                );
+            }
+            let n = has.iter().filter(|&&h| h).count();
+            if n == 0 {
+                continue;
+            }
+            let idf = (specs as f32 / n as f32).ln();
+            for (s, h) in has.iter().enumerate() {
+                if *h {
+                    route[s] += idf;
+                }
+            }
+        }
+        let top = route.iter().copied().fold(0.0f32, f32::max);
+        if top <= 0.0 {
+            return;
+        }
+        for (doc, score) in scored.iter_mut() {
+            *score *= (route[self.docs[*doc].spec] / top).powf(self.tuning.spec_route);
         }
     }
 
