@@ -174,7 +174,7 @@ impl Default for Tuning {
         Tuning {
             synonyms: true,
             synonym_weight: 0.8,
-            intent_boost: 0.3,
+            intent_boost: 0.5,
             deprecated_factor: 0.9,
             shape_boost: 0.1,
             depth_penalty: 0.05,
@@ -184,7 +184,7 @@ impl Default for Tuning {
             stemming: true,
             alternative_fields: 6,
             common_df: 0.5,
-            dense_weight: 0.35,
+            dense_weight: 0.45,
             dense_candidates: 50,
             rerank_depth: 20,
             resource_boost: 0.0,
@@ -362,9 +362,13 @@ impl Index {
         let mut postings: HashMap<String, Vec<u32>> = HashMap::new();
         let mut embedding_texts = Vec::new();
         for (s, spec) in specs.iter().enumerate() {
-            let tag_descriptions = tag_descriptions(spec);
+            let tag_descriptions = if tuning.fields[KNOWLEDGE] > 0.0 {
+                tag_descriptions(spec)
+            } else {
+                HashMap::new()
+            };
             for (o, op) in spec.operations.iter().enumerate() {
-                let texts = document_texts(spec, op, &tag_descriptions);
+                let texts = document_texts(spec, op, &tag_descriptions, &tuning);
                 let mut embedded = embedding_text(&texts);
                 if tuning.embed_schema_names > 0.0 {
                     let names = schema_names(spec, op);
@@ -957,6 +961,7 @@ fn document_texts(
     spec: &Spec,
     op: &Operation,
     tag_descriptions: &HashMap<String, String>,
+    tuning: &Tuning,
 ) -> [String; 7] {
     let summary = match &op.summary {
         Some(s) if !s.trim().is_empty() => s.clone(),
@@ -986,7 +991,11 @@ fn document_texts(
         format!("{} {}", op.tags.join(" "), spec.title),
         op.description.clone().unwrap_or_default(),
         params.join(" "),
-        knowledge_text(spec, op, tag_descriptions),
+        if tuning.fields[KNOWLEDGE] > 0.0 {
+            knowledge_text(spec, op, tag_descriptions)
+        } else {
+            String::new()
+        },
     ]
 }
 
