@@ -6,7 +6,8 @@
 #   APIGATE_BIN=target/release/apigate MODEL=/var/tmp/apigate-model OUT_DIR=/tmp/eval scripts/eval-all.sh
 #
 # SETS (default: dev extra fresh blind), RANKERS (default: lexical dense hybrid) and EVAL_ARGS
-# (extra `apigate eval` arguments, e.g. "--set resource_boost=0") narrow or vary a run.
+# (extra `apigate eval` arguments, e.g. "--set resource_boost=0") narrow or vary a run;
+# TABLES_ONLY=1 prints the tables from the reports already in OUT_DIR.
 # The blind set is measured here and never tuned on (tests/data/queries/README.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,6 +28,7 @@ file_of() {
   esac
 }
 for set in $SETS; do
+  [ -n "${TABLES_ONLY:-}" ] && break
   for ranker in $RANKERS; do
     for mode in spec pooled; do
       pooled=()
@@ -39,7 +41,7 @@ for set in $SETS; do
     done
   done
 done
-f() { jq -r '"\(.["recall@1"]*1000|round/1000) / \(.["recall@5"]*1000|round/1000) / \(.["mrr@10"]*1000|round/1000)"' "$@"; }
+f() { jq -r '[.["recall@1"], .["recall@5"], .["mrr@10"]] | @tsv' "$@" | awk '{ printf "%.3f / %.3f / %.3f", $1, $2, $3 }'; }
 echo "### overall (R@1 / R@5 / MRR@10)"
 echo
 printf '| ranker |'; for set in $SETS; do printf ' %s | %s pooled |' "$set" "$set"; done; echo
