@@ -101,6 +101,9 @@ async fn main() -> anyhow::Result<()> {
         drop(index);
         return Ok(());
     }
+    if flag("--sweep") {
+        return sweep(&args, &specs, ranker, model.clone(), flag("--pooled")).await;
+    }
     if flag("--ablate") {
         let queries_list = eval::read_queries(&queries).await?;
         let mut files: Vec<String> = std::fs::read_dir(&specs)?
@@ -153,7 +156,7 @@ async fn main() -> anyhow::Result<()> {
             (
                 "flat field weights".into(),
                 Tuning {
-                    fields: [1.0; 6],
+                    fields: [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, base.fields[6]],
                     ..base
                 },
             ),
@@ -205,6 +208,89 @@ async fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `--sweep --queries A,B,C [--base …] [--try V1 V2 …] [--pooled]`: every variant (the base
+/// first) on every query file, per spec (and pooled), one line each, then the files together
+/// (weighted by queries). Specs are loaded once per file.
+async fn sweep(
+    args: &[String],
+    specs: &std::path::Path,
+    ranker: Ranker,
+    model: Option<(Arc<Embedder>, VectorDirs)>,
+    pooled: bool,
+) -> anyhow::Result<()> {
+    let value = |f: &str| {
+        args.iter()
+            .position(|a| a == f)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+            .unwrap_or_default()
+    };
+    let base = knobs(Tuning::default(), &value("--base"))?;
+    let mut variants = vec![("base".to_string(), base)];
+    for v in args
+        .iter()
+        .skip_while(|a| *a != "--try")
+        .skip(1)
+        .take_while(|a| !a.starts_with("--"))
+    {
+        variants.push((v.clone(), knobs(base, v)?));
+    }
+    let mut sets = Vec::new();
+    for file in value("--queries").split(',').filter(|f| !f.is_empty()) {
+        let queries = eval::read_queries(std::path::Path::new(file)).await?;
+        let mut files: Vec<String> = queries.iter().map(|q| q.spec.clone()).collect();
+        files.sort();
+        files.dedup();
+        let mut loaded = Vec::new();
+        for f in &files {
+            loaded.push(apigate::spec::Spec::load(&specs.join(f).to_string_lossy()).await?);
+        }
+        let name = std::path::Path::new(file)
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        sets.push((name, files, loaded, queries));
+    }
+    for (name, t) in &variants {
+        for p in [false, true] {
+            if p && !pooled {
+                continue;
+            }
+            let (mut n, mut r1, mut r5, mut mrr) = (0.0, 0.0, 0.0, 0.0);
+            let mut line = String::new();
+            for (set, files, loaded, queries) in &sets {
+                let options = eval::Options {
+                    pooled: p,
+                    ranker,
+                    tuning: *t,
+                    model: model.clone(),
+                    progress: None,
+                };
+                let r = eval::evaluate(files, loaded, queries, &options)?;
+                let m = &r.overall;
+                let q = m.queries as f64;
+                n += q;
+                r1 += q * m.recall_1;
+                r5 += q * m.recall_5;
+                mrr += q * m.mrr_10;
+                line.push_str(&format!(
+                    " | {set} {:.3}/{:.3}/{:.3}",
+                    m.recall_1, m.recall_5, m.mrr_10
+                ));
+            }
+            println!(
+                "{:<6} {:<40} ALL {:.3}/{:.3}/{:.3}{line}",
+                if p { "pooled" } else { "spec" },
+                name,
+                r1 / n,
+                r5 / n,
+                mrr / n
+            );
+        }
+    }
+    Ok(())
+}
+
 fn knobs(mut t: Tuning, spec: &str) -> anyhow::Result<Tuning> {
     for kv in spec.split(',') {
         let Some((k, v)) = kv.split_once('=') else {
@@ -223,8 +309,10 @@ fn knobs(mut t: Tuning, spec: &str) -> anyhow::Result<Tuning> {
             "aff" => t.spec_affinity = v,
             "dw" => t.dense_weight = v,
             "dc" => t.dense_candidates = v as usize,
-            f if f.starts_with('f') => t.fields[f[1..].parse::<usize>()?] = v,
-            _ => anyhow::bail!("unknown knob {k}"),
+            f if f.starts_with('f') && f[1..].parse::<usize>().is_ok() => {
+                t.fields[f[1..].parse::<usize>()?] = v
+            }
+            other => t.set(other, &v.to_string()).map_err(anyhow::Error::msg)?,
         }
     }
     Ok(t)

@@ -77,6 +77,11 @@ pub struct EvalArgs {
     /// Weight of the dense score in hybrid ranking (default: the production value).
     #[arg(long)]
     pub dense_weight: Option<f32>,
+    /// Change a ranking knob for this measurement, `NAME=VALUE` (the fields of
+    /// `index::Tuning`, `fields.N` for a field boost); repeatable. To measure what an idea is
+    /// worth, switch it off.
+    #[arg(long = "set", value_name = "NAME=VALUE")]
+    pub set: Vec<String>,
     #[command(flatten)]
     pub ranking: super::index::RankingArgs,
     /// Print the report as JSON instead of tables.
@@ -234,6 +239,15 @@ pub async fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
     .map_err(anyhow::Error::msg)?;
     if let Some(w) = args.dense_weight {
         options.tuning.dense_weight = w;
+    }
+    for kv in &args.set {
+        let (name, value) = kv
+            .split_once('=')
+            .with_context(|| format!("--set {kv:?}: expected NAME=VALUE"))?;
+        options
+            .tuning
+            .set(name.trim(), value.trim())
+            .map_err(anyhow::Error::msg)?;
     }
     if options.ranker != crate::index::Ranker::Lexical {
         let embedder = args

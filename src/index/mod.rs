@@ -128,8 +128,10 @@ pub struct Tuning {
     /// one spec.
     pub spec_affinity: f32,
     /// Field boosts: summary, operationId, path, tags (with the API's title), description,
-    /// parameters.
-    pub fields: [f32; 6],
+    /// parameters, and what the spec says around the operation (`knowledge`: parameter and
+    /// body-property descriptions, enum values, the tags' descriptions). 0 leaves a field
+    /// out.
+    pub fields: [f32; 7],
     pub stemming: bool,
     /// Vocabulary alternatives are looked up in the first this-many fields only (the short,
     /// precise ones); the user's own words in all of them.
@@ -143,6 +145,28 @@ pub struct Tuning {
     /// Dense candidates: the this-many operations closest to the query (the others get no
     /// dense score).
     pub dense_candidates: usize,
+    /// The second stage's rerank looks at the first stage's this-many best operations.
+    pub rerank_depth: usize,
+    /// Rerank: multiplier `1 + resource_boost` when the query names the resource the
+    /// operation acts on (the nouns of the path's last literal segment).
+    pub resource_boost: f32,
+    /// Rerank: the fused (hybrid) score is multiplied by `(covered concepts / concepts) ^
+    /// rerank_coverage`; the lexical score already is (`coord`), the cosine is not.
+    pub rerank_coverage: f32,
+    /// Rerank: multiplier `1 + dense_rank_boost / (1 + dense rank)` (rank 0 = nearest).
+    pub dense_rank_boost: f32,
+    /// Rerank: divisor `1 + literal_penalty` when an operation covers a single concept of a
+    /// query of three or more.
+    pub literal_penalty: f32,
+    /// Spec affinity: a spec's strength is the mean of its this-many best scores.
+    pub affinity_top: usize,
+    /// Pooled routing: scores are multiplied by `(route / best route) ^ spec_route`, where a
+    /// spec's route is the IDF-weighted share of the query's concepts it has words for at all
+    /// (rare words such as "pod" or "playlist" name the API). No effect with one spec.
+    pub spec_route: f32,
+    /// 1 adds the names of the schemas an operation takes and returns, as words
+    /// (`PodDisruptionBudget` → "Pod Disruption Budget"), to the text it is embedded by.
+    pub embed_schema_names: f32,
 }
 
 impl Default for Tuning {
@@ -150,19 +174,70 @@ impl Default for Tuning {
         Tuning {
             synonyms: true,
             synonym_weight: 0.8,
-            intent_boost: 0.3,
+            intent_boost: 0.5,
             deprecated_factor: 0.9,
             shape_boost: 0.1,
             depth_penalty: 0.05,
             coord: 0.5,
             spec_affinity: 1.0,
-            fields: [2.5, 2.0, 1.5, 1.0, 0.7, 0.4],
+            fields: [2.5, 2.0, 1.5, 1.0, 0.7, 0.4, 0.0],
             stemming: true,
             alternative_fields: 6,
             common_df: 0.5,
-            dense_weight: 0.35,
+            dense_weight: 0.45,
             dense_candidates: 50,
+            rerank_depth: 20,
+            resource_boost: 0.0,
+            rerank_coverage: 0.0,
+            dense_rank_boost: 0.0,
+            literal_penalty: 0.0,
+            affinity_top: 5,
+            embed_schema_names: 0.0,
+            spec_route: 0.0,
         }
+    }
+}
+
+impl Tuning {
+    /// Sets one knob by name (`apigate eval --set NAME=VALUE`, the eval example's `--try`):
+    /// the names are the fields', `fields.N` for a field boost.
+    pub fn set(&mut self, name: &str, value: &str) -> Result<(), String> {
+        let num = || -> Result<f32, String> {
+            value
+                .parse::<f32>()
+                .map_err(|_| format!("{name}: {value:?} is not a number"))
+        };
+        match name {
+            "synonyms" => self.synonyms = num()? != 0.0,
+            "stemming" => self.stemming = num()? != 0.0,
+            "synonym_weight" => self.synonym_weight = num()?,
+            "intent_boost" => self.intent_boost = num()?,
+            "deprecated_factor" => self.deprecated_factor = num()?,
+            "shape_boost" => self.shape_boost = num()?,
+            "depth_penalty" => self.depth_penalty = num()?,
+            "coord" => self.coord = num()?,
+            "spec_affinity" => self.spec_affinity = num()?,
+            "alternative_fields" => self.alternative_fields = num()? as usize,
+            "common_df" => self.common_df = num()?,
+            "dense_weight" => self.dense_weight = num()?,
+            "dense_candidates" => self.dense_candidates = num()? as usize,
+            "rerank_depth" => self.rerank_depth = num()? as usize,
+            "resource_boost" => self.resource_boost = num()?,
+            "rerank_coverage" => self.rerank_coverage = num()?,
+            "dense_rank_boost" => self.dense_rank_boost = num()?,
+            "literal_penalty" => self.literal_penalty = num()?,
+            "affinity_top" => self.affinity_top = (num()? as usize).max(1),
+            "embed_schema_names" => self.embed_schema_names = num()?,
+            "spec_route" => self.spec_route = num()?,
+            _ => match name
+                .strip_prefix("fields.")
+                .and_then(|i| i.parse::<usize>().ok())
+            {
+                Some(i) if i < self.fields.len() => self.fields[i] = num()?,
+                _ => return Err(format!("{name:?} is not a ranking knob")),
+            },
+        }
+        Ok(())
     }
 }
 
@@ -181,15 +256,18 @@ struct DocMeta {
     /// The path has `{parameters}` at all (RPC-style paths have none).
     templated: bool,
     segments: usize,
+    /// The nouns of the path's last literal segment (stemmed; verbs of RPC-style names such
+    /// as `chat.postMessage` left out): the resource the operation acts on.
+    resource: Vec<String>,
 }
 
 /// An in-memory index over the operations of one or more specs. `Send + Sync`: build once,
 /// query concurrently.
 pub struct Index {
     searcher: Searcher,
-    fields: [Field; 6],
+    fields: [Field; 7],
     /// For each field, the terms it holds and in how many documents.
-    field_terms: [HashMap<String, u32>; 6],
+    field_terms: [HashMap<String, u32>; 7],
     /// For each term, the documents holding it in any field (ascending), to count how many
     /// query concepts a document covers.
     postings: HashMap<String, Vec<u32>>,
@@ -239,7 +317,18 @@ impl std::str::FromStr for Ranker {
     }
 }
 
-const FIELD_NAMES: [&str; 6] = ["summary", "id", "path", "tags", "desc", "params"];
+const FIELD_NAMES: [&str; 7] = [
+    "summary",
+    "id",
+    "path",
+    "tags",
+    "desc",
+    "params",
+    "knowledge",
+];
+/// The `knowledge` field: searched with its own boost, but not counted as covering a query
+/// concept (it is long and says much about neighbouring resources).
+const KNOWLEDGE: usize = 6;
 const TOKENIZER: &str = "apigate_terms";
 const ORD: &str = "ord";
 
@@ -269,16 +358,34 @@ impl Index {
         let mut writer = index.writer_with_num_threads(1, 32 << 20)?;
         let mut stems = Stems::new();
         let mut docs = Vec::new();
-        let mut field_terms: [HashMap<String, u32>; 6] = Default::default();
+        let mut field_terms: [HashMap<String, u32>; 7] = Default::default();
         let mut postings: HashMap<String, Vec<u32>> = HashMap::new();
         let mut embedding_texts = Vec::new();
         for (s, spec) in specs.iter().enumerate() {
+            let tag_descriptions = if tuning.fields[KNOWLEDGE] > 0.0 {
+                tag_descriptions(spec)
+            } else {
+                HashMap::new()
+            };
             for (o, op) in spec.operations.iter().enumerate() {
-                let texts = document_texts(spec, op);
-                embedding_texts.push(embedding_text(&texts));
+                let texts = document_texts(spec, op, &tag_descriptions, &tuning);
+                let mut embedded = embedding_text(&texts);
+                if tuning.embed_schema_names > 0.0 {
+                    let names = schema_names(spec, op);
+                    if !names.is_empty() {
+                        embedded.push_str(". ");
+                        embedded.push_str(&names.join(", "));
+                    }
+                }
+                embedding_texts.push(embedded);
                 let mut doc = TantivyDocument::default();
                 let mut all_terms = HashSet::new();
-                for ((field, text), known) in fields.iter().zip(texts).zip(&mut field_terms) {
+                for (f, ((field, text), known)) in
+                    fields.iter().zip(texts).zip(&mut field_terms).enumerate()
+                {
+                    if f == KNOWLEDGE && tuning.fields[KNOWLEDGE] <= 0.0 {
+                        continue;
+                    }
                     let terms = if tuning.stemming {
                         stems.terms(&text)
                     } else {
@@ -292,7 +399,9 @@ impl Index {
                     for term in distinct {
                         *known.entry(term.clone()).or_default() += 1;
                     }
-                    all_terms.extend(terms);
+                    if f != KNOWLEDGE {
+                        all_terms.extend(terms);
+                    }
                 }
                 for term in all_terms {
                     postings.entry(term).or_default().push(docs.len() as u32);
@@ -308,6 +417,7 @@ impl Index {
                     item: op.path.trim_end_matches('/').ends_with('}'),
                     templated: op.path.contains('{'),
                     segments: op.path.split('/').filter(|s| !s.is_empty()).count(),
+                    resource: resource_terms(&op.path, &mut stems),
                 });
             }
         }
@@ -432,7 +542,11 @@ impl Index {
             let confidence = lexical_confidence(&covered, analyzed.concepts.len());
             let cosine = dense.vectors.scores(vector);
             scored = self.fuse(scored, &cosine, &analyzed, &keep, confidence);
+            self.rerank(&mut scored, &analyzed, &covered, Some(&cosine));
+        } else {
+            self.rerank(&mut scored, &analyzed, &covered, None);
         }
+        self.apply_spec_route(&mut scored, &analyzed);
         self.apply_spec_affinity(&mut scored);
         // Ties keep document order so results are deterministic.
         scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
@@ -506,6 +620,9 @@ impl Index {
                         // resource, where "pets" is everywhere) they are cheap and may be all
                         // the query has.
                         let docs = self.docs.len();
+                        if boost <= 0.0 {
+                            continue;
+                        }
                         match known.get(term) {
                             Some(&df)
                                 if docs <= SMALL_INDEX_DOCS
@@ -583,8 +700,69 @@ impl Index {
         fused.into_iter().filter(|&(_, s)| s > 0.0).collect()
     }
 
+    /// The second look at the first stage's `rerank_depth` best: evidence about the whole
+    /// query and the operation's resource that single-word scores miss (see the `Tuning`
+    /// fields it names).
+    fn rerank(
+        &self,
+        scored: &mut [(usize, f32)],
+        analyzed: &Analyzed,
+        covered: &[u16],
+        cosine: Option<&[f32]>,
+    ) {
+        let t = &self.tuning;
+        let active = t.resource_boost != 0.0
+            || t.literal_penalty != 0.0
+            || (cosine.is_some() && (t.rerank_coverage != 0.0 || t.dense_rank_boost != 0.0));
+        if !active || scored.is_empty() {
+            return;
+        }
+        scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        let depth = t.rerank_depth.min(scored.len());
+        let query_terms: HashSet<&str> = analyzed
+            .concepts
+            .iter()
+            .flat_map(|c| c.terms.iter().chain(c.alternatives.iter().flatten()))
+            .map(String::as_str)
+            .collect();
+        let concepts = analyzed.concepts.len();
+        let dense_rank: HashMap<usize, usize> = match cosine {
+            Some(cos) if t.dense_rank_boost != 0.0 => {
+                let mut order: Vec<usize> = (0..cos.len()).collect();
+                order.sort_by(|&a, &b| cos[b].total_cmp(&cos[a]).then(a.cmp(&b)));
+                order
+                    .into_iter()
+                    .take(t.rerank_depth)
+                    .enumerate()
+                    .map(|(r, d)| (d, r))
+                    .collect()
+            }
+            _ => HashMap::new(),
+        };
+        for (doc, score) in scored[..depth].iter_mut() {
+            let d = &self.docs[*doc];
+            let c = covered.get(*doc).copied().unwrap_or(0);
+            if t.resource_boost != 0.0
+                && d.resource.iter().any(|r| query_terms.contains(r.as_str()))
+            {
+                *score *= 1.0 + t.resource_boost;
+            }
+            if t.literal_penalty != 0.0 && concepts >= 3 && c <= 1 && !covered.is_empty() {
+                *score /= 1.0 + t.literal_penalty;
+            }
+            if cosine.is_some() && t.rerank_coverage != 0.0 && concepts > 0 && !covered.is_empty() {
+                *score *= (f32::from(c) / concepts as f32)
+                    .min(1.0)
+                    .powf(t.rerank_coverage);
+            }
+            if let Some(&r) = dense_rank.get(doc) {
+                *score *= 1.0 + t.dense_rank_boost / (1.0 + r as f32);
+            }
+        }
+    }
+
     fn apply_spec_affinity(&self, scored: &mut [(usize, f32)]) {
-        const K: usize = 5;
+        let k = self.tuning.affinity_top.max(1);
         let Some(last) = self.docs.last() else { return };
         if self.tuning.spec_affinity <= 0.0 || last.spec == 0 {
             return;
@@ -597,7 +775,7 @@ impl Index {
             .iter_mut()
             .map(|v| {
                 v.sort_by(|a, b| b.total_cmp(a));
-                v.iter().take(K).sum::<f32>() / K as f32
+                v.iter().take(k).sum::<f32>() / k as f32
             })
             .collect();
         let top = strength.iter().copied().fold(0.0f32, f32::max);
@@ -606,6 +784,51 @@ impl Index {
         }
         for (doc, score) in scored.iter_mut() {
             *score *= (strength[self.docs[*doc].spec] / top).powf(self.tuning.spec_affinity);
+        }
+    }
+
+    /// Pooled routing (`Tuning::spec_route`): which APIs have words for the query's concepts,
+    /// the rarer the word across APIs the more it says.
+    fn apply_spec_route(&self, scored: &mut [(usize, f32)], analyzed: &Analyzed) {
+        let Some(last) = self.docs.last() else { return };
+        let specs = last.spec + 1;
+        if self.tuning.spec_route <= 0.0 || specs == 1 {
+            return;
+        }
+        let mut route = vec![0.0f32; specs];
+        for c in &analyzed.concepts {
+            let mut has = vec![false; specs];
+            let mark = |has: &mut Vec<bool>, terms: &mut dyn Iterator<Item = &String>| {
+                for t in terms {
+                    for &doc in self.postings.get(t).map_or(&[][..], Vec::as_slice) {
+                        has[self.docs[doc as usize].spec] = true;
+                    }
+                }
+            };
+            mark(&mut has, &mut c.terms.iter());
+            if !has.iter().any(|&h| h) {
+                mark(
+                    &mut has,
+                    &mut c.alternatives.iter().filter(|a| a.len() == 1).flatten(),
+                );
+            }
+            let n = has.iter().filter(|&&h| h).count();
+            if n == 0 {
+                continue;
+            }
+            let idf = (specs as f32 / n as f32).ln();
+            for (s, h) in has.iter().enumerate() {
+                if *h {
+                    route[s] += idf;
+                }
+            }
+        }
+        let top = route.iter().copied().fold(0.0f32, f32::max);
+        if top <= 0.0 {
+            return;
+        }
+        for (doc, score) in scored.iter_mut() {
+            *score *= (route[self.docs[*doc].spec] / top).powf(self.tuning.spec_route);
         }
     }
 
@@ -734,7 +957,12 @@ fn intent_fit(intents: &[Intent], method: &str) -> Option<f32> {
 }
 
 /// The text of each field for one operation, in `FIELD_NAMES` order.
-fn document_texts(spec: &Spec, op: &Operation) -> [String; 6] {
+fn document_texts(
+    spec: &Spec,
+    op: &Operation,
+    tag_descriptions: &HashMap<String, String>,
+    tuning: &Tuning,
+) -> [String; 7] {
     let summary = match &op.summary {
         Some(s) if !s.trim().is_empty() => s.clone(),
         _ => op
@@ -763,7 +991,147 @@ fn document_texts(spec: &Spec, op: &Operation) -> [String; 6] {
         format!("{} {}", op.tags.join(" "), spec.title),
         op.description.clone().unwrap_or_default(),
         params.join(" "),
+        if tuning.fields[KNOWLEDGE] > 0.0 {
+            knowledge_text(spec, op, tag_descriptions)
+        } else {
+            String::new()
+        },
     ]
+}
+
+/// Each tag's description (`tags: [{name, description}]`), by name.
+fn tag_descriptions(spec: &Spec) -> HashMap<String, String> {
+    let mut out = HashMap::new();
+    for t in spec.root()["tags"].as_array().into_iter().flatten() {
+        if let (Some(name), Some(d)) = (t["name"].as_str(), t["description"].as_str()) {
+            out.insert(name.to_string(), first_sentence(d).to_string());
+        }
+    }
+    out
+}
+
+/// What the spec says around an operation, beyond its own summary and description: the
+/// descriptions and enum values of its parameters, the names of the schemas it takes and
+/// returns (`PodDisruptionBudget`, `XCom`) with their descriptions and their properties'
+/// descriptions, and its tags' descriptions. First sentences only, bounded.
+fn knowledge_text(spec: &Spec, op: &Operation, tags: &HashMap<String, String>) -> String {
+    const MAX_PROPERTIES: usize = 40;
+    let mut out: Vec<String> = Vec::new();
+    let push = |out: &mut Vec<String>, text: &str| {
+        let t = first_sentence(text);
+        if !t.is_empty() {
+            out.push(t.chars().take(200).collect());
+        }
+    };
+    let enums = |out: &mut Vec<String>, schema: &serde_json::Value| {
+        let schema = spec.follow(schema);
+        let values = schema["enum"]
+            .as_array()
+            .or_else(|| spec.follow(&schema["items"])["enum"].as_array());
+        for v in values.into_iter().flatten().take(20) {
+            if let Some(v) = v.as_str() {
+                out.push(v.to_string());
+            }
+        }
+    };
+    for p in &op.parameters {
+        if let Some(d) = &p.description {
+            push(&mut out, d);
+        }
+        enums(&mut out, &p.schema);
+    }
+    let schema_text = |out: &mut Vec<String>, schema: &serde_json::Value, props: bool| {
+        // The schema's own name, from its `$ref` (or its items' `$ref`).
+        for r in [&schema["$ref"], &schema["items"]["$ref"]] {
+            if let Some(name) = r.as_str().and_then(|r| r.rsplit(['/', '.']).next()) {
+                out.push(name.to_string());
+            }
+        }
+        let mut node = spec.follow(schema);
+        if node["type"] == "array" {
+            node = spec.follow(&node["items"]);
+        }
+        for key in ["title", "description"] {
+            if let Some(d) = node[key].as_str() {
+                push(out, d);
+            }
+        }
+        if !props {
+            return;
+        }
+        if let Some(properties) = node["properties"].as_object() {
+            for (_, v) in properties.iter().take(MAX_PROPERTIES) {
+                let v = spec.follow(v);
+                if let Some(d) = v["description"].as_str() {
+                    push(out, d);
+                }
+                enums(out, v);
+            }
+        }
+    };
+    if let Some(body) = op.request_body.as_ref().and_then(|b| b.preferred()) {
+        schema_text(&mut out, &body.schema, true);
+    }
+    for r in &op.responses {
+        if r.status.starts_with('2')
+            && let Some(schema) = &r.schema
+        {
+            schema_text(&mut out, schema, false);
+            break;
+        }
+    }
+    for t in &op.tags {
+        if let Some(d) = tags.get(t) {
+            out.push(d.clone());
+        }
+    }
+    out.join(" ")
+}
+
+/// The names of the schemas an operation's request body and first 2xx response refer to
+/// (through `$ref`, or their items' `$ref`), as words: `…v1beta1.PodDisruptionBudget` →
+/// "pod disruption budget". Generic names (`Error`, `Object`) are rare in `$ref`s and kept.
+fn schema_names(spec: &Spec, op: &Operation) -> Vec<String> {
+    let mut refs: Vec<&serde_json::Value> = Vec::new();
+    if let Some(body) = op.request_body.as_ref().and_then(|b| b.preferred()) {
+        refs.push(&body.schema);
+    }
+    if let Some(schema) = op
+        .responses
+        .iter()
+        .find(|r| r.status.starts_with('2'))
+        .and_then(|r| r.schema.as_ref())
+    {
+        refs.push(schema);
+    }
+    let mut out: Vec<String> = Vec::new();
+    for schema in refs {
+        for r in [&schema["$ref"], &schema["items"]["$ref"]] {
+            if let Some(name) = r.as_str().and_then(|r| r.rsplit(['/', '.']).next()) {
+                let words = analyze::words(name).join(" ");
+                if !words.is_empty() && !out.contains(&words) {
+                    out.push(words);
+                }
+            }
+        }
+    }
+    let _ = spec;
+    out
+}
+
+/// The nouns of a path's last literal segment, stemmed (see [`DocMeta::resource`]).
+fn resource_terms(path: &str, stems: &mut Stems) -> Vec<String> {
+    let last = path
+        .split('/')
+        .rev()
+        .find(|s| !s.is_empty() && !s.starts_with('{'))
+        .unwrap_or("");
+    let intents = &vocab::vocab().intents;
+    stems
+        .terms(last)
+        .into_iter()
+        .filter(|t| !intents.contains_key(t))
+        .collect()
 }
 
 /// What the dense ranker embeds for one operation (from [`document_texts`]): the summary,
@@ -771,8 +1139,8 @@ fn document_texts(spec: &Spec, op: &Operation) -> [String; 6] {
 /// the tags and the API's title. Whole descriptions, or their first 300 characters, were
 /// tried and ranked worse (they are long and wander). The vector cache key hashes these
 /// texts, so a change here never reuses old vectors.
-fn embedding_text(texts: &[String; 6]) -> String {
-    let [summary, _, path, tags, description, _] = texts;
+fn embedding_text(texts: &[String; 7]) -> String {
+    let [summary, _, path, tags, description, _, _] = texts;
     let summary = summary.trim();
     let first = first_sentence(description).trim();
     let first = if first == summary { "" } else { first };

@@ -146,13 +146,14 @@ fn lexical_confidence_is_the_best_coverage_share() {
 
 #[test]
 fn the_embedded_text_adds_a_description_sentence_only_when_it_says_more() {
-    let texts = |summary: &str, description: &str| -> [String; 6] {
+    let texts = |summary: &str, description: &str| -> [String; 7] {
         [
             summary.into(),
             "listPets".into(),
             "pets".into(),
             "pets Petstore".into(),
             description.into(),
+            String::new(),
             String::new(),
         ]
     };
@@ -220,4 +221,52 @@ fn a_small_single_resource_spec_ranks_by_its_common_words() {
         Some("deletePet"),
         "{got:?}"
     );
+}
+
+#[test]
+fn knobs_are_set_by_name() {
+    let mut t = Tuning::default();
+    t.set("dense_weight", "0.6").unwrap();
+    t.set("fields.6", "0.2").unwrap();
+    t.set("synonyms", "0").unwrap();
+    assert_eq!(t.dense_weight, 0.6);
+    assert_eq!(t.fields[KNOWLEDGE], 0.2);
+    assert!(!t.synonyms);
+    assert!(t.set("no_such_knob", "1").is_err());
+    assert!(t.set("fields.7", "1").is_err());
+    assert!(t.set("coord", "high").is_err());
+}
+
+#[test]
+fn the_resource_is_the_last_literal_segment_without_verbs() {
+    let mut stems = Stems::new();
+    assert_eq!(
+        resource_terms("/repos/{owner}/{repo}/issues/{issue_number}", &mut stems),
+        ["issu"]
+    );
+    assert_eq!(
+        resource_terms("/chat.postMessage", &mut stems),
+        ["chat", "messag"]
+    );
+    assert!(resource_terms("/{id}", &mut stems).is_empty());
+}
+
+#[test]
+fn every_experimental_knob_keeps_search_working() {
+    let s = spec();
+    for (k, v) in [
+        ("fields.6", "0.3"),
+        ("resource_boost", "0.2"),
+        ("literal_penalty", "0.5"),
+        ("spec_route", "1"),
+    ] {
+        let mut t = Tuning::default();
+        t.set(k, v).unwrap();
+        let index = Index::build_with(&[&s], t).unwrap();
+        assert_eq!(
+            top(&index, &s, &Query::text("remove a pet", 5))[0],
+            "deletePet",
+            "{k}={v}"
+        );
+    }
 }

@@ -54,10 +54,10 @@ async fn pooled_dev_set_recall_stays_above_the_floor() {
     assert!(json["per_spec"]["github-rest-3.0.json"]["recall@5"].is_number());
 }
 
-// Measured (per spec: R@5 0.950, MRR@10 0.766; pooled: R@5 0.750) minus a small margin.
+// Measured (per spec: R@5 0.950, MRR@10 0.767; pooled: R@5 0.783) minus a small margin.
 const FLOOR_R5: f64 = 0.91;
 const FLOOR_MRR: f64 = 0.72;
-const POOLED_FLOOR_R5: f64 = 0.70;
+const POOLED_FLOOR_R5: f64 = 0.74;
 
 /// Options for the hybrid ranker with the real model (see `dense.rs` for where it comes
 /// from), loaded once for every test here. Vectors are cached in the target directory, so
@@ -109,8 +109,8 @@ async fn hybrid_dev_set_recall_stays_above_the_floor() {
     }
 }
 
-// Measured (per spec: R@5 0.933, MRR@10 0.818; pooled: R@5 0.817, MRR@10 0.706) minus a
-// small margin.
+// Measured (per spec: R@5 0.917, MRR@10 0.817; pooled: R@5 0.833, MRR@10 0.695; 2026-11-24,
+// dense weight 0.45) minus a small margin.
 const HYBRID_FLOOR_R5: f64 = 0.90;
 const HYBRID_FLOOR_MRR: f64 = 0.78;
 const HYBRID_POOLED_FLOOR_R5: f64 = 0.78;
@@ -119,7 +119,7 @@ const HYBRID_POOLED_FLOOR_MRR: f64 = 0.67;
 /// `tests/data/fresh-queries.jsonl` was written without reading the ranker's vocabulary, so
 /// it shows what the dev set hides: the lexical ranker alone drops far below its dev numbers,
 /// and the model is what keeps hybrid ranking up. Measured per spec: lexical R@5 0.667 / MRR
-/// 0.506, hybrid 0.764 / 0.606.
+/// 0.507, hybrid 0.792 / 0.657 (0.764 / 0.606 before the dense weight went from 0.35 to 0.45).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_queries_in_other_words_hybrid_beats_lexical() {
     let dir = data();
@@ -131,8 +131,8 @@ async fn on_queries_in_other_words_hybrid_beats_lexical() {
     let fused = eval::run(&specs, &queries, hybrid(false)).await.unwrap();
     eprintln!("{}\n{}", eval::table(&lexical), eval::table(&fused));
     let (l, h) = (&lexical.overall, &fused.overall);
-    assert!(h.recall_5 >= 0.72, "hybrid recall@5 {}", h.recall_5);
-    assert!(h.mrr_10 >= 0.57, "hybrid mrr@10 {}", h.mrr_10);
+    assert!(h.recall_5 >= 0.76, "hybrid recall@5 {}", h.recall_5);
+    assert!(h.mrr_10 >= 0.62, "hybrid mrr@10 {}", h.mrr_10);
     assert!(
         h.recall_5 >= l.recall_5 + 0.05 && h.mrr_10 >= l.mrr_10 + 0.05,
         "hybrid {h:?} is not clearly ahead of lexical {l:?}"
