@@ -9,6 +9,7 @@ mod method;
 mod operation;
 mod paths;
 mod refs;
+mod security;
 mod source;
 mod text;
 
@@ -23,6 +24,7 @@ pub use method::{Method, NotAMethod};
 pub use operation::{Dialect, MediaType, Operation, ParamIn, Parameter, RequestBody, Response};
 pub use paths::match_template;
 pub use refs::InlineBudget;
+pub use security::{KeyIn, SchemeKind, alternatives as security_alternatives};
 pub use source::{Location, MAX_DOCUMENT_BYTES, public_name};
 pub use text::plain as plain_text;
 
@@ -74,6 +76,8 @@ pub struct Spec {
     /// Document-level server URLs (Swagger 2.0 `host`/`basePath`/`schemes` converted).
     pub servers: Vec<String>,
     pub operations: Vec<Operation>,
+    /// The security schemes by name (`components.securitySchemes`, `securityDefinitions`).
+    pub security_schemes: std::collections::BTreeMap<String, SchemeKind>,
     /// Tolerated problems, each naming where.
     pub warnings: Vec<String>,
     root: Value,
@@ -161,6 +165,7 @@ impl Spec {
             version,
             servers: extracted.servers,
             operations: extracted.operations,
+            security_schemes: security::schemes(&root, dialect),
             warnings,
             root,
             by_id,

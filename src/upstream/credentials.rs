@@ -1,52 +1,134 @@
-//! Credentials one call carries on top of the configured `--upstream-header`s: a session's
-//! own upstream headers, a signed identity assertion, an OAuth token, a security scheme's
-//! credential. The pipeline (`tools/`) fills a [`CallCredentials`] per call; [`super::Upstream::send`]
-//! adds its headers last (they replace configured headers of the same name) and scrubs every
-//! form of them from the response like the configured ones. Never shown in a dry run, a log
-//! line or an error.
+//! Credentials one call carries on top of the configured `--upstream-header`s: the OAuth
+//! token, a security scheme's credential, a session's own upstream headers, a signed identity
+//! assertion. The pipeline (`tools/`) fills a [`CallCredentials`] per call, in that order, a
+//! later header replacing an earlier one of the same name; [`super::Upstream::send`] adds its
+//! headers last (they replace configured headers of the same name), appends its query
+//! parameters to the URL it sends (never to the URL it shows or logs) and scrubs every form of
+//! them from the response like the configured ones. Never shown in a dry run, a log line or an
+//! error.
 
 use http::{HeaderName, HeaderValue};
 
 /// What one call adds, and where each part came from (for the audit row; never a value).
 #[derive(Default, Clone)]
 pub struct CallCredentials {
-    headers: Vec<(HeaderName, HeaderValue)>,
-    sources: Vec<String>,
+    headers: Vec<(HeaderName, HeaderValue, String)>,
+    /// Query parameters (an `apiKey` scheme `in: query`): name, value, source.
+    query: Vec<(String, String, String)>,
+    /// Every source in the order it was first added.
+    order: Vec<String>,
 }
 
 impl std::fmt::Debug for CallCredentials {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let names: Vec<&str> = self.headers.iter().map(|(n, _)| n.as_str()).collect();
+        let headers: Vec<&str> = self.headers.iter().map(|(n, ..)| n.as_str()).collect();
+        let query: Vec<&str> = self.query.iter().map(|(n, ..)| n.as_str()).collect();
         f.debug_struct("CallCredentials")
-            .field("headers", &names)
-            .field("sources", &self.sources)
+            .field("headers", &headers)
+            .field("query", &query)
+            .field("sources", &self.sources())
             .finish()
     }
 }
 
 impl CallCredentials {
     /// Adds `name: value` for this call, replacing any configured or earlier header of that
-    /// name; `source` names where it came from (`session`, `assertion`, `oauth`,
-    /// `scheme:NAME`).
+    /// name; `source` names where it came from (`oauth`, `scheme:NAME`, `session`,
+    /// `assertion`).
     pub fn set_header(&mut self, name: HeaderName, mut value: HeaderValue, source: &str) {
         value.set_sensitive(true);
-        self.headers.retain(|(n, _)| *n != name);
-        self.headers.push((name, value));
-        if !self.sources.iter().any(|s| s == source) {
-            self.sources.push(source.to_string());
+        self.headers.retain(|(n, ..)| *n != name);
+        self.headers.push((name, value, source.to_string()));
+        self.added(source);
+    }
+
+    fn added(&mut self, source: &str) {
+        if !self.order.iter().any(|s| s == source) {
+            self.order.push(source.to_string());
         }
     }
 
-    pub fn headers(&self) -> &[(HeaderName, HeaderValue)] {
-        &self.headers
+    /// Adds the query parameter `name=value` to the URL this call is sent to, replacing an
+    /// earlier credential of that name.
+    pub fn set_query(&mut self, name: &str, value: &str, source: &str) {
+        self.query.retain(|(n, ..)| n != name);
+        self.query
+            .push((name.to_string(), value.to_string(), source.to_string()));
+        self.added(source);
     }
 
-    /// Where this call's credentials came from, in the order they were added.
-    pub fn sources(&self) -> &[String] {
-        &self.sources
+    /// Adds everything `other` carries, replacing what this holds of the same names.
+    pub fn extend(&mut self, other: &CallCredentials) {
+        for (n, v, s) in &other.headers {
+            self.set_header(n.clone(), v.clone(), s);
+        }
+        for (n, v, s) in &other.query {
+            self.set_query(n, v, s);
+        }
+    }
+
+    pub fn headers(&self) -> impl Iterator<Item = (&HeaderName, &HeaderValue)> {
+        self.headers.iter().map(|(n, v, _)| (n, v))
+    }
+
+    pub fn query(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.query.iter().map(|(n, v, _)| (n.as_str(), v.as_str()))
+    }
+
+    /// The header `name`, and where it came from.
+    pub fn header(&self, name: &HeaderName) -> Option<(&HeaderValue, &str)> {
+        self.headers
+            .iter()
+            .find(|(n, ..)| n == name)
+            .map(|(_, v, s)| (v, s.as_str()))
+    }
+
+    /// Where the credentials this call sends came from, in the order they were added (a
+    /// source whose every header was replaced later is not listed).
+    pub fn sources(&self) -> Vec<String> {
+        let sent = |source: &String| {
+            self.headers.iter().any(|(.., s)| s == source)
+                || self.query.iter().any(|(.., s)| s == source)
+        };
+        self.order.iter().filter(|s| sent(s)).cloned().collect()
+    }
+
+    /// Every credential text this call sends (header values and query values), for the
+    /// response scrubber.
+    pub(crate) fn texts(&self) -> Vec<String> {
+        let headers: Vec<(HeaderName, HeaderValue)> = self
+            .headers
+            .iter()
+            .map(|(n, v, _)| (n.clone(), v.clone()))
+            .collect();
+        let mut out = super::config::credential_texts(&headers);
+        out.extend(self.query.iter().map(|(_, v, _)| v.clone()));
+        out
     }
 
     pub fn is_empty(&self) -> bool {
-        self.headers.is_empty()
+        self.headers.is_empty() && self.query.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_replaced_header_drops_its_source() {
+        let mut c = CallCredentials::default();
+        let auth = http::header::AUTHORIZATION;
+        c.set_header(auth.clone(), HeaderValue::from_static("Bearer a"), "oauth");
+        c.set_header(
+            auth.clone(),
+            HeaderValue::from_static("Bearer b"),
+            "session",
+        );
+        c.set_query("api_key", "k", "scheme:api_key");
+        assert_eq!(c.sources(), ["session", "scheme:api_key"]);
+        assert_eq!(c.header(&auth).map(|(_, s)| s), Some("session"));
+        assert!(c.header(&auth).is_some_and(|(v, _)| v.is_sensitive()));
+        assert_eq!(c.texts(), ["Bearer b", "b", "k"]);
     }
 }
