@@ -18,7 +18,7 @@ use crate::index::Index;
 use crate::mcp::McpServer;
 use crate::spec::Spec;
 use crate::tools::Engine;
-use crate::upstream::{Upstream, UpstreamConfig};
+use crate::upstream::{SchemeCredential, SchemeCredentials, Upstream, UpstreamConfig};
 
 /// Options of every command that runs the tools.
 #[derive(Debug, clap::Args)]
@@ -35,6 +35,14 @@ pub struct EngineArgs {
     /// Never shown to the agent, in dry runs or in logs.
     #[arg(long = "upstream-header", value_name = "NAME: VALUE")]
     pub upstream_headers: Vec<String>,
+    /// A credential for the spec's security scheme SCHEME, placed where the scheme says
+    /// (apiKey header, query or cookie; http bearer or basic as user:password; oauth2 as a
+    /// bearer token), only on the operations that require it. VALUE may be env:VAR
+    /// (repeatable).
+    #[arg(long = "upstream-credential", value_name = "SCHEME=VALUE")]
+    pub upstream_credentials: Vec<String>,
+    #[command(flatten)]
+    pub oauth: OAuthArgs,
     /// Total time allowed for one upstream request (30s, 2m; a bare number is seconds).
     #[arg(long, default_value = "30s", value_parser = crate::monitor::parse_duration)]
     pub upstream_timeout: Duration,
@@ -50,6 +58,63 @@ pub struct EngineArgs {
     pub ranking: super::index::RankingArgs,
     #[command(flatten)]
     pub limits: crate::tools::args::InputLimits,
+}
+
+/// OAuth 2.0 client credentials for the upstream (RFC 6749 §4.4).
+#[derive(clap::Args, Default)]
+pub struct OAuthArgs {
+    /// Fetch an access token here (client credentials grant, client_secret_basic) and send it
+    /// as `Authorization: Bearer …` on every call; cached, refreshed before it expires, and
+    /// fetched again once when the API answers 401.
+    #[arg(long, value_name = "URL", requires = "upstream_oauth_client_id")]
+    pub upstream_oauth_token_url: Option<String>,
+    /// The OAuth client id.
+    #[arg(long, value_name = "ID", requires = "upstream_oauth_token_url")]
+    pub upstream_oauth_client_id: Option<String>,
+    /// The OAuth client secret (prefer the environment variable: flags show in `ps`).
+    #[arg(
+        long,
+        value_name = "SECRET",
+        env = "APIGATE_UPSTREAM_OAUTH_CLIENT_SECRET",
+        hide_env_values = true
+    )]
+    pub upstream_oauth_client_secret: Option<String>,
+    /// The `scope` to ask for.
+    #[arg(long, value_name = "SCOPE", requires = "upstream_oauth_token_url")]
+    pub upstream_oauth_scope: Option<String>,
+    /// The `audience` to ask for (Auth0, Okta and others want one).
+    #[arg(long, value_name = "AUDIENCE", requires = "upstream_oauth_token_url")]
+    pub upstream_oauth_audience: Option<String>,
+}
+
+impl std::fmt::Debug for OAuthArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuthArgs")
+            .field("token_url", &self.upstream_oauth_token_url.is_some())
+            .field("client_id", &self.upstream_oauth_client_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OAuthArgs {
+    fn config(&self) -> anyhow::Result<Option<crate::upstream::OAuthConfig>> {
+        let Some(url) = &self.upstream_oauth_token_url else {
+            return Ok(None);
+        };
+        let Some(secret) = self.upstream_oauth_client_secret.clone() else {
+            anyhow::bail!(
+                "--upstream-oauth-token-url needs the client secret: set \
+                 APIGATE_UPSTREAM_OAUTH_CLIENT_SECRET (or --upstream-oauth-client-secret)"
+            );
+        };
+        Ok(Some(crate::upstream::OAuthConfig::new(
+            url,
+            self.upstream_oauth_client_id.clone().unwrap_or_default(),
+            secret,
+            self.upstream_oauth_scope.clone(),
+            self.upstream_oauth_audience.clone(),
+        )?))
+    }
 }
 
 impl EngineArgs {
@@ -81,9 +146,16 @@ impl EngineArgs {
             Some(u) => Some(UpstreamConfig::parse_base_url(u)?),
             None => None,
         };
+        let schemes = self
+            .upstream_credentials
+            .iter()
+            .map(|c| SchemeCredential::parse(c, &spec.security_schemes))
+            .collect::<Result<Vec<_>, _>>()?;
         let upstream = Upstream::new(UpstreamConfig {
             base_url,
             headers,
+            oauth: self.oauth.config()?,
+            schemes: SchemeCredentials::new(schemes),
             connect_timeout: self.connect_timeout,
             timeout: self.upstream_timeout,
             max_body_bytes: self.max_response_bytes,

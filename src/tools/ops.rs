@@ -412,7 +412,8 @@ pub fn session_credentials(principal: &Principal) -> CallCredentials {
 }
 
 /// Where the credentials of a call came from, for its audit row (never a value): `server`
-/// when a configured `--upstream-header` went out (one the call did not replace), then the
+/// when a configured `--upstream-header` went out (one the call did not replace), `oauth` when
+/// the client-credentials token did (the call sets no `Authorization` of its own), then the
 /// call's own sources.
 pub fn credential_sources(engine: &Engine, call: &CallCredentials) -> Vec<String> {
     let server_sent = engine
@@ -420,11 +421,14 @@ pub fn credential_sources(engine: &Engine, call: &CallCredentials) -> Vec<String
         .config()
         .headers
         .iter()
-        .any(|(n, _)| !call.headers().iter().any(|(c, _)| c == n));
+        .any(|(n, _)| call.header(n).is_none());
+    let oauth_sent =
+        engine.upstream.oauth().is_some() && call.header(&http::header::AUTHORIZATION).is_none();
     server_sent
         .then(|| "server".to_string())
         .into_iter()
-        .chain(call.sources().iter().cloned())
+        .chain(oauth_sent.then(|| "oauth".to_string()))
+        .chain(call.sources())
         .collect()
 }
 
@@ -465,7 +469,14 @@ pub async fn run(
                 .collect();
             Ok(json!({"results": results, "total": total}))
         }
-        Prepared::Schema(i, detail) => Ok(engine.spec.describe(&engine.spec.operations[i], detail)),
+        Prepared::Schema(i, detail) => {
+            let op = &engine.spec.operations[i];
+            let mut out = engine.spec.describe(op, detail);
+            if let Some(security) = security_view(engine, principal, op) {
+                out["security"] = security;
+            }
+            Ok(out)
+        }
         Prepared::Execute(planned) => {
             let op = &engine.spec.operations[planned.op];
             if planned.dry_run {
@@ -510,10 +521,11 @@ pub async fn run(
     }
 }
 
-/// This call's own credentials on top of the configured ones: the signed identity assertion
-/// (`--identity-header`). Fails closed: a call whose assertion cannot be made is not sent.
-/// The credentials one call carries on top of the configured `--upstream-header`s: the
-/// session's own headers, then the signed identity assertion.
+/// The credentials one call carries on top of the configured `--upstream-header`s (and the
+/// OAuth token `send` adds): the credentials of the security schemes the operation requires
+/// (`--upstream-credential`), the session's own headers, then the signed identity assertion,
+/// each replacing an earlier header of the same name. Fails closed: a call whose assertion
+/// cannot be made is not sent.
 fn call_credentials(
     engine: &Engine,
     principal: &Principal,
@@ -521,7 +533,14 @@ fn call_credentials(
     request: &PreparedRequest,
     call_id: &str,
 ) -> Result<CallCredentials, ToolError> {
-    let mut credentials = session_credentials(principal);
+    let mut credentials = CallCredentials::default();
+    let schemes = &engine.upstream.config().schemes;
+    if !schemes.is_empty()
+        && let Some(requirement) = crate::spec::security_alternatives(op.security.as_ref())
+    {
+        schemes.apply(&requirement, &mut credentials);
+    }
+    credentials.extend(&session_credentials(principal));
     if let Some(identity) = &engine.identity {
         let facts = crate::identity::CallFacts {
             call_id,
@@ -539,6 +558,75 @@ fn call_credentials(
         credentials.set_header(identity.header().clone(), value, crate::identity::SOURCE);
     }
     Ok(credentials)
+}
+
+/// `api_schema`'s `security`: the alternatives the operation accepts (any one will do), each
+/// scheme with where its credential goes and whether apigate supplies it. The agent never
+/// sends credentials itself (it may not set `Authorization`, `Cookie` or a configured header).
+fn security_view(engine: &Engine, principal: &Principal, op: &Operation) -> Option<Value> {
+    let alternatives = crate::spec::security_alternatives(op.security.as_ref())?;
+    let cfg = engine.upstream.config();
+    let session_sets = |name: &str| {
+        principal.upstream.as_ref().is_some_and(|u| {
+            u.headers()
+                .iter()
+                .any(|(n, _)| n.as_str().eq_ignore_ascii_case(name))
+        })
+    };
+    let sets = |name: &str| cfg.is_credential(name) || session_sets(name);
+    let supplied = |scheme: &str| -> bool {
+        if cfg.schemes.get(scheme).is_some() {
+            return true;
+        }
+        match engine.spec.security_schemes.get(scheme) {
+            Some(k) if k.uses_authorization() => {
+                engine.upstream.oauth().is_some() || sets("authorization")
+            }
+            Some(crate::spec::SchemeKind::ApiKey { location, name }) => match location {
+                crate::spec::KeyIn::Header => sets(name),
+                crate::spec::KeyIn::Cookie => sets("cookie"),
+                crate::spec::KeyIn::Query => false,
+            },
+            _ => false,
+        }
+    };
+    if alternatives.is_empty() || alternatives.iter().any(Vec::is_empty) {
+        return Some(json!({"needed": false}));
+    }
+    let mut any = false;
+    let shown: Vec<Value> = alternatives
+        .iter()
+        .map(|alt| {
+            let mut all = true;
+            let schemes: Vec<Value> = alt
+                .iter()
+                .map(|name| {
+                    let mut v = match engine.spec.security_schemes.get(name) {
+                        Some(k) => k.describe(),
+                        None => json!({"type": "undefined in the spec"}),
+                    };
+                    let ok = supplied(name);
+                    all &= ok;
+                    v["scheme"] = Value::String(name.clone());
+                    v["supplied"] = Value::Bool(ok);
+                    v
+                })
+                .collect();
+            any |= all;
+            Value::Array(schemes)
+        })
+        .collect();
+    Some(json!({
+        "needed": true,
+        "alternatives": shown,
+        "supplied": any,
+        "note": if any {
+            "apigate adds these credentials to the call; do not send them yourself"
+        } else {
+            "apigate has no credential for any alternative: the API will likely refuse the call \
+             (401 or 403); the operator can add one (--upstream-credential SCHEME=VALUE)"
+        },
+    }))
 }
 
 /// A request that got no answer: says where it went (the origin, never credentials), whether

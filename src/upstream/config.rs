@@ -60,6 +60,12 @@ pub enum ConfigError {
     UserInfoAndAuthorization { url: String },
     #[error("--upstream {url:?}: the user name and password must be UTF-8 once percent-decoded")]
     UserInfoEncoding { url: String },
+    #[error("--upstream-credential {0}")]
+    SchemeCredential(String),
+    #[error("{0}")]
+    OAuth(String),
+    #[error("OAuth client credentials set the Authorization header, and {0} sets it too: keep one")]
+    OAuthAndAuthorization(&'static str),
 }
 
 /// How `api_execute` reaches the upstream API.
@@ -80,6 +86,11 @@ pub struct UpstreamConfig {
     pub max_body_bytes: usize,
     /// Same-origin redirects followed before giving up.
     pub max_redirects: usize,
+    /// OAuth client credentials (`--upstream-oauth-*`): a token on every call.
+    pub oauth: Option<super::oauth::OAuthConfig>,
+    /// Credentials by security scheme (`--upstream-credential`), on the operations that need
+    /// them.
+    pub schemes: super::schemes::SchemeCredentials,
 }
 
 impl Default for UpstreamConfig {
@@ -91,6 +102,8 @@ impl Default for UpstreamConfig {
             timeout: DEFAULT_TIMEOUT,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             max_redirects: DEFAULT_MAX_REDIRECTS,
+            oauth: None,
+            schemes: super::schemes::SchemeCredentials::default(),
         }
     }
 }
@@ -109,6 +122,8 @@ impl fmt::Debug for UpstreamConfig {
             .field("timeout", &self.timeout)
             .field("max_body_bytes", &self.max_body_bytes)
             .field("max_redirects", &self.max_redirects)
+            .field("oauth", &self.oauth)
+            .field("schemes", &self.schemes)
             .finish()
     }
 }
@@ -265,6 +280,12 @@ impl UpstreamConfig {
             out.push(token);
             out.push(password.to_string());
             basic(user_pass, &mut out);
+        }
+        if let Some(o) = &self.oauth {
+            out.extend(o.texts());
+        }
+        for c in self.schemes.iter() {
+            out.extend(c.texts());
         }
         Secrets::new(out)
     }

@@ -13,8 +13,10 @@ mod build;
 mod config;
 mod credentials;
 mod encode;
+mod oauth;
 mod redact;
 mod response;
+mod schemes;
 
 use std::error::Error as _;
 use std::sync::Arc;
@@ -31,8 +33,10 @@ pub use config::{
 };
 pub use credentials::CallCredentials;
 pub(crate) use encode::scalar;
+pub use oauth::{OAuth, OAuthConfig, OAuthError};
 pub use redact::{REDACTED, Secrets, SecretsError};
 pub use response::{UpstreamResponse, shown_body};
+pub use schemes::{SchemeCredential, SchemeCredentials};
 
 /// Why a call did not produce an upstream response. An upstream answering with an error
 /// status (404, 500) is not an error here: it is an [`UpstreamResponse`] with `ok: false`.
@@ -71,6 +75,9 @@ pub enum UpstreamError {
     Config(#[from] ConfigError),
     #[error(transparent)]
     Secrets(#[from] SecretsError),
+    /// No OAuth token for the call: it was not sent.
+    #[error("{0}; the call was not sent")]
+    OAuth(#[from] OAuthError),
 }
 
 /// A redirect the policy refused because it leaves the origin.
@@ -109,6 +116,8 @@ pub struct Upstream {
     /// Those plus a call's own credentials, by a digest of the latter: building the matcher
     /// costs far more than a call, and a session sends the same credentials on every call.
     with_call: moka::sync::Cache<[u8; 32], Arc<Secrets>>,
+    /// The OAuth client-credentials token source (`--upstream-oauth-*`).
+    oauth: Option<Arc<OAuth>>,
 }
 
 impl std::fmt::Debug for Upstream {
@@ -123,7 +132,29 @@ impl Upstream {
     /// The client for `cfg`; user info in `cfg.base_url` becomes an `Authorization: Basic`
     /// header first ([`UpstreamConfig::with_user_info_as_header`]).
     pub fn new(cfg: UpstreamConfig) -> Result<Upstream, UpstreamError> {
+        let had_user_info = cfg
+            .base_url
+            .as_ref()
+            .is_some_and(|u| !u.username().is_empty() || u.password().is_some());
         let cfg = cfg.with_user_info_as_header()?;
+        let oauth = match &cfg.oauth {
+            Some(o) => {
+                if cfg.is_credential("authorization") {
+                    return Err(ConfigError::OAuthAndAuthorization(if had_user_info {
+                        "the user info of --upstream"
+                    } else {
+                        "an --upstream-header"
+                    })
+                    .into());
+                }
+                let source =
+                    OAuth::new(o.clone(), cfg.connect_timeout, cfg.timeout).map_err(|e| {
+                        UpstreamError::Other(format!("cannot build the OAuth HTTP client: {e}"))
+                    })?;
+                Some(Arc::new(source))
+            }
+            None => None,
+        };
         let max = cfg.max_redirects;
         let policy = reqwest::redirect::Policy::custom(move |attempt| {
             // `previous()` starts with the original URL.
@@ -155,7 +186,13 @@ impl Upstream {
                 .time_to_idle(Duration::from_secs(15 * 60))
                 .build(),
             cfg: Arc::new(cfg),
+            oauth,
         })
+    }
+
+    /// The OAuth token source, when client credentials are configured.
+    pub fn oauth(&self) -> Option<&Arc<OAuth>> {
+        self.oauth.as_ref()
     }
 
     pub fn config(&self) -> &UpstreamConfig {
@@ -172,9 +209,35 @@ impl Upstream {
         build::prepare(&self.cfg, spec, op, args)
     }
 
-    /// Sends a prepared request with the configured credentials and reads the response within
-    /// the body budget.
+    /// Sends a prepared request with the configured credentials and `call`'s own, and reads
+    /// the response within the body budget. With OAuth client credentials, a call that carries
+    /// no `Authorization` of its own gets the token; if the API answers 401 to it, the token is
+    /// dropped and the call is sent once more with a fresh one.
     pub async fn send(
+        &self,
+        req: &PreparedRequest,
+        call: &CallCredentials,
+    ) -> Result<UpstreamResponse, UpstreamError> {
+        let oauth = self
+            .oauth
+            .as_ref()
+            .filter(|_| call.header(&http::header::AUTHORIZATION).is_none());
+        let Some(oauth) = oauth else {
+            return self.send_once(req, call).await;
+        };
+        let token = oauth.token().await?;
+        let response = self.send_once(req, &with_token(call, &token)).await?;
+        if response.status != 401 {
+            return Ok(response);
+        }
+        oauth.rejected(&token);
+        let token = oauth.token().await?;
+        tracing::info!(method = %req.method, url = %config::redact_url(&req.url),
+            "the API refused the OAuth token (401); sending the call once more with a fresh one");
+        self.send_once(req, &with_token(call, &token)).await
+    }
+
+    async fn send_once(
         &self,
         req: &PreparedRequest,
         call: &CallCredentials,
@@ -184,14 +247,29 @@ impl Upstream {
         for (n, v) in &req.headers {
             headers.append(n.clone(), v.clone());
         }
-        for (n, v) in self.cfg.headers.iter().chain(call.headers()) {
+        for (n, v) in self
+            .cfg
+            .headers
+            .iter()
+            .map(|(n, v)| (n, v))
+            .chain(call.headers())
+        {
             headers.insert(n.clone(), v.clone());
         }
         // This call's own credentials are scrubbed like the configured ones.
         let secrets = self.secrets_with(call)?;
+        // Query credentials go on the URL that is sent, never on the one shown or logged.
+        let mut url = req.url.clone();
+        let mut query = call.query().peekable();
+        if query.peek().is_some() {
+            let mut pairs = url.query_pairs_mut();
+            for (n, v) in query {
+                pairs.append_pair(n, v);
+            }
+        }
         let mut builder = self
             .client
-            .request(req.method.clone(), req.url.clone())
+            .request(req.method.clone(), url)
             .headers(headers);
         match &req.body {
             Some(b) => builder = builder.body(b.bytes.clone()),
@@ -211,7 +289,7 @@ impl Upstream {
         let mut resp = match result {
             Ok(r) => r,
             Err(e) => {
-                let err = self.map_error(e);
+                let err = self.map_error(e, &secrets);
                 tracing::info!(method = %req.method, url = %shown_url, error = %err, "upstream call failed");
                 return Err(err);
             }
@@ -226,7 +304,7 @@ impl Upstream {
             .map(str::to_string);
         let (bytes, truncated) = response::read_limited(&mut resp, self.cfg.max_body_bytes)
             .await
-            .map_err(|e| self.map_error(e))?;
+            .map_err(|e| self.map_error(e, &secrets))?;
         // Stop reading: dropping the response closes the connection if bytes are left.
         drop(resp);
         let body = response::shown_body(
@@ -259,7 +337,7 @@ impl Upstream {
         if call.is_empty() {
             return Ok(self.secrets.clone());
         }
-        let texts = config::credential_texts(call.headers());
+        let texts = call.texts();
         use sha2::Digest as _;
         let mut digest = sha2::Sha256::new();
         for t in &texts {
@@ -274,12 +352,13 @@ impl Upstream {
 
     /// Maps a client error to what the agent sees, without the URL (it may hold user info)
     /// and without any header.
-    fn map_error(&self, e: reqwest::Error) -> UpstreamError {
+    /// The redirect target is the API's choice: it is scrubbed like a response.
+    fn map_error(&self, e: reqwest::Error, secrets: &Secrets) -> UpstreamError {
         let mut source = e.source();
         while let Some(s) = source {
             if let Some(o) = s.downcast_ref::<OffOrigin>() {
                 return UpstreamError::Redirect {
-                    to: config::redact_url(&o.to),
+                    to: secrets.scrub_str(&config::redact_url(&o.to)).into_owned(),
                     origin: o.origin.origin().ascii_serialization(),
                 };
             }
@@ -313,4 +392,13 @@ impl Upstream {
             UpstreamError::Other(message)
         }
     }
+}
+
+/// `call` with the OAuth token as its `Authorization` header, first: anything `call` sets
+/// itself stays.
+fn with_token(call: &CallCredentials, token: &oauth::Token) -> CallCredentials {
+    let mut out = CallCredentials::default();
+    out.set_header(http::header::AUTHORIZATION, token.header.clone(), "oauth");
+    out.extend(call);
+    out
 }

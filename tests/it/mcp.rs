@@ -543,6 +543,21 @@ async fn redirects_to_another_host_are_refused() {
     assert!(err, "{r}");
     assert_eq!(r["code"], "UPSTREAM_ERROR");
     assert!(other.requests().is_empty());
+    // The refused target is named, but a credential the API put into it is not.
+    upstream.redirect_to(&format!(
+        "{}/v2/user/stolen?t=upstream-secret-token",
+        other.url()
+    ));
+    let (err, r) = call(
+        &client,
+        "api_execute",
+        json!({"operationId": "getUserByName", "pathParams": {"username": "redirect"}}),
+    )
+    .await;
+    assert!(err, "{r}");
+    let message = r["error"].as_str().unwrap();
+    assert!(message.contains("/v2/user/stolen?t=[redacted]"), "{message}");
+    assert!(!r.to_string().contains("secret-token"), "{r}");
     // A redirect within the same origin is followed.
     upstream.redirect_to(&format!("{}/v2/user/ann", upstream.url()));
     let (err, r) = call(

@@ -59,6 +59,16 @@ pub(crate) struct Prod {
 
 impl Prod {
     pub(crate) async fn start(database_url: &str, upstream: &Upstream, opts: Options) -> Prod {
+        let args = engine_args(&opts.spec, Some(upstream.url()));
+        Prod::start_with(database_url, args, opts).await
+    }
+
+    /// [`Prod::start`] with the engine's options given (`opts.spec` is not used).
+    pub(crate) async fn start_with(
+        database_url: &str,
+        args: apigate::cli::dev::EngineArgs,
+        opts: Options,
+    ) -> Prod {
         let store = Store::connect(database_url).await.expect("store connects");
         store.migrate().await.expect("migrations apply");
         let auth = Auth::new(
@@ -72,10 +82,7 @@ impl Prod {
         )
         .await
         .expect("auth starts");
-        let mut engine = engine_args(&opts.spec, Some(upstream.url()))
-            .build()
-            .await
-            .expect("engine builds");
+        let mut engine = args.build().await.expect("engine builds");
         engine.access = Access::Sessions;
         engine.rules = opts.rules;
         engine.auth = Some(auth.clone());

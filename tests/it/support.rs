@@ -38,6 +38,8 @@ pub fn engine_args(spec: &str, upstream: Option<String>) -> EngineArgs {
         spec: spec.to_string(),
         upstream,
         upstream_headers: vec!["Authorization: Bearer upstream-secret-token".into()],
+        upstream_credentials: Vec::new(),
+        oauth: Default::default(),
         upstream_timeout: std::time::Duration::from_secs(2),
         connect_timeout: std::time::Duration::from_secs(2),
         max_response_bytes: 64 * 1024,
