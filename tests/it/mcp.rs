@@ -556,7 +556,10 @@ async fn redirects_to_another_host_are_refused() {
     .await;
     assert!(err, "{r}");
     let message = r["error"].as_str().unwrap();
-    assert!(message.contains("/v2/user/stolen?t=[redacted]"), "{message}");
+    assert!(
+        message.contains("/v2/user/stolen?t=[redacted]"),
+        "{message}"
+    );
     assert!(!r.to_string().contains("secret-token"), "{r}");
     // A redirect within the same origin is followed.
     upstream.redirect_to(&format!("{}/v2/user/ann", upstream.url()));

@@ -2,7 +2,8 @@
 //! the binary in dev mode: each credential goes where its scheme says (apiKey header, query,
 //! cookie; http bearer and basic) and only on the operations whose `security` needs it;
 //! `api_schema` says what is needed and what apigate supplies; the query-placed key is in no
-//! result, dry run or log line, though the API echoes the URL it was called with.
+//! result, dry run or log line, though the API echoes the URL it was called with; nor is the
+//! OAuth token or client secret.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -20,6 +21,8 @@ const HEADER_KEY: &str = "header-key-0123456789";
 const COOKIE_KEY: &str = "cookie-key-0123456789";
 const BEARER: &str = "bearer-token-0123456789";
 const BASIC: &str = "alice:basic-password-0123456789";
+const OAUTH_TOKEN: &str = "oauth-token-0123456789";
+const OAUTH_SECRET: &str = "oauth-secret-0123456789";
 
 const SPEC: &str = r#"{
   "openapi": "3.0.3",
@@ -76,7 +79,16 @@ fn header<'a>(s: &'a Seen, name: &str) -> Option<&'a str> {
 
 fn assert_no_credential(text: &str) {
     let basic = base64::engine::general_purpose::STANDARD.encode(BASIC);
-    for secret in [QUERY_KEY, HEADER_KEY, COOKIE_KEY, BEARER, BASIC, &basic] {
+    for secret in [
+        QUERY_KEY,
+        HEADER_KEY,
+        COOKIE_KEY,
+        BEARER,
+        BASIC,
+        &basic,
+        OAUTH_TOKEN,
+        OAUTH_SECRET,
+    ] {
         assert!(!text.contains(secret), "{secret} shown: {text}");
         assert!(
             !text.contains(&secret[..10]),
@@ -85,10 +97,20 @@ fn assert_no_credential(text: &str) {
     }
 }
 
+/// A token endpoint that hands out one token.
+async fn token() -> axum::Json<Value> {
+    axum::Json(json!({"access_token": OAUTH_TOKEN, "token_type": "Bearer", "expires_in": 600}))
+}
+
+/// The binary with every scheme kind and OAuth client credentials at once: OAuth's token goes
+/// on every call whose scheme does not put its own `Authorization`.
 #[tokio::test]
 async fn each_credential_goes_where_its_scheme_says_and_only_where_needed() {
     let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
-    let app = Router::new().fallback(echo).with_state(seen.clone());
+    let app = Router::new()
+        .route("/oauth/token", axum::routing::post(token))
+        .fallback(echo)
+        .with_state(seen.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr: SocketAddr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await });
@@ -101,6 +123,7 @@ async fn each_credential_goes_where_its_scheme_says_and_only_where_needed() {
     let header_arg = format!("headerKey={HEADER_KEY}");
     let cookie_arg = format!("cookieKey={COOKIE_KEY}");
     let basic_arg = format!("basic={BASIC}");
+    let token_url = format!("http://{addr}/oauth/token");
     let (mut dev, mcp_url) = Proc::spawn_with_env(
         "dev",
         &[
@@ -123,8 +146,16 @@ async fn each_credential_goes_where_its_scheme_says_and_only_where_needed() {
             "bearer=env:APIGATE_TEST_BEARER",
             "--upstream-credential",
             &basic_arg,
+            "--upstream-oauth-token-url",
+            &token_url,
+            "--upstream-oauth-client-id",
+            "apigate",
         ],
-        &[("RUST_LOG", "debug"), ("APIGATE_TEST_BEARER", BEARER)],
+        &[
+            ("RUST_LOG", "debug"),
+            ("APIGATE_TEST_BEARER", BEARER),
+            ("APIGATE_UPSTREAM_OAUTH_CLIENT_SECRET", OAUTH_SECRET),
+        ],
         "apigate dev:",
     )
     .await;
@@ -170,9 +201,13 @@ async fn each_credential_goes_where_its_scheme_says_and_only_where_needed() {
         header(&seen[2], "authorization"),
         Some(&*format!("Bearer {BEARER}"))
     );
+    let oauth = format!("Bearer {OAUTH_TOKEN}");
+    for s in [&seen[0], &seen[1], &seen[3], &seen[5]] {
+        assert_eq!(header(s, "authorization"), Some(&*oauth), "{}", s.uri);
+    }
     for s in [&seen[3], &seen[5]] {
         assert!(s.uri == "/d" || s.uri == "/f");
-        for h in ["authorization", "cookie", "x-api-token"] {
+        for h in ["cookie", "x-api-token"] {
             assert_eq!(header(s, h), None, "{} got {h}", s.uri);
         }
         assert!(!s.uri.contains("api_key"));
