@@ -2,7 +2,9 @@
 //! `open` — decrypting the sealed headers (AES-256-GCM), once per session-cache fill (at most
 //! once a minute per session and instance); `per_call` — putting them into the call's
 //! `CallCredentials` (every call); `scrubber` — extending the response scrubber with them
-//! (every call, inside `Upstream::send`). `cargo bench --bench session_credentials`.
+//! (every call, inside `Upstream::send`). And §4: `scheme_per_call` — reading an operation's
+//! security requirement and adding the `--upstream-credential` it needs (every call).
+//! `cargo bench --bench session_credentials`.
 
 use std::hint::black_box;
 
@@ -58,6 +60,35 @@ fn bench(c: &mut Criterion) {
                         .filter_map(|(_, v)| v.to_str().ok()),
                 )
                 .unwrap()
+        })
+    });
+    let spec = apigate::spec::Spec::from_bytes(
+        &std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/data/specs/petstore-3.0.json"
+        ))
+        .unwrap(),
+        "petstore-3.0.json",
+    )
+    .unwrap();
+    let schemes = apigate::upstream::SchemeCredentials::new(vec![
+        apigate::upstream::SchemeCredential::parse(
+            "api_key=special-key-0123456789",
+            &spec.security_schemes,
+        )
+        .unwrap(),
+    ]);
+    let op = spec.get("getPetById").unwrap();
+    g.bench_function("scheme_per_call", |b| {
+        b.iter(|| {
+            let mut call = CallCredentials::default();
+            if let Some(req) =
+                apigate::spec::security_alternatives(black_box(&op.security).as_ref())
+            {
+                schemes.apply(&req, &mut call);
+            }
+            assert!(!call.is_empty());
+            call
         })
     });
     g.finish();

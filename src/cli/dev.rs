@@ -169,6 +169,20 @@ impl EngineArgs {
             ),
         };
         tracing::info!(%target, "API calls go to {target}");
+        if upstream.oauth().is_some() {
+            tracing::info!(
+                "API calls carry an OAuth client-credentials token, fetched on the first call"
+            );
+        }
+        let schemes: Vec<&str> = upstream
+            .config()
+            .schemes
+            .iter()
+            .map(|c| c.scheme.as_str())
+            .collect();
+        if !schemes.is_empty() {
+            tracing::info!(schemes = %schemes.join(", "), "credentials for security schemes, sent on the operations that need them");
+        }
         let title = (!spec.title.is_empty()).then_some(spec.title.as_str());
         let monitor = self.monitor.build(title)?;
         if let Some(m) = &monitor {
