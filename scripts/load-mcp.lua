@@ -10,6 +10,7 @@ local key = os.getenv("APIGATE_KEY") or error("APIGATE_KEY is not set")
 local session = os.getenv("MCP_SESSION_ID")
 local tool = os.getenv("LOAD_TOOL") or "discover"
 
+-- LOAD_QUERY replaces them with one query (scripts/floor.sh: "find a pet by its id" on Petstore).
 local queries = {
   "list pull requests for a repository",
   "create an issue comment",
@@ -20,6 +21,10 @@ local queries = {
   "list commits on a branch",
   "create a release",
 }
+
+if os.getenv("LOAD_QUERY") and os.getenv("LOAD_QUERY") ~= "" then
+  queries = { os.getenv("LOAD_QUERY") }
+end
 
 local headers = {
   ["Content-Type"] = "application/json",

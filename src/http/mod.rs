@@ -126,17 +126,15 @@ pub fn router(engine: Arc<Engine>, opts: HttpOptions, shutdown: CancellationToke
         .with_max_request_body_bytes(opts.max_body_bytes)
         .with_cancellation_token(shutdown.child_token());
     let mcp_service: Router<Arc<AppState>> = if let Some(manager) = manager {
-        let engine = engine.clone();
         let svc = StreamableHttpService::new(
-            move || Ok(McpServer::new(engine.clone(), None, true)),
+            McpServer::factory(engine.clone(), true),
             manager,
             config,
         );
         Router::new().nest_service("/mcp", svc)
     } else {
-        let engine = engine.clone();
         let svc = StreamableHttpService::new(
-            move || Ok(McpServer::new(engine.clone(), None, false)),
+            McpServer::factory(engine.clone(), false),
             Arc::new(NeverSessionManager::default()),
             config
                 .with_legacy_session_mode(false)

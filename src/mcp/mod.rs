@@ -53,6 +53,37 @@ pub fn fingerprint(secret: &str) -> String {
 pub struct McpServer {
     engine: Arc<Engine>,
     session: Arc<Session>,
+    tools: Arc<ToolLists>,
+}
+
+/// The tool list as rmcp serves it, built once per engine: without and with the session
+/// header (production leaves `_sessionToken` out of the schemas when the connection carries
+/// `x-session-token`). Rebuilding it per `tools/list` was most of that request's cost.
+struct ToolLists {
+    plain: Vec<Tool>,
+    with_session_header: Vec<Tool>,
+}
+
+impl ToolLists {
+    fn new(engine: &Engine) -> ToolLists {
+        let build = |session_header: bool| -> Vec<Tool> {
+            engine
+                .tool_definitions(session_header)
+                .into_iter()
+                .filter_map(|t| match serde_json::from_value(t) {
+                    Ok(tool) => Some(tool),
+                    Err(e) => {
+                        tracing::error!(error = %e, "tool definition does not fit rmcp's Tool");
+                        None
+                    }
+                })
+                .collect()
+        };
+        ToolLists {
+            plain: build(false),
+            with_session_header: build(true),
+        }
+    }
 }
 
 struct Session {
@@ -80,6 +111,16 @@ impl McpServer {
     /// A handler for one session. `session_id` is known up front for stdio and legacy SSE;
     /// Streamable HTTP learns it from the `Mcp-Session-Id` header.
     pub fn new(engine: Arc<Engine>, session_id: Option<String>, tracked: bool) -> McpServer {
+        let tools = Arc::new(ToolLists::new(&engine));
+        McpServer::with_tools(engine, session_id, tracked, tools)
+    }
+
+    fn with_tools(
+        engine: Arc<Engine>,
+        session_id: Option<String>,
+        tracked: bool,
+        tools: Arc<ToolLists>,
+    ) -> McpServer {
         McpServer {
             session: Arc::new(Session {
                 engine: engine.clone(),
@@ -88,6 +129,24 @@ impl McpServer {
                 tracked,
             }),
             engine,
+            tools,
+        }
+    }
+
+    /// Makes the handlers of one Streamable HTTP service (one per session, or per request
+    /// when stateless), all sharing one tool list.
+    pub fn factory(
+        engine: Arc<Engine>,
+        tracked: bool,
+    ) -> impl Fn() -> Result<McpServer, std::io::Error> + Send + Sync + 'static {
+        let tools = Arc::new(ToolLists::new(&engine));
+        move || {
+            Ok(McpServer::with_tools(
+                engine.clone(),
+                None,
+                tracked,
+                tools.clone(),
+            ))
         }
     }
 
@@ -137,19 +196,12 @@ impl ServerHandler for McpServer {
             .and_then(|p| p.headers.get(crate::auth::SESSION_TOKEN_HEADER))
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| !v.trim().is_empty());
-        let tools: Vec<Tool> = self
-            .engine
-            .tool_definitions(session_header)
-            .into_iter()
-            .filter_map(|t| match serde_json::from_value(t) {
-                Ok(tool) => Some(tool),
-                Err(e) => {
-                    tracing::error!(error = %e, "tool definition does not fit rmcp's Tool");
-                    None
-                }
-            })
-            .collect();
-        Ok(ListToolsResult::with_all_items(tools))
+        let tools = if session_header {
+            &self.tools.with_session_header
+        } else {
+            &self.tools.plain
+        };
+        Ok(ListToolsResult::with_all_items(tools.clone()))
     }
 
     async fn call_tool(
