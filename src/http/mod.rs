@@ -126,11 +126,8 @@ pub fn router(engine: Arc<Engine>, opts: HttpOptions, shutdown: CancellationToke
         .with_max_request_body_bytes(opts.max_body_bytes)
         .with_cancellation_token(shutdown.child_token());
     let mcp_service: Router<Arc<AppState>> = if let Some(manager) = manager {
-        let svc = StreamableHttpService::new(
-            McpServer::factory(engine.clone(), true),
-            manager,
-            config,
-        );
+        let svc =
+            StreamableHttpService::new(McpServer::factory(engine.clone(), true), manager, config);
         Router::new().nest_service("/mcp", svc)
     } else {
         let svc = StreamableHttpService::new(
