@@ -13,3 +13,19 @@ pub mod spec;
 pub mod store;
 pub mod tools;
 pub mod upstream;
+
+/// An error and its causes on one line (`a: b: c`), leaving out a cause whose text the line
+/// already holds. Give it `reqwest::Error::without_url()`: a URL may hold a credential.
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut source = e.source();
+    while let Some(inner) = source {
+        let text = inner.to_string();
+        if !s.contains(&text) {
+            s.push_str(": ");
+            s.push_str(&text);
+        }
+        source = inner.source();
+    }
+    s
+}

@@ -462,7 +462,7 @@ impl Monitor {
             } else {
                 self.blocked(
                     BlockCause::Unreachable,
-                    format!("is unreachable ({})", error_chain(&e.without_url())),
+                    format!("is unreachable ({})", crate::error_chain(&e.without_url())),
                 )
             }
         })?;
@@ -491,7 +491,7 @@ impl Monitor {
                         BlockCause::Unreachable,
                         format!(
                             "broke off while answering ({})",
-                            error_chain(&e.without_url())
+                            crate::error_chain(&e.without_url())
                         ),
                     ));
                 }
@@ -624,20 +624,6 @@ fn millis(d: Duration) -> u64 {
 
 fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
-}
-
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut source = e.source();
-    while let Some(inner) = source {
-        let text = inner.to_string();
-        if !s.contains(&text) {
-            s.push_str(": ");
-            s.push_str(&text);
-        }
-        source = inner.source();
-    }
-    s
 }
 
 #[cfg(test)]

@@ -145,20 +145,22 @@ async fn fetch(url: &url::Url) -> Result<Vec<u8>, SpecError> {
         .connect_timeout(Duration::from_secs(10))
         .build()
         .map_err(|e| err(e.to_string()))?;
-    let mut response = client
-        .get(url.clone())
-        .send()
-        .await
-        .map_err(|e| err(format!("request failed: {}", error_chain(e))))?;
+    let mut response = client.get(url.clone()).send().await.map_err(|e| {
+        err(format!(
+            "request failed: {}",
+            crate::error_chain(&e.without_url())
+        ))
+    })?;
     if !response.status().is_success() {
         return Err(err(format!("server answered HTTP {}", response.status())));
     }
     let mut body = Vec::new();
-    while let Some(chunk) = response
-        .chunk()
-        .await
-        .map_err(|e| err(format!("reading the body: {}", error_chain(e))))?
-    {
+    while let Some(chunk) = response.chunk().await.map_err(|e| {
+        err(format!(
+            "reading the body: {}",
+            crate::error_chain(&e.without_url())
+        ))
+    })? {
         body.extend_from_slice(&chunk);
         if body.len() as u64 > MAX_DOCUMENT_BYTES {
             return Err(err(format!(
@@ -167,20 +169,6 @@ async fn fetch(url: &url::Url) -> Result<Vec<u8>, SpecError> {
         }
     }
     Ok(body)
-}
-
-/// A client error and its causes, without the URL (it may hold user info or a token).
-fn error_chain(e: reqwest::Error) -> String {
-    use std::error::Error as _;
-    let e = e.without_url();
-    let mut message = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        message.push_str(": ");
-        message.push_str(&s.to_string());
-        source = s.source();
-    }
-    message
 }
 
 /// A source as typed, for a message: user info, query and fragment removed even when it does

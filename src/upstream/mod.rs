@@ -170,12 +170,8 @@ impl Upstream {
             }
             attempt.follow()
         });
-        let client = reqwest::Client::builder()
-            .connect_timeout(cfg.connect_timeout)
-            .timeout(cfg.timeout)
+        let client = client_builder(cfg.connect_timeout, cfg.timeout)
             .redirect(policy)
-            .referer(false)
-            .user_agent(concat!("apigate/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| UpstreamError::Other(format!("cannot build the HTTP client: {e}")))?;
         Ok(Upstream {
@@ -379,19 +375,23 @@ impl Upstream {
             };
         }
         let e = e.without_url();
-        let mut message = e.to_string();
-        let mut source = e.source();
-        while let Some(s) = source {
-            message.push_str(": ");
-            message.push_str(&s.to_string());
-            source = s.source();
-        }
+        let message = crate::error_chain(&e);
         if e.is_connect() {
             UpstreamError::Connect(message)
         } else {
             UpstreamError::Other(message)
         }
     }
+}
+
+/// The client settings every upstream request shares (the API's and the OAuth token
+/// endpoint's): timeouts, no `Referer`, apigate's `User-Agent`. Each sets its own redirects.
+fn client_builder(connect_timeout: Duration, timeout: Duration) -> reqwest::ClientBuilder {
+    reqwest::Client::builder()
+        .connect_timeout(connect_timeout)
+        .timeout(timeout)
+        .referer(false)
+        .user_agent(concat!("apigate/", env!("CARGO_PKG_VERSION")))
 }
 
 /// `call` with the OAuth token as its `Authorization` header, first: anything `call` sets

@@ -172,12 +172,8 @@ impl OAuth {
         connect_timeout: Duration,
         timeout: Duration,
     ) -> Result<OAuth, reqwest::Error> {
-        let client = reqwest::Client::builder()
-            .connect_timeout(connect_timeout)
-            .timeout(timeout)
+        let client = super::client_builder(connect_timeout, timeout)
             .redirect(reqwest::redirect::Policy::none())
-            .referer(false)
-            .user_agent(concat!("apigate/", env!("CARGO_PKG_VERSION")))
             .build()?;
         Ok(OAuth {
             cfg,
@@ -277,14 +273,14 @@ impl OAuth {
             .await
             .map_err(|e| OAuthError::Unreachable {
                 url: url.clone(),
-                message: error_chain(&e.without_url()),
+                message: crate::error_chain(&e.without_url()),
             })?;
         let status = resp.status();
         let (bytes, _) = super::response::read_limited(&mut resp, MAX_TOKEN_RESPONSE_BYTES)
             .await
             .map_err(|e| OAuthError::Unreachable {
                 url: url.clone(),
-                message: error_chain(&e.without_url()),
+                message: crate::error_chain(&e.without_url()),
             })?;
         let body: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
         if !status.is_success() {
@@ -335,17 +331,6 @@ impl OAuth {
             refresh_at: started + lifetime - early,
         })
     }
-}
-
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut message = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        message.push_str(": ");
-        message.push_str(&s.to_string());
-        source = s.source();
-    }
-    message
 }
 
 #[cfg(test)]
