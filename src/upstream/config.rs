@@ -265,7 +265,7 @@ impl UpstreamConfig {
     /// moved into a header.
     pub fn secrets(&self) -> Result<Secrets, SecretsError> {
         use base64::Engine as _;
-        let mut out = credential_texts(&self.headers);
+        let mut out = credential_texts(self.headers.iter().map(|(_, v)| v));
         if let Some(url) = &self.base_url
             && let Some(password) = url.password()
         {
@@ -310,7 +310,7 @@ pub(crate) fn redact_url(url: &Url) -> String {
 
 /// A configured URL for an error message: no user info, no query, no fragment (either may
 /// hold a credential), even when it does not parse.
-fn redact_str(s: &str) -> String {
+pub(crate) fn redact_str(s: &str) -> String {
     let s = s.trim();
     let s = s.split(['?', '#']).next().unwrap_or_default();
     if let Ok(u) = Url::parse(s)
@@ -338,25 +338,33 @@ fn redact_str(s: &str) -> String {
 
 /// The texts an upstream might echo back for these credential headers: each value, the token
 /// after its scheme (`Bearer …`), and the `user:password` and password inside a Basic value.
-pub(crate) fn credential_texts(headers: &[(HeaderName, HeaderValue)]) -> Vec<String> {
-    use base64::Engine as _;
+pub(crate) fn credential_texts<'a>(
+    values: impl IntoIterator<Item = &'a HeaderValue>,
+) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for (_, v) in headers {
-        let Ok(s) = v.to_str() else { continue };
-        let s = s.trim();
-        out.push(s.to_string());
-        if let Some((scheme, token)) = s.split_once(' ') {
-            let token = token.trim();
-            out.push(token.to_string());
-            if scheme.eq_ignore_ascii_case("basic")
-                && let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(token)
-                && let Ok(text) = String::from_utf8(bytes)
-            {
-                basic(text, &mut out);
-            }
+    for v in values {
+        if let Ok(s) = v.to_str() {
+            value_texts(s, &mut out);
         }
     }
     out
+}
+
+/// [`credential_texts`] of one header value.
+pub(crate) fn value_texts(value: &str, out: &mut Vec<String>) {
+    use base64::Engine as _;
+    let s = value.trim();
+    out.push(s.to_string());
+    if let Some((scheme, token)) = s.split_once(' ') {
+        let token = token.trim();
+        out.push(token.to_string());
+        if scheme.eq_ignore_ascii_case("basic")
+            && let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(token)
+            && let Ok(text) = String::from_utf8(bytes)
+        {
+            basic(text, out);
+        }
+    }
 }
 
 /// A Basic credential's `user:password` and its password.

@@ -96,12 +96,7 @@ impl CallCredentials {
     /// Every credential text this call sends (header values and query values), for the
     /// response scrubber.
     pub(crate) fn texts(&self) -> Vec<String> {
-        let headers: Vec<(HeaderName, HeaderValue)> = self
-            .headers
-            .iter()
-            .map(|(n, v, _)| (n.clone(), v.clone()))
-            .collect();
-        let mut out = super::config::credential_texts(&headers);
+        let mut out = super::config::credential_texts(self.headers.iter().map(|(_, v, _)| v));
         out.extend(self.query.iter().map(|(_, v, _)| v.clone()));
         out
     }

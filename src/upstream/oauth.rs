@@ -13,7 +13,7 @@ use base64::Engine as _;
 use http::HeaderValue;
 use url::Url;
 
-use super::config::{ConfigError, redact_url};
+use super::config::{ConfigError, redact_str};
 
 /// The token endpoint's answer is read up to this many bytes.
 const MAX_TOKEN_RESPONSE_BYTES: usize = 64 * 1024;
@@ -47,10 +47,7 @@ impl std::fmt::Debug for OAuthConfig {
 
 /// The token URL as messages show it: no user info, no query.
 fn shown(url: &Url) -> String {
-    let mut u = url.clone();
-    u.set_query(None);
-    u.set_fragment(None);
-    redact_url(&u)
+    redact_str(url.as_str())
 }
 
 impl OAuthConfig {
@@ -114,12 +111,8 @@ impl OAuthConfig {
 
     /// The texts an upstream might echo (the secret and the Basic header of the token request).
     pub(crate) fn texts(&self) -> Vec<String> {
-        let basic = self.basic();
         let mut out = vec![self.client_secret.clone()];
-        out.extend(super::config::credential_texts(&[(
-            http::header::AUTHORIZATION,
-            HeaderValue::from_str(&basic).unwrap_or(HeaderValue::from_static("")),
-        )]));
+        super::config::value_texts(&self.basic(), &mut out);
         out
     }
 }

@@ -144,9 +144,7 @@ impl SchemeCredential {
     pub(crate) fn texts(&self) -> Vec<String> {
         let mut out = vec![self.value.clone()];
         match &self.place {
-            Place::Header(n, v) => {
-                out.extend(super::config::credential_texts(&[(n.clone(), v.clone())]));
-            }
+            Place::Header(_, v) => out.extend(super::config::credential_texts([v])),
             Place::Query(n) | Place::Cookie(n) => out.push(format!("{n}={}", self.value)),
         }
         out
