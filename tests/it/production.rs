@@ -69,22 +69,37 @@ impl Prod {
         args: apigate::cli::dev::EngineArgs,
         opts: Options,
     ) -> Prod {
+        let cfg = AuthConfig {
+            session_rate: opts.session_rate,
+            key_rate: opts.key_rate,
+            ..AuthConfig::default()
+        };
+        Prod::launch(database_url, args, opts.rules, cfg, opts.stateless).await
+    }
+
+    /// One instance with the whole auth configuration given; its bootstrap key is always
+    /// [`BOOTSTRAP`].
+    pub(crate) async fn launch(
+        database_url: &str,
+        args: apigate::cli::dev::EngineArgs,
+        rules: PermissionRules,
+        cfg: AuthConfig,
+        stateless: bool,
+    ) -> Prod {
         let store = Store::connect(database_url).await.expect("store connects");
         store.migrate().await.expect("migrations apply");
         let auth = Auth::new(
             store,
             AuthConfig {
                 bootstrap_key: Some(BOOTSTRAP.into()),
-                session_rate: opts.session_rate,
-                key_rate: opts.key_rate,
-                ..AuthConfig::default()
+                ..cfg
             },
         )
         .await
         .expect("auth starts");
         let mut engine = args.build().await.expect("engine builds");
         engine.access = Access::Sessions;
-        engine.rules = opts.rules;
+        engine.rules = rules;
         engine.auth = Some(auth.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -92,7 +107,7 @@ impl Prod {
         let router = http::router(
             Arc::new(engine),
             HttpOptions {
-                stateless: opts.stateless,
+                stateless,
                 max_body_bytes: 256 * 1024,
                 admin: Some(http::admin::router(auth.clone())),
                 store: Some(auth.store().clone()),

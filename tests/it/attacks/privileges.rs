@@ -9,28 +9,15 @@
 //! - 16: wrong secrets from one address do not lock a key out at another.
 //! - 17: admin actions are audited; read-only admin keys only read; no key grants beyond its own.
 
-use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
+use std::net::IpAddr;
 
-use apigate::auth::{Auth, AuthConfig, NewKey, NewSession, PermissionRules, RateLimit};
-use apigate::http::{self, HttpOptions, KeyCheck};
-use apigate::store::Store;
-use apigate::tools::Access;
+use apigate::auth::{AuthConfig, NewKey, NewSession, PermissionRules, RateLimit};
 use reqwest::StatusCode;
-use rmcp::ServiceExt;
-use rmcp::service::{RoleClient, RunningService};
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 use crate::db::TestDb;
+use crate::production::{BOOTSTRAP, Prod};
 use crate::support::{Upstream, call, engine_args};
-
-const BOOTSTRAP: &str = "bootstrap-key-for-privilege-tests";
-
-type Client = RunningService<RoleClient, ()>;
 
 /// A small pet API: `GET /pet/{petId}` declares every method-override header and a `_method`
 /// query parameter (as some real APIs do); `DELETE /pet/{petId}` needs `pets.admin`.
@@ -75,10 +62,13 @@ fn pets_spec() -> tempfile::NamedTempFile {
 
 /// One production instance in-process, wired as `apigate serve` wires it (including the
 /// client's socket address reaching the handlers).
-struct Gate {
-    addr: SocketAddr,
-    auth: Auth,
-    shutdown: CancellationToken,
+struct Gate(Prod);
+
+impl std::ops::Deref for Gate {
+    type Target = Prod;
+    fn deref(&self) -> &Prod {
+        &self.0
+    }
 }
 
 impl Gate {
@@ -94,71 +84,9 @@ impl Gate {
         rules: &str,
         cfg: AuthConfig,
     ) -> Gate {
-        let store = Store::connect(&db.url).await.expect("store connects");
-        store.migrate().await.expect("migrations apply");
-        let auth = Auth::new(
-            store,
-            AuthConfig {
-                bootstrap_key: Some(BOOTSTRAP.into()),
-                ..cfg
-            },
-        )
-        .await
-        .expect("auth starts");
-        let mut engine = engine_args(spec, Some(upstream.url()))
-            .build()
-            .await
-            .expect("engine builds");
-        engine.access = Access::Sessions;
-        engine.rules = PermissionRules::from_toml(rules).expect("rules parse");
-        engine.auth = Some(auth.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let shutdown = CancellationToken::new();
-        let router = http::router(
-            Arc::new(engine),
-            HttpOptions {
-                max_body_bytes: 256 * 1024,
-                admin: Some(http::admin::router(auth.clone())),
-                store: Some(auth.store().clone()),
-                ..HttpOptions::new(KeyCheck::Database(auth.clone()), "production")
-            },
-            shutdown.clone(),
-        );
-        tokio::spawn(http::serve(
-            listener,
-            router,
-            shutdown.clone(),
-            http::ConnLimits::default(),
-        ));
-        Gate {
-            addr,
-            auth,
-            shutdown,
-        }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.addr)
-    }
-
-    /// An rmcp client sending `key`, and `session_token` as `x-session-token` when given.
-    async fn client(&self, key: &str, session_token: Option<&str>) -> Client {
-        let mut headers = HashMap::new();
-        headers.insert(
-            axum::http::HeaderName::from_static("x-api-key"),
-            axum::http::HeaderValue::from_str(key).unwrap(),
-        );
-        if let Some(t) = session_token {
-            headers.insert(
-                axum::http::HeaderName::from_static("x-session-token"),
-                axum::http::HeaderValue::from_str(t).unwrap(),
-            );
-        }
-        let config =
-            StreamableHttpClientTransportConfig::with_uri(self.url("/mcp")).custom_headers(headers);
-        let transport = StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
-        ().serve(transport).await.expect("MCP client connects")
+        let args = engine_args(spec, Some(upstream.url()));
+        let rules = PermissionRules::from_toml(rules).expect("rules parse");
+        Gate(Prod::launch(&db.url, args, rules, cfg, false).await)
     }
 
     async fn key(&self, features: &[&str]) -> String {
@@ -184,12 +112,6 @@ impl Gate {
             .await
             .unwrap()
             .token
-    }
-}
-
-impl Drop for Gate {
-    fn drop(&mut self) {
-        self.shutdown.cancel();
     }
 }
 
