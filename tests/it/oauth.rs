@@ -469,3 +469,69 @@ async fn production_audit_names_the_oauth_and_scheme_sources() {
         }
     }
 }
+
+/// Token endpoints that answer oddly: a body over the 64 KiB cap, a redirect (never
+/// followed, even to a working endpoint), no `access_token`, a token type other than Bearer.
+/// Each is an `UPSTREAM_ERROR` saying what was wrong, and the API gets no call.
+#[tokio::test]
+async fn odd_token_endpoint_answers_are_refused() {
+    let idp = Idp::start(Duration::from_secs(3600)).await;
+    let good = idp.url("/token");
+    let odd = Router::new()
+        .route(
+            "/big",
+            post(|| async {
+                let pad = "x".repeat(100 * 1024);
+                axum::Json(json!({"pad": pad, "access_token": "at-big", "token_type": "bearer"}))
+            }),
+        )
+        .route(
+            "/redirect",
+            post(move || {
+                let good = good.clone();
+                async move { (StatusCode::TEMPORARY_REDIRECT, [("location", good)]) }
+            }),
+        )
+        .route(
+            "/none",
+            post(|| async { axum::Json(json!({"token_type": "bearer", "expires_in": 60})) }),
+        )
+        .route(
+            "/mac",
+            post(|| async { axum::Json(json!({"access_token": "at-mac", "token_type": "mac"})) }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, odd).await });
+    let dir = tempfile::tempdir().unwrap();
+    for (path, says) in [
+        (
+            "/big",
+            "answered without a usable token: no access_token in a JSON object",
+        ),
+        ("/redirect", "answered HTTP 307"),
+        (
+            "/none",
+            "answered without a usable token: no access_token in a JSON object",
+        ),
+        (
+            "/mac",
+            "answered without a usable token: token_type is not Bearer",
+        ),
+    ] {
+        let url = format!("{base}{path}");
+        let server = Server::start(args(&idp, &dir, &url), false).await;
+        let client = server.client().await;
+        let (err, out) = call(&client, "api_execute", get_thing(1)).await;
+        assert!(err, "{path}: {out}");
+        assert_eq!(out["code"], "UPSTREAM_ERROR", "{path}: {out}");
+        let message = out["error"].as_str().unwrap();
+        assert!(
+            message.contains(&format!("{url} {says}")),
+            "{path}: {message}"
+        );
+        client.cancel().await.ok();
+    }
+    assert_eq!(idp.api_calls(), 0);
+    assert_eq!(idp.fetches(), 0, "the redirect was followed");
+}
