@@ -4,6 +4,7 @@
 
 pub mod auth;
 pub mod cli;
+pub mod heap;
 pub mod http;
 pub mod identity;
 pub mod index;

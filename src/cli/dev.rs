@@ -190,6 +190,9 @@ impl EngineArgs {
         }
         let mut engine = Engine::new(Arc::new(spec), index, upstream, monitor);
         engine.limits = self.limits;
+        // Most of what loading the document took is free now (the spec keeps only what its
+        // operations reach): give it back.
+        crate::heap::release_freed();
         Ok(engine)
     }
 }

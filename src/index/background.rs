@@ -108,6 +108,7 @@ pub fn start(
                         if let Err(e) = embedder.embed_batch(&["warm up"]) {
                             tracing::warn!(error = %e, "the embedding model failed to run");
                         }
+                        crate::heap::release_freed();
                     });
                 return warm.ok();
             }
@@ -155,4 +156,6 @@ fn embed_in_background(index: &Index, embedder: Arc<Embedder>, dirs: &VectorDirs
         ),
         Err(e) => tracing::error!(error = %e, "the ranker stays lexical"),
     }
+    // The embedding pass's batches are freed: give them back.
+    crate::heap::release_freed();
 }

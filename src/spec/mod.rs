@@ -80,6 +80,8 @@ pub struct Spec {
     pub security_schemes: std::collections::BTreeMap<String, SchemeKind>,
     /// Tolerated problems, each naming where.
     pub warnings: Vec<String>,
+    /// What the operations' `$ref`s reach, and `tags`: the rest of the document (`paths`,
+    /// examples, unreferenced components) is dropped once the operations are extracted.
     root: Value,
     by_id: HashMap<String, usize>,
     validators: Vec<OnceLock<args::ArgsValidator>>,
@@ -113,7 +115,7 @@ impl Spec {
     }
 
     /// Normalizes a parsed document whose external refs are already bundled.
-    pub fn from_value(root: Value, file: &str) -> Result<Spec, SpecError> {
+    pub fn from_value(mut root: Value, file: &str) -> Result<Spec, SpecError> {
         let not_openapi = |message: &str| SpecError::NotOpenApi {
             file: file.to_string(),
             message: message.to_string(),
@@ -157,6 +159,12 @@ impl Spec {
             .iter()
             .map(|_| OnceLock::new())
             .collect();
+        let security_schemes = security::schemes(&root, dialect);
+        let root = refs::retain_reachable(
+            &mut root,
+            extracted.operations.iter().flat_map(Operation::schemas),
+            &["tags"],
+        );
         Ok(Spec {
             source: file.to_string(),
             title,
@@ -165,7 +173,7 @@ impl Spec {
             version,
             servers: extracted.servers,
             operations: extracted.operations,
-            security_schemes: security::schemes(&root, dialect),
+            security_schemes,
             warnings,
             root,
             by_id,
@@ -173,7 +181,8 @@ impl Spec {
         })
     }
 
-    /// The whole normalized document.
+    /// What is left of the document after loading: the nodes the operations' `$ref`s reach
+    /// (at their original pointers) and `tags`.
     pub fn root(&self) -> &Value {
         &self.root
     }
@@ -310,5 +319,50 @@ fn count_type_arrays(v: &Value) -> usize {
         }
         Value::Array(items) => items.iter().map(count_type_arrays).sum(),
         _ => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A loaded spec keeps only what its operations' `$ref`s reach. On every document in
+    /// `tests/data/specs`, every operation's schemas resolve against what is kept exactly as
+    /// against the whole document, inlined for `api_schema` and bundled for validation.
+    #[test]
+    fn the_kept_document_answers_every_operation_like_the_whole_one() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/specs");
+        let mut checked = 0;
+        for entry in std::fs::read_dir(&dir).expect("tests/data/specs") {
+            let path = entry.expect("entry").path();
+            let name = path.display().to_string();
+            if !(name.ends_with(".json") || name.ends_with(".yaml")) {
+                continue;
+            }
+            let bytes = std::fs::read(&path).expect("read");
+            let whole = source::parse(&bytes, &Location::File(path.clone())).expect("parse");
+            let spec = Spec::from_value(whole.clone(), &name).expect("load");
+            assert!(spec.root.get("paths").is_none(), "{name}");
+            for op in &spec.operations {
+                let budget = InlineBudget { depth: 3 };
+                for schema in op.schemas() {
+                    assert_eq!(
+                        spec.inline(schema, budget),
+                        refs::inline(&whole, schema, budget),
+                        "{name} {}",
+                        op.id
+                    );
+                }
+                let args = args::schema(op);
+                assert_eq!(
+                    refs::bundle_schema(spec.root(), &args),
+                    refs::bundle_schema(&whole, &args),
+                    "{name} {}",
+                    op.id
+                );
+                checked += 1;
+            }
+        }
+        assert!(checked > 2_000, "{checked} operations");
     }
 }

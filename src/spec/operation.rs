@@ -157,6 +157,20 @@ impl Operation {
     pub fn key(&self) -> String {
         format!("{} {}", self.method, self.path)
     }
+
+    /// Every schema (and extension) the operation holds: where its `$ref`s start.
+    pub fn schemas(&self) -> impl Iterator<Item = &Value> {
+        let params = self.parameters.iter().map(|p| &p.schema);
+        let body = self
+            .request_body
+            .iter()
+            .flat_map(|b| b.content.iter().map(|m| &m.schema));
+        let responses = self.responses.iter().filter_map(|r| r.schema.as_ref());
+        params
+            .chain(body)
+            .chain(responses)
+            .chain(self.extensions.values())
+    }
 }
 
 /// What extraction produced.

@@ -402,6 +402,107 @@ pub fn bundle_schema(root: &Value, schema: &Value) -> Value {
     out
 }
 
+fn node_mut<'v>(root: &'v mut Value, path: &[String]) -> Option<&'v mut Value> {
+    path.iter().try_fold(root, |node, seg| match node {
+        Value::Object(m) => m.get_mut(seg.as_str()),
+        Value::Array(items) => items.get_mut(seg.parse::<usize>().ok()?),
+        _ => None,
+    })
+}
+
+/// The decoded segments of a local pointer (`/a/b~1c` → `["a", "b/c"]`); `None` for the
+/// whole document.
+fn segments(pointer: &str) -> Option<Vec<String>> {
+    let decoded = percent_encoding::percent_decode_str(pointer).decode_utf8_lossy();
+    let rest = decoded.strip_prefix('/')?;
+    Some(rest.split('/').map(|s| unescape(s).into_owned()).collect())
+}
+
+/// Every node a `$ref` reachable from `seeds` points at, transitively, as decoded pointer
+/// segments; `None` when one of them is the whole document.
+fn reachable<'a>(
+    root: &Value,
+    seeds: impl IntoIterator<Item = &'a Value>,
+) -> Option<Vec<Vec<String>>> {
+    let mut queue: Vec<String> = Vec::new();
+    let collect = |v: &Value, queue: &mut Vec<String>| {
+        walk_refs(v, &mut String::new(), false, &mut |_, r, _| {
+            if let Some(p) = local_pointer(r) {
+                queue.push(p.to_string());
+            }
+        });
+    };
+    for seed in seeds {
+        collect(seed, &mut queue);
+    }
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut kept = Vec::new();
+    while let Some(pointer) = queue.pop() {
+        if !seen.insert(pointer.clone()) {
+            continue;
+        }
+        let Some(target) = resolve_pointer(root, &pointer) else {
+            continue;
+        };
+        kept.push(segments(&pointer)?);
+        collect(target, &mut queue);
+    }
+    Some(kept)
+}
+
+/// Shrinks `root` to what `$ref`s reachable from `seeds` point at, plus the top-level `keep`
+/// keys, moving the nodes rather than copying them. Every ref from `seeds` (and from what they
+/// reach) resolves in the result exactly as in the original: this is what a loaded spec keeps
+/// after its operations are extracted, so `paths`, examples and unreferenced components stop
+/// holding memory.
+pub fn retain_reachable<'a>(
+    root: &mut Value,
+    seeds: impl IntoIterator<Item = &'a Value>,
+    keep: &[&str],
+) -> Value {
+    let Some(mut kept) = reachable(root, seeds) else {
+        return std::mem::take(root);
+    };
+    kept.extend(
+        keep.iter()
+            .filter(|k| root.get(**k).is_some())
+            .map(|k| vec![(*k).to_string()]),
+    );
+    // Ancestors first, then drop every pointer inside one already kept: what is left is
+    // disjoint, so taking one never empties another.
+    kept.sort();
+    let mut disjoint: Vec<Vec<String>> = Vec::with_capacity(kept.len());
+    for path in kept {
+        if disjoint.last().is_some_and(|last| path.starts_with(last)) {
+            continue;
+        }
+        disjoint.push(path);
+    }
+    let mut out = Map::new();
+    'paths: for path in disjoint {
+        let Some((last, parents)) = path.split_last() else {
+            continue;
+        };
+        let Some(taken) = node_mut(root, &path).map(std::mem::take) else {
+            continue;
+        };
+        // Arrays on the way become objects keyed by the index: `resolve_pointer` reads both.
+        let mut at = &mut out;
+        for seg in parents {
+            let next = at
+                .entry(seg.clone())
+                .or_insert_with(|| Value::Object(Map::new()));
+            // Only objects are created on the way to pointers that are disjoint.
+            let Value::Object(m) = next else {
+                continue 'paths;
+            };
+            at = m;
+        }
+        at.insert(last.clone(), taken);
+    }
+    Value::Object(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -488,6 +589,64 @@ mod tests {
         assert!(count(&out, "properties") <= MAX_INLINED_REFS);
         assert!(count(&out, "$truncated") > 0);
         assert_eq!(out["properties"]["p0"]["type"], "object");
+    }
+
+    #[test]
+    fn the_kept_document_resolves_what_the_seeds_reach_and_nothing_else() {
+        let mut doc = json!({
+            "tags": [{"name": "pets", "description": "Everything about pets"}],
+            "paths": {"/pets/{id}": {"get": {"parameters": [
+                {"name": "id", "in": "path", "schema": {"type": "integer"}},
+                {"name": "q", "in": "query", "schema": {"$ref": "#/components/schemas/Q"}}]}}},
+            "components": {
+                "schemas": {
+                    "Pet": {"type": "object", "properties": {
+                        "owner": {"$ref": "#/components/schemas/Owner"},
+                        "self": {"$ref": "#/components/schemas/Pet"},
+                        "kind": {"$ref": "#/components/schemas/Pet/properties/owner"}},
+                        "example": {"$ref": "#/components/examples/Rex"}},
+                    "Owner": {"type": "string"},
+                    "a/b": {"type": "boolean"},
+                    "Q": {"type": "string"},
+                    "Unused": {"type": "number"}},
+                "examples": {"Rex": {"value": {"name": "Rex"}}, "Unused": {"value": 1}}}
+        });
+        let whole = doc.clone();
+        let seeds = [
+            json!({"$ref": "#/components/schemas/Pet/properties/owner"}),
+            json!({"$ref": "#/components/schemas/Pet"}),
+            json!({"items": {"$ref": "#/components/schemas/a~1b"}}),
+            json!({"$ref": "#/paths/~1pets~1%7Bid%7D/get/parameters/1"}),
+            json!({"$ref": "#/nowhere"}),
+        ];
+        let kept = retain_reachable(&mut doc, &seeds, &["tags"]);
+        for seed in &seeds {
+            let budget = InlineBudget { depth: 8 };
+            assert_eq!(inline(&kept, seed, budget), inline(&whole, seed, budget));
+            assert_eq!(bundle_schema(&kept, seed), bundle_schema(&whole, seed));
+        }
+        assert_eq!(kept["tags"], whole["tags"]);
+        assert_eq!(
+            kept["components"]["examples"]["Rex"],
+            whole["components"]["examples"]["Rex"]
+        );
+        assert_eq!(
+            resolve_pointer(&kept, "/paths/~1pets~1{id}/get/parameters/1/name"),
+            Some(&json!("q"))
+        );
+        for gone in [
+            "/components/schemas/Unused",
+            "/components/examples/Unused",
+            "/paths/~1pets~1{id}/get/parameters/0",
+        ] {
+            assert_eq!(resolve_pointer(&kept, gone), None, "{gone}");
+        }
+        // A ref to the whole document keeps it all.
+        let mut doc = whole.clone();
+        assert_eq!(
+            retain_reachable(&mut doc, &[json!({"$ref": "#"})], &[]),
+            whole
+        );
     }
 
     #[test]
