@@ -3,12 +3,18 @@
 # or more apigate binaries in one run: wrk (16 connections, DURATION each) on `GET /health`
 # (no tool work: the floor), `tools/list` and `tools/call api_discover` on the Petstore spec,
 # stateless and stateful Streamable HTTP. Prints a Markdown table with each row's share of
-# the same binary's floor. Only targets 127.0.0.1.
+# the same binary's floor. Then the reference the issue measured against: the official MCP
+# TypeScript SDK serving a trivial `echo` tool (scripts/ts-echo.mjs), stateless, on Node 22;
+# the SDK is installed with npm into the cache folder the conformance script uses. Only
+# targets 127.0.0.1.
 #
 #   BINS="before=/path/apigate-old after=/path/apigate" scripts/floor.sh
 #
 # Environment (and those of scripts/load-common.sh):
 #   BINS         name=path pairs (default: "current=" the release build)
+#   TS_SDK       the @modelcontextprotocol/sdk version of the reference row (default 1.32.2;
+#                "none" skips it)
+#   APIGATE_CACHE  where npm installs it (default /var/tmp/apigate-cache)
 #   CONNECTIONS  wrk connections (default 16)
 #   DURATION     length of each measured run (default 8s)
 set -euo pipefail
@@ -63,5 +69,42 @@ for pair in $BINS; do
     stop_server
   done
 done
+
+TS_SDK=${TS_SDK:-1.32.2}
+if [[ $TS_SDK != none ]]; then
+  source "$ROOT/scripts/npm-tools.sh"
+  tools="${APIGATE_CACHE:-/var/tmp/apigate-cache}/mcp-sdk$TS_SDK-node$NODE_VERSION"
+  if [[ ! -f $tools/.complete ]]; then
+    need_npm "the MCP TypeScript SDK"
+    rm -rf "$tools" && mkdir -p "$tools"
+    (cd "$tools" && echo '{"private":true}' >package.json &&
+      npm install --no-audit --no-fund --ignore-scripts --loglevel=error \
+        "$NODE_PKG@$NODE_VERSION" "@modelcontextprotocol/sdk@$TS_SDK") >"$OUT/npm-install.log" 2>&1 ||
+      die "npm install failed: $(cat "$OUT/npm-install.log")"
+    touch "$tools/.complete"
+  fi
+  SDK_DIR="$tools/node_modules/@modelcontextprotocol/sdk" \
+    "$tools/node_modules/$NODE_PKG/bin/node" "$ROOT/scripts/ts-echo.mjs" 0 >"$OUT/ts-echo.log" 2>&1 &
+  ts_pid=$!
+  ts_url=
+  for _ in $(seq 1 100); do
+    [[ $(cat "$OUT/ts-echo.log") =~ listening\ on\ (http://127\.0\.0\.1:[0-9]+/mcp) ]] &&
+      ts_url=${BASH_REMATCH[1]} && break
+    kill -0 "$ts_pid" 2>/dev/null || die "ts-echo exited: $(cat "$OUT/ts-echo.log")"
+    sleep 0.1
+  done
+  [[ -n $ts_url ]] || die "ts-echo did not start"
+  LOAD_TOOL=echo APIGATE_KEY=none wrk -t2 -c4 -d2s -s "$ROOT/scripts/load-mcp.lua" "$ts_url" >/dev/null
+  log="$OUT/ts-echo-wrk.txt"
+  LOAD_TOOL=echo APIGATE_KEY=none wrk -t2 -c"$CONNECTIONS" -d"$DURATION" --timeout 5s --latency \
+    -s "$ROOT/scripts/load-mcp.lua" "$ts_url" >"$log"
+  grep -q 'non200=0 tool_errors=0 no_result=0 socket_errors=0' "$log" ||
+    echo "warning: ts-echo: $(grep checked: "$log")" >&2
+  kill "$ts_pid" 2>/dev/null || true
+  wait "$ts_pid" 2>/dev/null || true
+  read -r echo_rps echo_p50 <<<"$(rate "$log")"
+  echo
+  echo "TypeScript SDK $TS_SDK (Node $NODE_VERSION), stateless, tools/call echo: $echo_rps req/s, p50 $echo_p50 ms"
+fi
 echo
 echo "raw wrk output: $OUT"

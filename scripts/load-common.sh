@@ -81,7 +81,8 @@ start_upstream() {
   [[ -n $UPSTREAM_URL ]] || die "load_upstream did not start"
 }
 
-# start_server NAME SPEC [apigate dev flags...]: starts apigate (rate limit off, RUST_LOG=warn)
+# start_server NAME SPEC [apigate dev flags...]: starts apigate (rate limit off, RUST_LOG=warn
+# unless APIGATE_LOG says otherwise)
 # and waits for /health; sets SERVER (pid), URL (/mcp) and READY (seconds to healthy).
 # The per-key rate limit (--key-rate, 50/s by default) is off: with it on, the load would
 # measure the limiter's RATE_LIMITED answers.
@@ -91,7 +92,7 @@ start_server() {
   local log="$OUT/apigate-$name.log" started port=
   started=$(date +%s.%N)
   : >"$log"
-  RUST_LOG=warn "$BIN" dev --spec "$spec" --api-key "$KEY" --listen 127.0.0.1:0 --key-rate 0 "$@" \
+  RUST_LOG=${APIGATE_LOG:-warn} "$BIN" dev --spec "$spec" --api-key "$KEY" --listen 127.0.0.1:0 --key-rate 0 "$@" \
     >"$log" 2>&1 &
   SERVER=$!
   for _ in $(seq 1 600); do

@@ -3,6 +3,7 @@
 --   discover  tools/call api_discover (limit 10), cycling through realistic GitHub queries
 --   execute   tools/call api_execute getPetById with a varying petId (needs an upstream)
 --   list      tools/list: the MCP/HTTP stack alone, no tool work (the baseline)
+--   echo      tools/call echo {"message": "hello"} (scripts/ts-echo.mjs, the TypeScript SDK)
 -- Reads APIGATE_KEY and, for stateful mode, MCP_SESSION_ID from the environment. Every answer
 -- is checked; non-200 answers, tool errors (isError, e.g. RATE_LIMITED) and answers without
 -- the expected content are counted and printed at the end with the latency percentiles.
@@ -48,7 +49,8 @@ local expected = ({
   discover = '"operationId',
   execute = '\\"status\\":200',
   list = '"api_execute"',
-})[tool] or error("LOAD_TOOL must be discover, execute or list, not " .. tool)
+  echo = '"text":"hello"',
+})[tool] or error("LOAD_TOOL must be discover, execute, list or echo, not " .. tool)
 
 -- JSON-RPC ids must be unique among a session's in-flight requests: every connection of a
 -- stateful run shares one Mcp-Session-Id, so ids are numbered per wrk thread, never reused.
@@ -60,6 +62,10 @@ no_result = 0
 local function body(id)
   if tool == "list" then
     return string.format('{"jsonrpc":"2.0","id":%d,"method":"tools/list","params":{}}', id)
+  elseif tool == "echo" then
+    return string.format(
+      '{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hello"}}}',
+      id)
   elseif tool == "execute" then
     return string.format(
       '{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"api_execute","arguments":{"operationId":"getPetById","pathParams":{"petId":%d}}}}',
