@@ -8,6 +8,7 @@ mod conn;
 pub mod guard;
 mod sessions;
 mod sse;
+mod tool_list;
 
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
@@ -83,6 +84,8 @@ pub struct AppState {
     sse: sse::SseSessions,
     sse_queue: usize,
     sessions: sessions::McpSessions,
+    /// Stateless servers answer plain `tools/list` requests from it (`tool_list`).
+    tool_list: Option<crate::mcp::ToolListJson>,
 }
 
 /// The process-wide Prometheus recorder (installed once, on first use).
@@ -119,6 +122,9 @@ pub fn router(engine: Arc<Engine>, opts: HttpOptions, shutdown: CancellationToke
         sse: sse::SseSessions::default(),
         sse_queue: opts.sse_queue.max(1),
         sessions: sessions::McpSessions::new(manager.clone(), opts.max_sessions_per_key),
+        tool_list: opts
+            .stateless
+            .then(|| crate::mcp::ToolListJson::new(&engine)),
     });
     // Host/Origin are checked by our middleware for every route, so rmcp's own check is off.
     let config = StreamableHttpServerConfig::default()

@@ -1,7 +1,8 @@
 //! In front of `/mcp`: request bodies that are not JSON-RPC get 400 with a JSON-RPC error (rmcp
 //! answers 415); a Streamable HTTP session belongs to the key that opened it (any other key gets
 //! the 404 of an unknown session); live sessions per key are capped (429 beyond the cap); and in
-//! production `initialize` takes from the key's rate limit like a tool call.
+//! production `initialize` takes from the key's rate limit like a tool call. Stateless servers
+//! answer plain `tools/list` here (`tool_list`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -126,6 +127,11 @@ pub async fn gate(State(state): State<Arc<AppState>>, request: Request, next: Ne
     {
         return refused;
     }
+    if let (Some(lists), Some(message)) = (&state.tool_list, &message)
+        && let Some(answer) = super::tool_list::answer(lists, message, request.headers())
+    {
+        return answer;
+    }
     let deleting = request.method() == Method::DELETE;
     let response = next.run(request).await;
     if let Some(id) = &session {
@@ -157,6 +163,10 @@ fn is_json(request: &Request) -> bool {
 
 /// A JSON-RPC message, or the 400 that says why the body is not one.
 fn parse(bytes: &Bytes) -> Result<ClientJsonRpcMessage, Box<Response>> {
+    // One pass for a valid message; the second only to say what is wrong with the others.
+    if let Ok(message) = serde_json::from_slice(bytes) {
+        return Ok(message);
+    }
     let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| {
         Box::new(rpc_error(
             StatusCode::BAD_REQUEST,

@@ -9,7 +9,7 @@ use rmcp::model::{
     CompleteRequestParams, CompleteResult, Implementation, ListPromptsRequestMethod,
     ListPromptsResult, ListResourceTemplatesRequestMethod, ListResourceTemplatesResult,
     ListResourcesRequestMethod, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig, Tool,
+    ServerCapabilities, ServerConfig, ServerResult, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -62,6 +62,56 @@ pub struct McpServer {
 struct ToolLists {
     plain: Vec<Tool>,
     with_session_header: Vec<Tool>,
+}
+
+/// `tools/list`'s `result`, serialized once, as rmcp sends [`McpServer::list_tools`]'s answer
+/// to a peer on a protocol version before 2026-07-28 (no `resultType`): without and with the
+/// session header. The stateless HTTP adapter serves it without a per-request rmcp service
+/// (see `http::tool_list`).
+#[derive(Clone)]
+pub struct ToolListJson {
+    plain: bytes::Bytes,
+    with_session_header: bytes::Bytes,
+}
+
+impl ToolListJson {
+    pub fn new(engine: &Engine) -> ToolListJson {
+        let lists = ToolLists::new(engine);
+        let json = |tools: &Vec<Tool>| {
+            // A list of plain JSON values serializes without fail; an empty list if not.
+            let mut result =
+                ServerResult::ListToolsResult(ListToolsResult::with_all_items(tools.clone()));
+            result.strip_result_type_for_legacy_peer();
+            serde_json::to_vec(&result)
+                .map(bytes::Bytes::from)
+                .unwrap_or_else(|e| {
+                    tracing::error!(error = %e, "could not serialize the tool list");
+                    bytes::Bytes::from_static(br#"{"tools":[]}"#)
+                })
+        };
+        ToolListJson {
+            plain: json(&lists.plain),
+            with_session_header: json(&lists.with_session_header),
+        }
+    }
+
+    /// The result for a request with these headers.
+    pub fn for_headers(&self, headers: &http::HeaderMap) -> &bytes::Bytes {
+        if has_session_header(headers) {
+            &self.with_session_header
+        } else {
+            &self.plain
+        }
+    }
+}
+
+/// Whether the request carries a (non-blank) `x-session-token`: production then leaves
+/// `_sessionToken` out of the tools' schemas.
+fn has_session_header(headers: &http::HeaderMap) -> bool {
+    headers
+        .get(crate::auth::SESSION_TOKEN_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| !v.trim().is_empty())
 }
 
 impl ToolLists {
@@ -193,9 +243,7 @@ impl ServerHandler for McpServer {
         let session_header = context
             .extensions
             .get::<http::request::Parts>()
-            .and_then(|p| p.headers.get(crate::auth::SESSION_TOKEN_HEADER))
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| !v.trim().is_empty());
+            .is_some_and(|p| has_session_header(&p.headers));
         let tools = if session_header {
             &self.tools.with_session_header
         } else {
