@@ -3,7 +3,9 @@
 # or more apigate binaries in one run: wrk (16 connections, DURATION each) on `GET /health`
 # (no tool work: the floor), `tools/list` and `tools/call api_discover` on the Petstore spec,
 # stateless and stateful Streamable HTTP. Prints a Markdown table with each row's share of
-# the same binary's floor. Then the reference the issue measured against: the official MCP
+# the same binary's floor. A second table gives what `api_execute` adds to a call: p50 at one
+# connection of `getPetById` through apigate against the same GET straight at the upstream
+# (examples/load_upstream.rs), measured one after the other. Then the reference the issue measured against: the official MCP
 # TypeScript SDK serving a trivial `echo` tool (scripts/ts-echo.mjs), stateless, on Node 22;
 # the SDK is installed with npm into the cache folder the conformance script uses. Only
 # targets 127.0.0.1.
@@ -31,8 +33,17 @@ rate() {
        END { printf "%.0f %.2f", r, p }' "$1"
 }
 
+# p50 in ms of a wrk log written with --latency (wrk's own distribution, for plain HTTP runs).
+wrk_p50() {
+  awk '$1 == "50%" { v = $2; if (v ~ /us$/) { sub(/us$/, "", v); v /= 1000 }
+       else if (v ~ /ms$/) { sub(/ms$/, "", v) } else if (v ~ /s$/) { sub(/s$/, "", v); v *= 1000 }
+       printf "%.3f", v }' "$1"
+}
+
 machine
 echo
+start_upstream
+OVERHEAD=()
 printf '| binary | mode | /health req/s | tools/list req/s (share) | discover req/s (share) | list p50 ms | discover p50 ms |\n'
 printf '|---|---|---|---|---|---|---|\n'
 for pair in $BINS; do
@@ -42,7 +53,7 @@ for pair in $BINS; do
   for mode in stateless stateful; do
     flags=()
     [[ $mode == stateless ]] && flags=(--stateless)
-    start_server "$name-$mode" "$PETSTORE_SPEC" "${flags[@]}"
+    start_server "$name-$mode" "$PETSTORE_SPEC" --upstream "$UPSTREAM_URL" "${flags[@]}"
     session=
     [[ $mode == stateful ]] && session=$(open_session)
     base=${URL%/mcp}
@@ -61,6 +72,19 @@ for pair in $BINS; do
         echo "warning: $name $mode $tool: $(grep checked: "$log")" >&2
       r[$tool]=$(rate "$log")
     done
+    # api_execute at one connection, and the same request straight at the upstream.
+    LOAD_TOOL=execute APIGATE_KEY=$KEY MCP_SESSION_ID=$session \
+      wrk -t1 -c1 -d2s -s "$ROOT/scripts/load-mcp.lua" "$URL" >/dev/null
+    log="$OUT/$name-$mode-execute.txt"
+    LOAD_TOOL=execute APIGATE_KEY=$KEY MCP_SESSION_ID=$session \
+      wrk -t1 -c1 -d"$DURATION" --timeout 5s --latency -s "$ROOT/scripts/load-mcp.lua" "$URL" >"$log"
+    grep -q 'non200=0 tool_errors=0 no_result=0 socket_errors=0' "$log" ||
+      echo "warning: $name $mode execute: $(grep checked: "$log")" >&2
+    read -r exec_rps exec_p50 <<<"$(rate "$log")"
+    direct="$OUT/$name-$mode-direct.txt"
+    wrk -t1 -c1 -d"$DURATION" --latency "$UPSTREAM_URL/v2/pet/1" >"$direct"
+    direct_p50=$(wrk_p50 "$direct")
+    OVERHEAD+=("| $name | $mode | $exec_p50 | $direct_p50 | $(awk -v a="$exec_p50" -v b="$direct_p50" 'BEGIN { printf "%.2f", a - b }') |")
     read -r list_rps list_p50 <<<"${r[list]}"
     read -r disc_rps disc_p50 <<<"${r[discover]}"
     share() { awk -v a="$1" -v b="$health" 'BEGIN { printf "%.0f %%", 100 * a / b }'; }
@@ -69,6 +93,10 @@ for pair in $BINS; do
     stop_server
   done
 done
+echo
+printf '| binary | mode | api_execute p50 ms (1 conn.) | direct to the upstream p50 ms | overhead ms |\n'
+printf '|---|---|---|---|---|\n'
+printf '%s\n' "${OVERHEAD[@]}"
 
 TS_SDK=${TS_SDK:-1.32.2}
 if [[ $TS_SDK != none ]]; then
