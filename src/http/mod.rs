@@ -20,7 +20,6 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
 use axum::{Json, Router};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
@@ -49,6 +48,8 @@ pub struct HttpOptions {
     pub store: Option<crate::store::Store>,
     /// Live MCP sessions (Streamable HTTP, and legacy SSE apart) one key may hold.
     pub max_sessions_per_key: usize,
+    /// How long a Streamable HTTP session may go without a request before it is closed.
+    pub session_idle: std::time::Duration,
     /// Messages a legacy SSE session queues in each direction.
     pub sse_queue: usize,
 }
@@ -65,6 +66,7 @@ impl HttpOptions {
             admin: None,
             store: None,
             max_sessions_per_key: sessions::DEFAULT_MAX_SESSIONS_PER_KEY,
+            session_idle: sessions::SESSION_IDLE,
             sse_queue: sse::DEFAULT_QUEUE,
         }
     }
@@ -83,9 +85,9 @@ pub struct AppState {
     store: Option<crate::store::Store>,
     sse: sse::SseSessions,
     sse_queue: usize,
-    sessions: sessions::McpSessions,
-    /// Stateless servers answer plain `tools/list` requests from it (`tool_list`).
-    tool_list: Option<crate::mcp::ToolListJson>,
+    sessions: Arc<sessions::McpSessions>,
+    /// Plain `tools/list` requests are answered from it (`tool_list`).
+    tool_list: crate::mcp::ToolListJson,
 }
 
 /// The process-wide Prometheus recorder (installed once, on first use).
@@ -111,7 +113,7 @@ pub fn metrics_handle() -> Option<&'static PrometheusHandle> {
 /// Builds the router. `shutdown` ends every open MCP session when cancelled.
 pub fn router(engine: Arc<Engine>, opts: HttpOptions, shutdown: CancellationToken) -> Router {
     metrics_handle();
-    let manager = (!opts.stateless).then(|| Arc::new(LocalSessionManager::default()));
+    let manager = (!opts.stateless).then(|| Arc::new(sessions::session_manager()));
     let state = Arc::new(AppState {
         engine: engine.clone(),
         keys: opts.keys,
@@ -121,11 +123,16 @@ pub fn router(engine: Arc<Engine>, opts: HttpOptions, shutdown: CancellationToke
         store: opts.store,
         sse: sse::SseSessions::default(),
         sse_queue: opts.sse_queue.max(1),
-        sessions: sessions::McpSessions::new(manager.clone(), opts.max_sessions_per_key),
-        tool_list: opts
-            .stateless
-            .then(|| crate::mcp::ToolListJson::new(&engine)),
+        sessions: Arc::new(sessions::McpSessions::new(
+            manager.clone(),
+            opts.max_sessions_per_key,
+            opts.session_idle,
+        )),
+        tool_list: crate::mcp::ToolListJson::new(&engine),
     });
+    if manager.is_some() {
+        tokio::spawn(state.sessions.clone().expire_idle(shutdown.clone()));
+    }
     // Host/Origin are checked by our middleware for every route, so rmcp's own check is off.
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(Vec::<String>::new())

@@ -1,11 +1,14 @@
 //! In front of `/mcp`: request bodies that are not JSON-RPC get 400 with a JSON-RPC error (rmcp
 //! answers 415); a Streamable HTTP session belongs to the key that opened it (any other key gets
 //! the 404 of an unknown session); live sessions per key are capped (429 beyond the cap); and in
-//! production `initialize` takes from the key's rate limit like a tool call. Stateless servers
-//! answer plain `tools/list` here (`tool_list`).
+//! production `initialize` takes from the key's rate limit like a tool call. A plain
+//! `tools/list` (stateless, or in a live session of the caller's key) is answered here
+//! (`tool_list`). Sessions idle for 5 minutes are closed here too: the gate sees every
+//! request, rmcp only those it serves.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
@@ -13,8 +16,10 @@ use axum::http::{Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use rmcp::model::{ClientJsonRpcMessage, ClientRequest, GetMeta, JsonRpcMessage, ProtocolVersion};
+use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use serde_json::json;
+use tokio_util::sync::CancellationToken;
 
 use super::AppState;
 use super::guard::KeyCheck;
@@ -25,21 +30,91 @@ const SESSION_HEADER: &str = "mcp-session-id";
 /// Default of `--max-sessions-per-key`.
 pub const DEFAULT_MAX_SESSIONS_PER_KEY: usize = 1000;
 
-/// Who opened each live Streamable HTTP session.
+/// How long a Streamable HTTP session may go without a request before it is closed (rmcp's
+/// own default, which apigate now applies itself: see [`McpSessions::expire_idle`]).
+pub const SESSION_IDLE: Duration = Duration::from_secs(300);
+
+/// Who opened each live Streamable HTTP session, and when it was last used.
 pub struct McpSessions {
     /// `None` in stateless mode: there are no sessions to own.
-    manager: Option<Arc<LocalSessionManager>>,
+    pub(super) manager: Option<Arc<LocalSessionManager>>,
     max_per_key: usize,
-    /// session id → fingerprint of the key that opened it.
-    owners: Mutex<HashMap<String, String>>,
+    idle: Duration,
+    /// session id → the key that opened it and its last request.
+    owners: Mutex<HashMap<String, Owned>>,
+}
+
+struct Owned {
+    /// Fingerprint of the key that opened the session.
+    key: String,
+    last_seen: Instant,
+}
+
+/// A session manager whose sessions never time out by themselves: the gate sees every request
+/// of a session, including the `tools/list` it answers without rmcp, so apigate keeps the
+/// idle clock ([`McpSessions::expire_idle`]); rmcp's would only see the requests it serves.
+pub fn session_manager() -> LocalSessionManager {
+    let mut manager = LocalSessionManager::default();
+    manager.session_config.keep_alive = None;
+    manager
 }
 
 impl McpSessions {
-    pub fn new(manager: Option<Arc<LocalSessionManager>>, max_per_key: usize) -> McpSessions {
+    pub fn new(
+        manager: Option<Arc<LocalSessionManager>>,
+        max_per_key: usize,
+        idle: Duration,
+    ) -> McpSessions {
         McpSessions {
             manager,
             max_per_key: max_per_key.max(1),
+            idle,
             owners: Mutex::default(),
+        }
+    }
+
+    /// Closes every session idle for longer than the limit, then again every quarter of it
+    /// (at most every 30 s), until `shutdown`.
+    pub async fn expire_idle(self: Arc<Self>, shutdown: CancellationToken) {
+        let Some(manager) = self.manager.clone() else {
+            return;
+        };
+        let period = (self.idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(30));
+        let mut tick = tokio::time::interval(period);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                _ = tick.tick() => {}
+            }
+            let idle: Vec<String> = {
+                let mut owners = self.owners();
+                let ids: Vec<String> = owners
+                    .iter()
+                    .filter(|(_, o)| o.last_seen.elapsed() > self.idle)
+                    .map(|(id, _)| id.clone())
+                    .collect();
+                for id in &ids {
+                    owners.remove(id);
+                }
+                ids
+            };
+            for id in idle {
+                tracing::debug!(
+                    idle_secs = self.idle.as_secs(),
+                    "closing an idle MCP session"
+                );
+                if let Err(e) = manager.close_session(&id.into()).await {
+                    tracing::warn!(error = %e, "could not close an idle MCP session");
+                }
+            }
+        }
+    }
+
+    /// Notes a request of session `id` (known and owned).
+    fn seen(&self, id: &str) {
+        if let Some(o) = self.owners().get_mut(id) {
+            o.last_seen = Instant::now();
         }
     }
 
@@ -47,14 +122,14 @@ impl McpSessions {
         self.max_per_key
     }
 
-    fn owners(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
+    fn owners(&self) -> std::sync::MutexGuard<'_, HashMap<String, Owned>> {
         self.owners
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn owner(&self, id: &str) -> Option<String> {
-        self.owners().get(id).cloned()
+        self.owners().get(id).map(|o| o.key.clone())
     }
 
     /// Sessions `key` has open, after forgetting those rmcp has closed (idle timeout, DELETE).
@@ -71,7 +146,7 @@ impl McpSessions {
             .collect();
         let mut owners = self.owners();
         owners.retain(|id, _| live.contains(id));
-        owners.values().filter(|owner| *owner == key).count()
+        owners.values().filter(|owner| owner.key == key).count()
     }
 }
 
@@ -112,6 +187,7 @@ pub async fn gate(State(state): State<Arc<AppState>>, request: Request, next: Ne
         request
     };
     let uses_session = uses_session(message.as_ref(), request.headers());
+    let mut live_session = false;
     if let (Some(id), true) = (&session, uses_session) {
         // Another key's session, or one we never saw: the same answer as rmcp's for an unknown
         // id, so a guessed id tells nothing.
@@ -121,14 +197,23 @@ pub async fn gate(State(state): State<Arc<AppState>>, request: Request, next: Ne
         {
             return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
         }
+        if let Some(manager) = &state.sessions.manager {
+            state.sessions.seen(id);
+            live_session = manager
+                .has_session(&id.clone().into())
+                .await
+                .unwrap_or(false);
+        }
     }
     if message.as_ref().is_some_and(is_initialize)
         && let Some(refused) = admit_initialize(&state, &key, session.is_some()).await
     {
         return refused;
     }
-    if let (Some(lists), Some(message)) = (&state.tool_list, &message)
-        && let Some(answer) = super::tool_list::answer(lists, message, request.headers())
+    // Stateless, or a live session of this key: a plain `tools/list` is answered here.
+    let listable = state.sessions.manager.is_none() || live_session;
+    if let (true, Some(message)) = (listable, &message)
+        && let Some(answer) = super::tool_list::answer(&state.tool_list, message, request.headers())
     {
         return answer;
     }
@@ -137,6 +222,9 @@ pub async fn gate(State(state): State<Arc<AppState>>, request: Request, next: Ne
     if let Some(id) = &session {
         if deleting && response.status().is_success() {
             state.sessions.owners().remove(id);
+        } else if live_session {
+            // A long call counts as use until it answers.
+            state.sessions.seen(id);
         }
     } else if state.sessions.manager.is_some()
         && let Some(id) = response
@@ -144,10 +232,13 @@ pub async fn gate(State(state): State<Arc<AppState>>, request: Request, next: Ne
             .get(SESSION_HEADER)
             .and_then(|v| v.to_str().ok())
     {
-        state
-            .sessions
-            .owners()
-            .insert(id.to_string(), key.key_fingerprint.clone());
+        state.sessions.owners().insert(
+            id.to_string(),
+            Owned {
+                key: key.key_fingerprint.clone(),
+                last_seen: Instant::now(),
+            },
+        );
     }
     response
 }

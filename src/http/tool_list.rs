@@ -1,18 +1,20 @@
-//! Stateless `tools/list`, answered from the result serialized once per server
-//! ([`ToolListJson`]) instead of through a per-request rmcp service. Every server and mode
-//! lists the same three tools, and serializing them (8 KB of JSON) with a fresh service, task
-//! and cancellation tree per request was most of what the request cost.
+//! `tools/list`, answered from the result serialized once per server ([`ToolListJson`])
+//! instead of through rmcp: a fresh service, task and cancellation tree per stateless
+//! request, three tasks and their channels per stateful one, and serializing the same three
+//! tools (8 KB of JSON) every time were most of what the request cost.
 //!
 //! Only requests whose answer rmcp would give the same way take this path: a plain
 //! `tools/list` (no cursor, no `_meta`), `Accept` naming JSON and SSE, and no
 //! `MCP-Protocol-Version` header or one of the handshake versions before the standard
-//! headers. Anything else goes on to rmcp, which answers or refuses it as before. Stateful
-//! servers keep rmcp's path: a session's idle timer only sees the requests it serves.
+//! headers; on a stateful server, only within a live session of the caller's key (the gate
+//! checks). The answer is JSON (`application/json`), which Streamable HTTP allows for any
+//! request; rmcp sends a stateful answer as a one-event SSE stream. Anything else goes on to
+//! rmcp, which answers or refuses it as before.
 
 use axum::body::Body;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
-use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, ProtocolVersion};
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, GetMeta, JsonRpcMessage, ProtocolVersion};
 
 use crate::mcp::ToolListJson;
 
@@ -28,10 +30,15 @@ pub fn answer(
     let ClientRequest::ListToolsRequest(list) = &request.request else {
         return None;
     };
-    if list
-        .params
-        .as_ref()
-        .is_some_and(|p| p.cursor.is_some() || p.meta.is_some())
+    // rmcp keeps a request's `_meta` apart from its params.
+    let has_meta = serde_json::to_value(request.request.get_meta())
+        .map(|m| m.as_object().is_none_or(|o| !o.is_empty()))
+        .unwrap_or(true);
+    if has_meta
+        || list
+            .params
+            .as_ref()
+            .is_some_and(|p| p.cursor.is_some() || p.meta.is_some())
         || !accepts_json_and_sse(headers)
         || !plain_protocol_version(headers)
     {

@@ -1,7 +1,8 @@
 //! Protocol conformance details the official MCP suite (`scripts/conformance.sh`) also checks:
 //! a tools-only server answers the methods of capabilities it does not advertise with -32601
-//! (Method not found), over stateful and stateless Streamable HTTP; and the stateless
-//! `tools/list` served from its serialized result is byte for byte rmcp's answer.
+//! (Method not found), over stateful and stateless Streamable HTTP; the `tools/list` served
+//! from its serialized result is rmcp's answer, byte for byte; and sessions kept alive only
+//! by such answers do not expire while idle ones do.
 
 use rmcp::ErrorData;
 use rmcp::model::ErrorCode;
@@ -94,8 +95,9 @@ async fn stateless_tools_list_from_its_cached_json_is_rmcps_answer_byte_for_byte
             let plain = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list"}}"#);
             let with_params =
                 format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list","params":{{}}}}"#);
+            // A cursor always goes to rmcp (which lists everything on one page anyway).
             let through_rmcp = format!(
-                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list","params":{{"_meta":{{"progressToken":1}}}}}}"#
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list","params":{{"cursor":"0"}}}}"#
             );
             let (status, reference) = post(through_rmcp, headers.clone()).await;
             assert_eq!(status, 200, "{version:?}");
@@ -144,4 +146,153 @@ async fn stateless_tools_list_from_its_cached_json_is_rmcps_answer_byte_for_byte
         .0,
         400
     );
+}
+
+/// One raw Streamable HTTP client: POSTs JSON-RPC with the key, and the session once it has one.
+struct Raw {
+    http: reqwest::Client,
+    url: String,
+    key: &'static str,
+    session: Option<String>,
+}
+
+impl Raw {
+    fn new(server: &Server, key: &'static str) -> Raw {
+        Raw {
+            http: reqwest::Client::new(),
+            url: server.url("/mcp"),
+            key,
+            session: None,
+        }
+    }
+
+    /// Status, content type and the JSON-RPC message of the answer (the `data:` of an SSE one).
+    async fn post(&self, body: &str) -> (u16, String, Option<serde_json::Value>) {
+        let mut request = self
+            .http
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25")
+            .header("x-api-key", self.key)
+            .body(body.to_string());
+        if let Some(s) = &self.session {
+            request = request.header("mcp-session-id", s);
+        }
+        let response = request.send().await.expect("send");
+        let status = response.status().as_u16();
+        let content_type = response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string();
+        let text = response.text().await.expect("body");
+        let json = if content_type.starts_with("text/event-stream") {
+            text.lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .map(str::trim)
+                .find(|d| !d.is_empty())
+                .and_then(|d| serde_json::from_str(d).ok())
+        } else {
+            serde_json::from_str(&text).ok()
+        };
+        (status, content_type, json)
+    }
+
+    async fn open(server: &Server, key: &'static str) -> Raw {
+        let mut raw = Raw::new(server, key);
+        let response = raw
+            .http
+            .post(&raw.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("x-api-key", key)
+            .body(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#)
+            .send()
+            .await
+            .expect("initialize");
+        assert_eq!(response.status(), 200);
+        raw.session = response
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        assert!(raw.session.is_some(), "no session id");
+        let (status, _, _) = raw
+            .post(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+            .await;
+        assert_eq!(status, 202);
+        raw
+    }
+}
+
+const PLAIN_LIST: &str = r#"{"jsonrpc":"2.0","id":5,"method":"tools/list"}"#;
+const LIST_THROUGH_RMCP: &str =
+    r#"{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{"_meta":{"progressToken":1}}}"#;
+const LIST_WITH_CURSOR: &str =
+    r#"{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{"cursor":"0"}}"#;
+
+/// In a session, a plain `tools/list` is answered as JSON without rmcp; the message is the one
+/// rmcp sends over SSE for the same request with a `_meta`. Another key's session, or one
+/// that was closed, gets the 404 of an unknown session.
+#[tokio::test]
+async fn stateful_tools_list_from_its_cached_json_is_rmcps_answer() {
+    let server = Server::start(engine_args(&spec_path("petstore-3.0.json"), None), false).await;
+    let raw = Raw::open(&server, KEY).await;
+    let (status, content_type, reference) = raw.post(LIST_THROUGH_RMCP).await;
+    assert_eq!((status, content_type.as_str()), (200, "text/event-stream"));
+    let (status, content_type, with_cursor) = raw.post(LIST_WITH_CURSOR).await;
+    assert_eq!((status, content_type.as_str()), (200, "text/event-stream"));
+    assert_eq!(with_cursor, reference);
+    let (status, content_type, fast) = raw.post(PLAIN_LIST).await;
+    assert_eq!((status, content_type.as_str()), (200, "application/json"));
+    assert!(fast.is_some());
+    assert_eq!(fast, reference);
+
+    let mut stranger = Raw::new(&server, "some-other-key-0123456789");
+    stranger.session = raw.session.clone();
+    // The single-key dev server refuses the other key before anything else.
+    assert_eq!(stranger.post(PLAIN_LIST).await.0, 401);
+
+    let mut made_up = Raw::new(&server, KEY);
+    made_up.session = Some("not-a-session".into());
+    assert_eq!(made_up.post(PLAIN_LIST).await.0, 404);
+
+    let deleted = raw
+        .http
+        .delete(&raw.url)
+        .header("x-api-key", KEY)
+        .header("mcp-protocol-version", "2025-11-25")
+        .header("mcp-session-id", raw.session.clone().unwrap_or_default())
+        .send()
+        .await
+        .expect("delete");
+    assert!(deleted.status().is_success(), "{}", deleted.status());
+    assert_eq!(raw.post(PLAIN_LIST).await.0, 404);
+}
+
+/// apigate keeps the sessions' idle clock (rmcp's would not see the `tools/list` answered
+/// without it): a session used only for `tools/list` stays open past the idle limit, an idle
+/// one is closed and its id becomes unknown.
+#[tokio::test]
+async fn sessions_expire_when_idle_and_not_while_listing_tools() {
+    let server = Server::start_custom(
+        engine_args(&spec_path("petstore-3.0.json"), None),
+        |o| o.session_idle = std::time::Duration::from_millis(800),
+        apigate::http::ConnLimits::default(),
+    )
+    .await;
+    let busy = Raw::open(&server, KEY).await;
+    let idle = Raw::open(&server, KEY).await;
+    for _ in 0..12 {
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        assert_eq!(busy.post(PLAIN_LIST).await.0, 200);
+    }
+    // 2.4 s in: three times the limit.
+    assert_eq!(idle.post(PLAIN_LIST).await.0, 404);
+    assert_eq!(idle.post(LIST_THROUGH_RMCP).await.0, 404);
+    let (status, _, answer) = busy.post(LIST_THROUGH_RMCP).await;
+    assert_eq!(status, 200);
+    assert!(answer.is_some_and(|a| a["result"]["tools"].is_array()));
 }
