@@ -86,8 +86,9 @@ pub struct AppState {
     sse: sse::SseSessions,
     sse_queue: usize,
     sessions: Arc<sessions::McpSessions>,
-    /// Plain `tools/list` requests are answered from it (`tool_list`).
-    tool_list: crate::mcp::ToolListJson,
+    /// The server's tool list: its handlers serve it, and plain `tools/list` requests are
+    /// answered from it (`tool_list`).
+    tool_list: crate::mcp::ToolList,
 }
 
 /// The process-wide Prometheus recorder (installed once, on first use).
@@ -128,7 +129,7 @@ pub fn router(engine: Arc<Engine>, opts: HttpOptions, shutdown: CancellationToke
             opts.max_sessions_per_key,
             opts.session_idle,
         )),
-        tool_list: crate::mcp::ToolListJson::new(&engine),
+        tool_list: crate::mcp::ToolList::new(&engine),
     });
     if manager.is_some() {
         tokio::spawn(state.sessions.clone().expire_idle(shutdown.clone()));
@@ -139,12 +140,12 @@ pub fn router(engine: Arc<Engine>, opts: HttpOptions, shutdown: CancellationToke
         .with_max_request_body_bytes(opts.max_body_bytes)
         .with_cancellation_token(shutdown.child_token());
     let mcp_service: Router<Arc<AppState>> = if let Some(manager) = manager {
-        let svc =
-            StreamableHttpService::new(McpServer::factory(engine.clone(), true), manager, config);
+        let factory = McpServer::factory(engine.clone(), true, &state.tool_list);
+        let svc = StreamableHttpService::new(factory, manager, config);
         Router::new().nest_service("/mcp", svc)
     } else {
         let svc = StreamableHttpService::new(
-            McpServer::factory(engine.clone(), false),
+            McpServer::factory(engine.clone(), false, &state.tool_list),
             Arc::new(NeverSessionManager::default()),
             config
                 .with_legacy_session_mode(false)

@@ -132,7 +132,7 @@ impl McpSessions {
         self.owners().get(id).map(|o| o.key.clone())
     }
 
-    /// Sessions `key` has open, after forgetting those rmcp has closed (idle timeout, DELETE).
+    /// Sessions `key` has open, after forgetting those rmcp has closed (DELETE, shutdown).
     async fn live_for(&self, key: &str) -> usize {
         let Some(manager) = &self.manager else {
             return 0;

@@ -112,7 +112,12 @@ pub async fn open(State(state): State<Arc<AppState>>, request: Request) -> Respo
         map.insert(id.clone(), entry);
     }
     let stop = CancellationToken::new();
-    let handler = McpServer::new(state.engine.clone(), Some(format!("sse-{id}")), true);
+    let handler = McpServer::with_tools(
+        state.engine.clone(),
+        Some(format!("sse-{id}")),
+        true,
+        &state.tool_list,
+    );
     let service_stop = stop.clone();
     tokio::spawn(async move {
         match rmcp::service::serve_server_with_ct(handler, (to_client, from_client), service_stop)

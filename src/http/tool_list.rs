@@ -1,4 +1,4 @@
-//! `tools/list`, answered from the result serialized once per server ([`ToolListJson`])
+//! `tools/list`, answered from the result serialized once per server ([`ToolList`])
 //! instead of through rmcp: a fresh service, task and cancellation tree per stateless
 //! request, three tasks and their channels per stateful one, and serializing the same three
 //! tools (8 KB of JSON) every time were most of what the request cost.
@@ -16,11 +16,11 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
 use rmcp::model::{ClientJsonRpcMessage, ClientRequest, GetMeta, JsonRpcMessage, ProtocolVersion};
 
-use crate::mcp::ToolListJson;
+use crate::mcp::ToolList;
 
 /// The answer to `message`, or `None` when rmcp should answer it.
 pub fn answer(
-    lists: &ToolListJson,
+    lists: &ToolList,
     message: &ClientJsonRpcMessage,
     headers: &HeaderMap,
 ) -> Option<Response> {
@@ -31,10 +31,7 @@ pub fn answer(
         return None;
     };
     // rmcp keeps a request's `_meta` apart from its params.
-    let has_meta = serde_json::to_value(request.request.get_meta())
-        .map(|m| m.as_object().is_none_or(|o| !o.is_empty()))
-        .unwrap_or(true);
-    if has_meta
+    if !request.request.get_meta().is_empty()
         || list
             .params
             .as_ref()
@@ -44,7 +41,7 @@ pub fn answer(
     {
         return None;
     }
-    let result = lists.for_headers(headers);
+    let result = lists.json_for(headers);
     let id = serde_json::to_vec(&request.id).ok()?;
     let mut body = Vec::with_capacity(result.len() + id.len() + 40);
     body.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);

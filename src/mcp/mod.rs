@@ -64,19 +64,21 @@ struct ToolLists {
     with_session_header: Vec<Tool>,
 }
 
-/// `tools/list`'s `result`, serialized once, as rmcp sends [`McpServer::list_tools`]'s answer
-/// to a peer on a protocol version before 2026-07-28 (no `resultType`): without and with the
-/// session header. The stateless HTTP adapter serves it without a per-request rmcp service
-/// (see `http::tool_list`).
+/// The tool list of one server, built once: as rmcp `Tool`s for its handlers, and as
+/// `tools/list`'s `result` serialized the way rmcp sends [`McpServer::list_tools`]'s answer to
+/// a peer on a protocol version before 2026-07-28 (no `resultType`), which the HTTP adapter
+/// answers plain `tools/list` requests with (see `http::tool_list`). Each without and with the
+/// session header.
 #[derive(Clone)]
-pub struct ToolListJson {
-    plain: bytes::Bytes,
-    with_session_header: bytes::Bytes,
+pub struct ToolList {
+    tools: Arc<ToolLists>,
+    json_plain: bytes::Bytes,
+    json_with_session_header: bytes::Bytes,
 }
 
-impl ToolListJson {
-    pub fn new(engine: &Engine) -> ToolListJson {
-        let lists = ToolLists::new(engine);
+impl ToolList {
+    pub fn new(engine: &Engine) -> ToolList {
+        let tools = ToolLists::new(engine);
         let json = |tools: &Vec<Tool>| {
             // A list of plain JSON values serializes without fail; an empty list if not.
             let mut result =
@@ -89,18 +91,19 @@ impl ToolListJson {
                     bytes::Bytes::from_static(br#"{"tools":[]}"#)
                 })
         };
-        ToolListJson {
-            plain: json(&lists.plain),
-            with_session_header: json(&lists.with_session_header),
+        ToolList {
+            json_plain: json(&tools.plain),
+            json_with_session_header: json(&tools.with_session_header),
+            tools: Arc::new(tools),
         }
     }
 
-    /// The result for a request with these headers.
-    pub fn for_headers(&self, headers: &http::HeaderMap) -> &bytes::Bytes {
+    /// The serialized result for a request with these headers.
+    pub fn json_for(&self, headers: &http::HeaderMap) -> &bytes::Bytes {
         if has_session_header(headers) {
-            &self.with_session_header
+            &self.json_with_session_header
         } else {
-            &self.plain
+            &self.json_plain
         }
     }
 }
@@ -161,15 +164,16 @@ impl McpServer {
     /// A handler for one session. `session_id` is known up front for stdio and legacy SSE;
     /// Streamable HTTP learns it from the `Mcp-Session-Id` header.
     pub fn new(engine: Arc<Engine>, session_id: Option<String>, tracked: bool) -> McpServer {
-        let tools = Arc::new(ToolLists::new(&engine));
-        McpServer::with_tools(engine, session_id, tracked, tools)
+        let tools = ToolList::new(&engine);
+        McpServer::with_tools(engine, session_id, tracked, &tools)
     }
 
-    fn with_tools(
+    /// [`McpServer::new`] with the server's tool list, built once.
+    pub fn with_tools(
         engine: Arc<Engine>,
         session_id: Option<String>,
         tracked: bool,
-        tools: Arc<ToolLists>,
+        tools: &ToolList,
     ) -> McpServer {
         McpServer {
             session: Arc::new(Session {
@@ -179,25 +183,19 @@ impl McpServer {
                 tracked,
             }),
             engine,
-            tools,
+            tools: tools.tools.clone(),
         }
     }
 
     /// Makes the handlers of one Streamable HTTP service (one per session, or per request
-    /// when stateless), all sharing one tool list.
+    /// when stateless), all sharing the server's tool list.
     pub fn factory(
         engine: Arc<Engine>,
         tracked: bool,
+        tools: &ToolList,
     ) -> impl Fn() -> Result<McpServer, std::io::Error> + Send + Sync + 'static {
-        let tools = Arc::new(ToolLists::new(&engine));
-        move || {
-            Ok(McpServer::with_tools(
-                engine.clone(),
-                None,
-                tracked,
-                tools.clone(),
-            ))
-        }
+        let tools = tools.clone();
+        move || Ok(McpServer::with_tools(engine.clone(), None, tracked, &tools))
     }
 
     fn caller(&self, extensions: &rmcp::model::Extensions) -> Caller {

@@ -59,7 +59,7 @@ async fn stateless_http_answers_unadvertised_methods_with_method_not_found() {
 
 /// A stateless server answers a plain `tools/list` from the result it serialized once
 /// (`http::tool_list`), without an rmcp service. The answer must be the bytes rmcp gives: the
-/// same request with a `_meta` (which always goes to rmcp) is the reference, on every
+/// same request with a cursor (which always goes to rmcp) is the reference, on every
 /// protocol version a client may name. What rmcp refuses is still refused.
 #[tokio::test]
 async fn stateless_tools_list_from_its_cached_json_is_rmcps_answer_byte_for_byte() {
@@ -119,33 +119,27 @@ async fn stateless_tools_list_from_its_cached_json_is_rmcps_answer_byte_for_byte
         }
     }
     let list = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#.to_string();
-    // No key: the key check comes first.
-    assert_eq!(post(list.clone(), vec![accept]).await.0, 401);
-    // What rmcp refuses stays refused.
-    assert_eq!(
-        post(list.clone(), vec![("accept", "application/json"), key])
-            .await
-            .0,
-        406
-    );
-    assert_eq!(
-        post(
-            list.clone(),
-            vec![("accept", "application/json;q=0, text/event-stream"), key]
-        )
-        .await
-        .0,
-        406
-    );
-    assert_eq!(
-        post(
-            list.clone(),
-            vec![accept, key, ("mcp-protocol-version", "1999-01-01")]
-        )
-        .await
-        .0,
-        400
-    );
+    let refused = [
+        // No key: the key check comes first.
+        (vec![accept], 401),
+        // What rmcp refuses stays refused.
+        (vec![("accept", "application/json"), key], 406),
+        (
+            vec![("accept", "application/json;q=0, text/event-stream"), key],
+            406,
+        ),
+        (
+            vec![accept, key, ("mcp-protocol-version", "1999-01-01")],
+            400,
+        ),
+    ];
+    for (headers, status) in refused {
+        assert_eq!(
+            post(list.clone(), headers.clone()).await.0,
+            status,
+            "{headers:?}"
+        );
+    }
 }
 
 /// One raw Streamable HTTP client: POSTs JSON-RPC with the key, and the session once it has one.
