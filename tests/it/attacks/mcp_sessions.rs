@@ -61,6 +61,19 @@ async fn another_keys_session_id_is_unknown_to_it() {
         "another key reached the session: {}",
         hijack.text().await.unwrap()
     );
+    // Nor through the `tools/list` the gate answers itself (http::tool_list).
+    let tools_list = json!({"jsonrpc": "2.0", "id": 8, "method": "tools/list"});
+    let listed = post(&server, BOOTSTRAP, Some(&id), &tools_list).await;
+    assert_eq!(
+        listed.status(),
+        404,
+        "another key listed tools in the session: {}",
+        listed.text().await.unwrap()
+    );
+    assert_eq!(
+        post(&server, &owner, Some(&id), &tools_list).await.status(),
+        200
+    );
     let delete = reqwest::Client::new()
         .delete(server.url("/mcp"))
         .header("x-api-key", BOOTSTRAP)
