@@ -8,6 +8,7 @@ mod conn;
 pub mod guard;
 mod sessions;
 mod sse;
+mod tool_call;
 mod tool_list;
 
 use std::sync::{Arc, OnceLock};

@@ -3,7 +3,8 @@
 //! the 404 of an unknown session); live sessions per key are capped (429 beyond the cap); and in
 //! production `initialize` takes from the key's rate limit like a tool call. A plain
 //! `tools/list` (stateless, or in a live session of the caller's key) is answered here
-//! (`tool_list`). Sessions idle for 5 minutes are closed here too: the gate sees every
+//! (`tool_list`), and so is a plain `tools/call` of `api_discover` or `api_schema` when no
+//! monitor is configured (`tool_call`). Sessions idle for 5 minutes are closed here too: the gate sees every
 //! request, rmcp only those it serves.
 
 use std::collections::HashMap;
@@ -210,11 +211,27 @@ pub async fn gate(State(state): State<Arc<AppState>>, request: Request, next: Ne
     {
         return refused;
     }
-    // Stateless, or a live session of this key: a plain `tools/list` is answered here.
+    // Stateless, or a live session of this key: a plain `tools/list`, and a plain
+    // `tools/call` that cannot wait, are answered here.
     let listable = state.sessions.manager.is_none() || live_session;
     if let (true, Some(message)) = (listable, &message)
         && let Some(answer) = super::tool_list::answer(&state.tool_list, message, request.headers())
     {
+        return answer;
+    }
+    if let (true, Some(message)) = (listable, &message)
+        && let Some(answer) = super::tool_call::answer(
+            &state.engine,
+            message,
+            request.headers(),
+            &key,
+            session.as_deref().filter(|_| live_session),
+        )
+        .await
+    {
+        if live_session && let Some(id) = &session {
+            state.sessions.seen(id);
+        }
         return answer;
     }
     let deleting = request.method() == Method::DELETE;

@@ -60,7 +60,7 @@ pub fn answer(
 
 /// rmcp answers 406 unless `Accept` names both `application/json` and `text/event-stream`.
 /// Media ranges with parameters or quotes (`;q=0`, …) are left to rmcp's parser.
-fn accepts_json_and_sse(headers: &HeaderMap) -> bool {
+pub(super) fn accepts_json_and_sse(headers: &HeaderMap) -> bool {
     let (mut json, mut sse) = (false, false);
     for value in headers.get_all(header::ACCEPT) {
         let Ok(value) = value.to_str() else {
@@ -80,7 +80,7 @@ fn accepts_json_and_sse(headers: &HeaderMap) -> bool {
 
 /// No `MCP-Protocol-Version`, or one rmcp knows that has a handshake and predates the
 /// standard headers (`Mcp-Method`, checked against the body from then on).
-fn plain_protocol_version(headers: &HeaderMap) -> bool {
+pub(super) fn plain_protocol_version(headers: &HeaderMap) -> bool {
     let mut values = headers.get_all("mcp-protocol-version").iter();
     let Some(value) = values.next() else {
         return true;

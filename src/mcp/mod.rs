@@ -41,6 +41,29 @@ fn read_only_call(tool: &str, value: &serde_json::Value) -> Option<bool> {
     Some(crate::spec::Method::parse(method).is_some_and(|m| m.is_safe()))
 }
 
+/// A tool's outcome as MCP sends it: the value as `structuredContent` plus a JSON text block,
+/// `isError: true` for a tool failure, and `_meta` saying whether an `api_execute` changed
+/// nothing.
+pub fn call_tool_result(tool: &str, result: crate::tools::ToolResult) -> CallToolResult {
+    match result {
+        Ok(value) => {
+            let read_only = read_only_call(tool, &value);
+            let mut result = CallToolResult::structured(value);
+            if let Some(read_only) = read_only {
+                // Tool annotations are per tool; `_meta` says it of this one call.
+                let mut meta = serde_json::Map::new();
+                meta.insert(READ_ONLY_META.into(), read_only.into());
+                result.meta = Some(rmcp::model::MetaObject(meta));
+            }
+            result
+        }
+        Err(error) => {
+            tracing::info!(tool = %tool, code = error.code.as_str(), "tool call failed");
+            CallToolResult::structured_error(error.to_json())
+        }
+    }
+}
+
 /// Fingerprint of a secret, safe to log and to use as an id.
 pub fn fingerprint(secret: &str) -> String {
     let digest = Sha256::digest(secret.as_bytes());
@@ -258,23 +281,8 @@ impl ServerHandler for McpServer {
         let mut caller = self.caller(&context.extensions);
         caller.cancelled = Some(context.ct.clone());
         let args = request.arguments.unwrap_or_default();
-        let result = match self.engine.call(&caller, &request.name, args).await {
-            Ok(value) => {
-                let read_only = read_only_call(&request.name, &value);
-                let mut result = CallToolResult::structured(value);
-                if let Some(read_only) = read_only {
-                    // Tool annotations are per tool; `_meta` says it of this one call.
-                    let mut meta = serde_json::Map::new();
-                    meta.insert(READ_ONLY_META.into(), read_only.into());
-                    result.meta = Some(rmcp::model::MetaObject(meta));
-                }
-                result
-            }
-            Err(error) => {
-                tracing::info!(tool = %request.name, code = error.code.as_str(), "tool call failed");
-                CallToolResult::structured_error(error.to_json())
-            }
-        };
+        let result = self.engine.call(&caller, &request.name, args).await;
+        let result = call_tool_result(&request.name, result);
         Ok(result.into())
     }
 

@@ -1,8 +1,9 @@
 //! Protocol conformance details the official MCP suite (`scripts/conformance.sh`) also checks:
 //! a tools-only server answers the methods of capabilities it does not advertise with -32601
 //! (Method not found), over stateful and stateless Streamable HTTP; the `tools/list` served
-//! from its serialized result is rmcp's answer, byte for byte; and sessions kept alive only
-//! by such answers do not expire while idle ones do.
+//! from its serialized result, and the `api_discover` and `api_schema` calls the gate runs
+//! itself, are rmcp's answer; and sessions kept alive only by such answers do not expire
+//! while idle ones do.
 
 use rmcp::ErrorData;
 use rmcp::model::ErrorCode;
@@ -289,4 +290,119 @@ async fn sessions_expire_when_idle_and_not_while_listing_tools() {
     let (status, _, answer) = busy.post(LIST_THROUGH_RMCP).await;
     assert_eq!(status, 200);
     assert!(answer.is_some_and(|a| a["result"]["tools"].is_array()));
+}
+
+/// `tools/call` bodies: each tool the gate may run itself, with arguments that succeed and
+/// ones that fail, and the same request with a `_meta`, which always goes to rmcp.
+fn calls(id: &str) -> Vec<(String, String)> {
+    let calls = [
+        r#""name":"api_discover","arguments":{"query":"find pets by status"}"#,
+        r#""name":"api_discover","arguments":{"query":"pets","limit":2}"#,
+        r#""name":"api_schema","arguments":{"operationId":"getPetById"}"#,
+        r#""name":"api_schema","arguments":{"operationId":"noSuchOperation"}"#,
+        r#""name":"api_discover","arguments":{"limit":"many"}"#,
+        r#""name":"api_discover""#,
+    ];
+    calls
+        .iter()
+        .map(|params| {
+            (
+                format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{{params}}}}}"#),
+                format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{{params},"_meta":{{"progressToken":1}}}}}}"#
+                ),
+            )
+        })
+        .collect()
+}
+
+/// A stateless server runs `api_discover` and `api_schema` calls itself when no monitor is
+/// configured (`http::tool_call`); the answer must be the bytes rmcp gives for the same call
+/// with a `_meta` (which always goes to rmcp), on every protocol version, for results and
+/// tool errors alike.
+#[tokio::test]
+async fn stateless_discover_and_schema_calls_answered_early_are_rmcps_answer_byte_for_byte() {
+    let server = Server::start(engine_args(&spec_path("petstore-3.0.json"), None), true).await;
+    let http = reqwest::Client::new();
+    for version in [
+        None,
+        Some("2024-11-05"),
+        Some("2025-06-18"),
+        Some("2025-11-25"),
+    ] {
+        for id in ["7", "\"a-1\""] {
+            for (plain, through_rmcp) in calls(id) {
+                let post = |body: String| {
+                    let mut request = http
+                        .post(server.url("/mcp"))
+                        .header("content-type", "application/json")
+                        .header("accept", "application/json, text/event-stream")
+                        .header("x-api-key", KEY)
+                        .body(body);
+                    if let Some(v) = version {
+                        request = request.header("mcp-protocol-version", v);
+                    }
+                    async move {
+                        let response = request.send().await.expect("send");
+                        assert_eq!(response.status(), 200);
+                        response.bytes().await.expect("body")
+                    }
+                };
+                let reference = post(through_rmcp).await;
+                let json: serde_json::Value = serde_json::from_slice(&reference).expect("JSON");
+                assert!(json["result"]["content"].is_array(), "{json}");
+                let fast = post(plain.clone()).await;
+                assert_eq!(
+                    String::from_utf8_lossy(&fast),
+                    String::from_utf8_lossy(&reference),
+                    "{version:?} {plain}"
+                );
+            }
+        }
+    }
+}
+
+/// In a session, the gate runs `api_discover` and `api_schema` itself and answers as JSON; the
+/// message is the one rmcp sends over SSE for the same call with a `_meta`. `api_execute`
+/// still goes to rmcp (its SSE stream keeps a long call alive), and so does every call once a
+/// monitor is configured: the client's cancellation must reach the monitor's gate.
+#[tokio::test]
+async fn stateful_discover_and_schema_calls_answered_early_are_rmcps_answer() {
+    let upstream = Upstream::start().await;
+    let server = Server::start(
+        engine_args(&spec_path("petstore-3.0.json"), Some(upstream.url())),
+        false,
+    )
+    .await;
+    let raw = Raw::open(&server, KEY).await;
+    for (plain, through_rmcp) in calls("9") {
+        let (status, content_type, reference) = raw.post(&through_rmcp).await;
+        assert_eq!((status, content_type.as_str()), (200, "text/event-stream"));
+        let (status, content_type, fast) = raw.post(&plain).await;
+        assert_eq!(
+            (status, content_type.as_str()),
+            (200, "application/json"),
+            "{plain}"
+        );
+        assert!(fast.is_some());
+        assert_eq!(fast, reference, "{plain}");
+    }
+    let execute = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"api_execute","arguments":{"operationId":"getPetById","pathParams":{"petId":1}}}}"#;
+    let (status, content_type, answer) = raw.post(execute).await;
+    assert_eq!((status, content_type.as_str()), (200, "text/event-stream"));
+    assert!(answer.is_some_and(|a| a["result"]["isError"] != true));
+
+    let mut made_up = Raw::new(&server, KEY);
+    made_up.session = Some("not-a-session".into());
+    assert_eq!(made_up.post(&calls("1")[0].0).await.0, 404);
+
+    // With a monitor (here one that does not answer: fail closed), calls go through rmcp.
+    let mut args = engine_args(&spec_path("petstore-3.0.json"), None);
+    args.monitor.monitor = Some("http://127.0.0.1:9/hook".into());
+    let watched = Server::start(args, false).await;
+    let raw = Raw::open(&watched, KEY).await;
+    let (status, content_type, answer) = raw.post(&calls("4")[0].0).await;
+    assert_eq!((status, content_type.as_str()), (200, "text/event-stream"));
+    let answer = answer.expect("an answer");
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
 }
