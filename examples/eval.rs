@@ -1,7 +1,8 @@
 //! Runs the retrieval evaluation on the curated specs until `apigate eval` exists:
 //! `cargo run --release --example eval -- [--pooled] [--json] [--ablate] [--ranks]
 //! [--specs DIR] [--queries FILE] [--ranker lexical|dense|hybrid --model DIR]
-//! [--base knob=value,…] [--try knob=value,… …]`.
+//! [--base knob=value,…] [--try knob=value,… …]`; `--features OUT --queries A,B,…` writes the
+//! learned rerank's training data (`scripts/train-rerank.py`).
 
 use std::path::PathBuf;
 
@@ -100,6 +101,9 @@ async fn main() -> anyhow::Result<()> {
         }
         drop(index);
         return Ok(());
+    }
+    if flag("--features") {
+        return dump_features(&args, &specs, ranker, model.clone(), flag("--pooled")).await;
     }
     if flag("--sweep") {
         return sweep(&args, &specs, ranker, model.clone(), flag("--pooled")).await;
@@ -316,4 +320,58 @@ fn knobs(mut t: Tuning, spec: &str) -> anyhow::Result<Tuning> {
         }
     }
     Ok(t)
+}
+
+/// `--features OUT`: one JSON line per query of every `--queries` file (per spec, and pooled
+/// too with `--pooled`): the first stage's candidates with their features and labels.
+async fn dump_features(
+    args: &[String],
+    specs: &std::path::Path,
+    ranker: Ranker,
+    model: Option<(Arc<Embedder>, VectorDirs)>,
+    pooled: bool,
+) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let value = |f: &str| {
+        args.iter()
+            .position(|a| a == f)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+            .unwrap_or_default()
+    };
+    let tuning = knobs(Tuning::default(), &value("--base"))?;
+    let mut out = std::io::BufWriter::new(std::fs::File::create(value("--features"))?);
+    for file in value("--queries").split(',').filter(|f| !f.is_empty()) {
+        let queries = eval::read_queries(std::path::Path::new(file)).await?;
+        let mut files: Vec<String> = queries.iter().map(|q| q.spec.clone()).collect();
+        files.sort();
+        files.dedup();
+        let mut loaded = Vec::new();
+        for f in &files {
+            loaded.push(apigate::spec::Spec::load(&specs.join(f).to_string_lossy()).await?);
+        }
+        let set = std::path::Path::new(file)
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        for p in [false, true] {
+            if p && !pooled {
+                continue;
+            }
+            let options = eval::Options {
+                pooled: p,
+                ranker,
+                tuning,
+                model: model.clone(),
+                progress: None,
+            };
+            for mut row in eval::features(&files, &loaded, &queries, &options)? {
+                row["set"] = set.clone().into();
+                row["pooled"] = p.into();
+                writeln!(out, "{row}")?;
+            }
+        }
+    }
+    out.flush()?;
+    Ok(())
 }

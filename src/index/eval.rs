@@ -126,24 +126,11 @@ pub async fn run(
 }
 
 /// Ranks `queries` against already-loaded `specs` (named by `files`, same order).
-pub fn evaluate(
-    files: &[String],
-    specs: &[Spec],
-    queries: &[EvalQuery],
-    options: &Options,
-) -> anyhow::Result<Report> {
-    let pooled = options.pooled;
-    let mut tuning = options.tuning;
-    if options.ranker == Ranker::Dense {
-        tuning.dense_weight = 1.0;
-    }
-    let position: HashMap<&str, usize> = files
-        .iter()
-        .enumerate()
-        .map(|(i, f)| (f.as_str(), i))
-        .collect();
+/// The indexes `options` asks for (one pooled, or one per spec), hybrid when the ranker
+/// needs the model.
+fn build_indexes(specs: &[Spec], options: &Options, tuning: Tuning) -> anyhow::Result<Vec<Index>> {
     let refs: Vec<&Spec> = specs.iter().collect();
-    let indexes: Vec<Index> = if pooled {
+    let indexes: Vec<Index> = if options.pooled {
         vec![Index::build_with(&refs, tuning)?]
     } else {
         refs.iter()
@@ -167,6 +154,77 @@ pub fn evaluate(
             background::enable_now(index, embedder, dirs, &progress)?;
         }
     }
+    Ok(indexes)
+}
+
+/// For each query, the first stage's best `rerank_depth` operations with the learned
+/// rerank's features, and which of them are expected: the training data of
+/// `scripts/train-rerank.py` (one JSON object per query).
+pub fn features(
+    files: &[String],
+    specs: &[Spec],
+    queries: &[EvalQuery],
+    options: &Options,
+) -> anyhow::Result<Vec<serde_json::Value>> {
+    let indexes = build_indexes(specs, options, options.tuning)?;
+    let position: HashMap<&str, usize> = files
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.as_str(), i))
+        .collect();
+    let mut out = Vec::with_capacity(queries.len());
+    for q in queries {
+        let Some(&si) = position.get(q.spec.as_str()) else {
+            bail!("query {}: spec {} was not loaded", q.id, q.spec);
+        };
+        let (index, base) = if options.pooled {
+            (&indexes[0], None)
+        } else {
+            (&indexes[si], Some(si))
+        };
+        let vector = match options.ranker {
+            Ranker::Lexical => None,
+            _ => index.query_vector(&q.query),
+        };
+        let candidates = index.candidates(&Query {
+            vector: vector.as_deref(),
+            ..Query::text(&q.query, 10)
+        });
+        let rows: Vec<serde_json::Value> = candidates
+            .iter()
+            .map(|(h, f)| {
+                let s = base.unwrap_or(h.spec);
+                let expected = s == si && q.expected.contains(&specs[s].operations[h.op].key());
+                serde_json::json!({"expected": expected, "features": f.to_vec()})
+            })
+            .collect();
+        out.push(serde_json::json!({
+            "id": q.id,
+            "spec": q.spec,
+            "kind": q.kind,
+            "candidates": rows,
+        }));
+    }
+    Ok(out)
+}
+
+pub fn evaluate(
+    files: &[String],
+    specs: &[Spec],
+    queries: &[EvalQuery],
+    options: &Options,
+) -> anyhow::Result<Report> {
+    let pooled = options.pooled;
+    let mut tuning = options.tuning;
+    if options.ranker == Ranker::Dense {
+        tuning.dense_weight = 1.0;
+    }
+    let position: HashMap<&str, usize> = files
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.as_str(), i))
+        .collect();
+    let indexes = build_indexes(specs, options, tuning)?;
     let mut results = Vec::with_capacity(queries.len());
     for q in queries {
         let Some(&si) = position.get(q.spec.as_str()) else {

@@ -21,6 +21,7 @@ mod analyze;
 pub mod background;
 pub mod embed;
 pub mod eval;
+pub mod learned;
 pub mod vectors;
 mod vocab;
 
@@ -167,6 +168,9 @@ pub struct Tuning {
     /// 1 adds the names of the schemas an operation takes and returns, as words
     /// (`PodDisruptionBudget` → "Pod Disruption Budget"), to the text it is embedded by.
     pub embed_schema_names: f32,
+    /// 1 reorders the first stage's best `rerank_depth` operations by the learned linear
+    /// model of `learned.rs` (weights trained by `scripts/train-rerank.py`); 0 leaves them.
+    pub learned_rerank: f32,
 }
 
 impl Default for Tuning {
@@ -194,6 +198,7 @@ impl Default for Tuning {
             affinity_top: 5,
             embed_schema_names: 0.0,
             spec_route: 0.0,
+            learned_rerank: 0.0,
         }
     }
 }
@@ -229,6 +234,7 @@ impl Tuning {
             "affinity_top" => self.affinity_top = (num()? as usize).max(1),
             "embed_schema_names" => self.embed_schema_names = num()?,
             "spec_route" => self.spec_route = num()?,
+            "learned_rerank" => self.learned_rerank = num()?,
             _ => match name
                 .strip_prefix("fields.")
                 .and_then(|i| i.parse::<usize>().ok())
@@ -283,6 +289,20 @@ pub struct Index {
 struct Dense {
     embedder: Arc<Embedder>,
     vectors: Vectors,
+}
+
+/// The first stage's ranking of one query, and what it was made of.
+struct Stage {
+    /// Every matching operation that passed the filters, best first.
+    scored: Vec<(usize, f32)>,
+    /// The lexical scores with their priors, before fusion (kept only for the learned
+    /// rerank's features).
+    lexical: Vec<(usize, f32)>,
+    /// The cosine of every operation, when the ranking is hybrid.
+    cosine: Option<Vec<f32>>,
+    covered: Vec<u16>,
+    /// [`lexical_confidence`].
+    confidence: f32,
 }
 
 /// Which ranking an index uses now, as `/health` and `apigate eval` name it.
@@ -528,28 +548,23 @@ impl Index {
                 .collect();
             return (hits, all.len());
         }
-        let covered = self.coverage(&analyzed);
-        let mut scored: Vec<(usize, f32)> = self
-            .lexical(&analyzed)
-            .into_iter()
-            .filter(|&(doc, _)| keep(&self.docs[doc]))
-            .map(|(doc, score)| {
-                let c = covered.get(doc).copied().unwrap_or(0);
-                (doc, score * self.prior(&self.docs[doc], &analyzed, c))
-            })
-            .collect();
-        if let Some((vector, dense)) = dense {
-            let confidence = lexical_confidence(&covered, analyzed.concepts.len());
-            let cosine = dense.vectors.scores(vector);
-            scored = self.fuse(scored, &cosine, &analyzed, &keep, confidence);
-            self.rerank(&mut scored, &analyzed, &covered, Some(&cosine));
-        } else {
-            self.rerank(&mut scored, &analyzed, &covered, None);
+        let learned = self.tuning.learned_rerank > 0.0;
+        let mut stage = self.first_stage(q, &analyzed, learned);
+        if learned && let Some(model) = learned::model() {
+            let features = self.features(&stage, &analyzed);
+            let depth = features.len();
+            let mut order: Vec<(usize, f32)> = stage.scored[..depth]
+                .iter()
+                .zip(&features)
+                .map(|(&(doc, _), f)| (doc, model.score(f)))
+                .collect();
+            order.sort_by(|a, b| b.1.total_cmp(&a.1));
+            // The stage's scores stay, in order: only which operation holds each changes.
+            for (slot, (doc, _)) in stage.scored[..depth].iter_mut().zip(order) {
+                slot.0 = doc;
+            }
         }
-        self.apply_spec_route(&mut scored, &analyzed);
-        self.apply_spec_affinity(&mut scored);
-        // Ties keep document order so results are deterministic.
-        scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        let scored = stage.scored;
         let total = scored.len();
         let hits = scored
             .into_iter()
@@ -561,6 +576,151 @@ impl Index {
             })
             .collect();
         (hits, total)
+    }
+
+    /// The first `rerank_depth` operations of the first stage for `q`, best first, with the
+    /// learned rerank's features (what `examples/eval.rs --features` dumps to train it).
+    pub fn candidates(&self, q: &Query<'_>) -> Vec<(Hit, learned::Features)> {
+        let mut stems = Stems::new();
+        let analyzed = vocab::analyze_query(q.text, &mut stems, self.tuning.synonyms);
+        let stage = self.first_stage(q, &analyzed, true);
+        let features = self.features(&stage, &analyzed);
+        stage
+            .scored
+            .iter()
+            .zip(features)
+            .map(|(&(doc, score), f)| {
+                let d = &self.docs[doc];
+                (
+                    Hit {
+                        spec: d.spec,
+                        op: d.op,
+                        score,
+                    },
+                    f,
+                )
+            })
+            .collect()
+    }
+
+    /// Every operation that matched and passed the filters, scored and sorted (ties in
+    /// document order), with what the learned rerank's features are made of (the lexical
+    /// scores only when `features`).
+    fn first_stage(&self, q: &Query<'_>, analyzed: &Analyzed, features: bool) -> Stage {
+        let keep = |d: &DocMeta| self.passes(d, q);
+        let dense = q.vector.zip(self.dense.load_full());
+        let covered = self.coverage(analyzed);
+        let mut scored: Vec<(usize, f32)> = self
+            .lexical(analyzed)
+            .into_iter()
+            .filter(|&(doc, _)| keep(&self.docs[doc]))
+            .map(|(doc, score)| {
+                let c = covered.get(doc).copied().unwrap_or(0);
+                (doc, score * self.prior(&self.docs[doc], analyzed, c))
+            })
+            .collect();
+        let lexical = if features { scored.clone() } else { Vec::new() };
+        let confidence = lexical_confidence(&covered, analyzed.concepts.len());
+        let mut cosine = None;
+        if let Some((vector, dense)) = dense {
+            let cos = dense.vectors.scores(vector);
+            scored = self.fuse(scored, &cos, analyzed, &keep, confidence);
+            self.rerank(&mut scored, analyzed, &covered, Some(&cos));
+            cosine = Some(cos);
+        } else {
+            self.rerank(&mut scored, analyzed, &covered, None);
+        }
+        self.apply_spec_route(&mut scored, analyzed);
+        self.apply_spec_affinity(&mut scored);
+        // Ties keep document order so results are deterministic.
+        scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        Stage {
+            scored,
+            lexical,
+            cosine,
+            covered,
+            confidence,
+        }
+    }
+
+    /// The learned rerank's features (`learned::FEATURES`) of the stage's first
+    /// `rerank_depth` operations.
+    fn features(&self, stage: &Stage, analyzed: &Analyzed) -> Vec<learned::Features> {
+        let depth = self.tuning.rerank_depth.min(stage.scored.len());
+        let top = stage.scored.first().map_or(0.0, |x| x.1);
+        let mut lexical = stage.lexical.clone();
+        lexical.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        let lexical_top = lexical.first().map_or(0.0, |x| x.1);
+        let lexical: HashMap<usize, (usize, f32)> = lexical
+            .iter()
+            .enumerate()
+            .map(|(rank, &(doc, score))| (doc, (rank, score)))
+            .collect();
+        let (best_cosine, dense_rank) = match &stage.cosine {
+            Some(cos) => {
+                let mut order: Vec<usize> = (0..cos.len()).collect();
+                order.sort_by(|&a, &b| cos[b].total_cmp(&cos[a]).then(a.cmp(&b)));
+                let best = order.first().map_or(0.0, |&d| cos[d]);
+                let ranks: HashMap<usize, usize> = order
+                    .into_iter()
+                    .take(self.tuning.dense_candidates)
+                    .enumerate()
+                    .map(|(r, d)| (d, r))
+                    .collect();
+                (best, ranks)
+            }
+            None => (0.0, HashMap::new()),
+        };
+        let query_terms: HashSet<&str> = analyzed
+            .concepts
+            .iter()
+            .flat_map(|c| c.terms.iter().chain(c.alternatives.iter().flatten()))
+            .map(String::as_str)
+            .collect();
+        let concepts = analyzed.concepts.len();
+        let reciprocal = |rank: Option<usize>| rank.map_or(0.0, |r| 1.0 / (1.0 + r as f32));
+        stage.scored[..depth]
+            .iter()
+            .enumerate()
+            .map(|(rank, &(doc, score))| {
+                let d = &self.docs[doc];
+                let (lexical_rank, lexical_score) = match lexical.get(&doc) {
+                    Some(&(r, s)) => (Some(r), s),
+                    None => (None, 0.0),
+                };
+                let lexical_norm = if lexical_top > 0.0 {
+                    lexical_score / lexical_top
+                } else {
+                    0.0
+                };
+                let cosine = stage.cosine.as_ref().map_or(0.0, |c| c[doc]);
+                let coverage = match stage.covered.get(doc) {
+                    Some(&c) if concepts > 0 => (f32::from(c) / concepts as f32).min(1.0),
+                    _ => 0.0,
+                };
+                [
+                    if top > 0.0 { score / top } else { 0.0 },
+                    reciprocal(Some(rank)),
+                    lexical_norm,
+                    reciprocal(lexical_rank),
+                    cosine,
+                    if stage.cosine.is_some() {
+                        cosine - best_cosine
+                    } else {
+                        0.0
+                    },
+                    reciprocal(dense_rank.get(&doc).copied()),
+                    coverage,
+                    intent_fit(&analyzed.intents, &d.method).unwrap_or(0.0),
+                    f32::from(u8::from(
+                        d.resource.iter().any(|r| query_terms.contains(r.as_str())),
+                    )),
+                    d.segments as f32 / 5.0,
+                    stage.confidence * lexical_norm,
+                    (1.0 - stage.confidence) * cosine,
+                ]
+            })
+            .collect()
     }
 
     /// Every document sharing a term with the query, with its BM25 score.

@@ -270,3 +270,42 @@ fn every_experimental_knob_keeps_search_working() {
         );
     }
 }
+
+#[test]
+fn the_shipped_learned_rerank_fits_its_features_and_only_reorders_the_first_stage() {
+    assert!(
+        learned::model().is_some(),
+        "learned.json does not fit FEATURES"
+    );
+    let spec = spec();
+    let plain = Index::build(&[&spec]).unwrap();
+    let learned = Index::build_with(
+        &[&spec],
+        Tuning {
+            learned_rerank: 1.0,
+            ..Tuning::default()
+        },
+    )
+    .unwrap();
+    let q = Query::text("delete a pet", 10);
+    let (a, total_a) = plain.search_total(&q);
+    let (b, total_b) = learned.search_total(&q);
+    assert_eq!(total_a, total_b);
+    // The same scores in the same order; the same operations, perhaps in another order.
+    let scores = |h: &[Hit]| h.iter().map(|h| h.score).collect::<Vec<_>>();
+    assert_eq!(scores(&a), scores(&b));
+    let mut ops_a: Vec<usize> = a.iter().map(|h| h.op).collect();
+    let mut ops_b: Vec<usize> = b.iter().map(|h| h.op).collect();
+    ops_a.sort_unstable();
+    ops_b.sort_unstable();
+    assert_eq!(ops_a, ops_b);
+    let candidates = plain.candidates(&q);
+    assert_eq!(
+        candidates.len(),
+        total_a.min(Tuning::default().rerank_depth)
+    );
+    assert_eq!(
+        candidates[0].1[0], 1.0,
+        "the best candidate's stage feature is 1"
+    );
+}
