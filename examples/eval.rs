@@ -222,13 +222,7 @@ async fn sweep(
     model: Option<(Arc<Embedder>, VectorDirs)>,
     pooled: bool,
 ) -> anyhow::Result<()> {
-    let value = |f: &str| {
-        args.iter()
-            .position(|a| a == f)
-            .and_then(|i| args.get(i + 1))
-            .cloned()
-            .unwrap_or_default()
-    };
+    let value = |f: &str| arg(args, f);
     let base = knobs(Tuning::default(), &value("--base"))?;
     let mut variants = vec![("base".to_string(), base)];
     for v in args
@@ -239,22 +233,7 @@ async fn sweep(
     {
         variants.push((v.clone(), knobs(base, v)?));
     }
-    let mut sets = Vec::new();
-    for file in value("--queries").split(',').filter(|f| !f.is_empty()) {
-        let queries = eval::read_queries(std::path::Path::new(file)).await?;
-        let mut files: Vec<String> = queries.iter().map(|q| q.spec.clone()).collect();
-        files.sort();
-        files.dedup();
-        let mut loaded = Vec::new();
-        for f in &files {
-            loaded.push(apigate::spec::Spec::load(&specs.join(f).to_string_lossy()).await?);
-        }
-        let name = std::path::Path::new(file)
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        sets.push((name, files, loaded, queries));
-    }
+    let sets = load_sets(specs, &value("--queries")).await?;
     for (name, t) in &variants {
         for p in [false, true] {
             if p && !pooled {
@@ -332,28 +311,10 @@ async fn dump_features(
     pooled: bool,
 ) -> anyhow::Result<()> {
     use std::io::Write as _;
-    let value = |f: &str| {
-        args.iter()
-            .position(|a| a == f)
-            .and_then(|i| args.get(i + 1))
-            .cloned()
-            .unwrap_or_default()
-    };
+    let value = |f: &str| arg(args, f);
     let tuning = knobs(Tuning::default(), &value("--base"))?;
     let mut out = std::io::BufWriter::new(std::fs::File::create(value("--features"))?);
-    for file in value("--queries").split(',').filter(|f| !f.is_empty()) {
-        let queries = eval::read_queries(std::path::Path::new(file)).await?;
-        let mut files: Vec<String> = queries.iter().map(|q| q.spec.clone()).collect();
-        files.sort();
-        files.dedup();
-        let mut loaded = Vec::new();
-        for f in &files {
-            loaded.push(apigate::spec::Spec::load(&specs.join(f).to_string_lossy()).await?);
-        }
-        let set = std::path::Path::new(file)
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
+    for (set, files, loaded, queries) in load_sets(specs, &value("--queries")).await? {
         for p in [false, true] {
             if p && !pooled {
                 continue;
@@ -374,4 +335,43 @@ async fn dump_features(
     }
     out.flush()?;
     Ok(())
+}
+
+/// The value after flag `f`, or "".
+fn arg(args: &[String], f: &str) -> String {
+    args.iter()
+        .position(|a| a == f)
+        .and_then(|i| args.get(i + 1))
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// One query file: its name (the file stem), the specs its queries name (sorted), those
+/// specs loaded, and the queries.
+type QuerySet = (
+    String,
+    Vec<String>,
+    Vec<apigate::spec::Spec>,
+    Vec<eval::EvalQuery>,
+);
+
+/// The query files of a comma-separated list, each with its specs loaded once.
+async fn load_sets(specs: &std::path::Path, list: &str) -> anyhow::Result<Vec<QuerySet>> {
+    let mut sets = Vec::new();
+    for file in list.split(',').filter(|f| !f.is_empty()) {
+        let queries = eval::read_queries(std::path::Path::new(file)).await?;
+        let mut files: Vec<String> = queries.iter().map(|q| q.spec.clone()).collect();
+        files.sort();
+        files.dedup();
+        let mut loaded = Vec::new();
+        for f in &files {
+            loaded.push(apigate::spec::Spec::load(&specs.join(f).to_string_lossy()).await?);
+        }
+        let name = std::path::Path::new(file)
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        sets.push((name, files, loaded, queries));
+    }
+    Ok(sets)
 }

@@ -295,8 +295,8 @@ struct Dense {
 struct Stage {
     /// Every matching operation that passed the filters, best first.
     scored: Vec<(usize, f32)>,
-    /// The lexical scores with their priors, before fusion (kept only for the learned
-    /// rerank's features).
+    /// The lexical scores with their priors, before fusion, best first (kept only for the
+    /// learned rerank's features).
     lexical: Vec<(usize, f32)>,
     /// The cosine of every operation, when the ranking is hybrid.
     cosine: Option<Vec<f32>>,
@@ -619,7 +619,13 @@ impl Index {
                 (doc, score * self.prior(&self.docs[doc], analyzed, c))
             })
             .collect();
-        let lexical = if features { scored.clone() } else { Vec::new() };
+        let lexical = if features {
+            let mut lexical = scored.clone();
+            lexical.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            lexical
+        } else {
+            Vec::new()
+        };
         let confidence = lexical_confidence(&covered, analyzed.concepts.len());
         let mut cosine = None;
         if let Some((vector, dense)) = dense {
@@ -648,35 +654,22 @@ impl Index {
     fn features(&self, stage: &Stage, analyzed: &Analyzed) -> Vec<learned::Features> {
         let depth = self.tuning.rerank_depth.min(stage.scored.len());
         let top = stage.scored.first().map_or(0.0, |x| x.1);
-        let mut lexical = stage.lexical.clone();
-        lexical.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        let lexical_top = lexical.first().map_or(0.0, |x| x.1);
-        let lexical: HashMap<usize, (usize, f32)> = lexical
+        let lexical_top = stage.lexical.first().map_or(0.0, |x| x.1);
+        let lexical: HashMap<usize, (usize, f32)> = stage
+            .lexical
             .iter()
             .enumerate()
             .map(|(rank, &(doc, score))| (doc, (rank, score)))
             .collect();
-        let (best_cosine, dense_rank) = match &stage.cosine {
-            Some(cos) => {
-                let mut order: Vec<usize> = (0..cos.len()).collect();
-                order.sort_by(|&a, &b| cos[b].total_cmp(&cos[a]).then(a.cmp(&b)));
-                let best = order.first().map_or(0.0, |&d| cos[d]);
-                let ranks: HashMap<usize, usize> = order
-                    .into_iter()
-                    .take(self.tuning.dense_candidates)
-                    .enumerate()
-                    .map(|(r, d)| (d, r))
-                    .collect();
-                (best, ranks)
-            }
-            None => (0.0, HashMap::new()),
-        };
-        let query_terms: HashSet<&str> = analyzed
-            .concepts
-            .iter()
-            .flat_map(|c| c.terms.iter().chain(c.alternatives.iter().flatten()))
-            .map(String::as_str)
-            .collect();
+        let dense_rank = stage.cosine.as_deref().map_or_else(HashMap::new, |cos| {
+            dense_ranks(cos, self.tuning.dense_candidates)
+        });
+        let best_cosine = stage
+            .cosine
+            .as_deref()
+            .and_then(|cos| cos.iter().copied().reduce(f32::max))
+            .unwrap_or(0.0);
+        let query_terms = query_terms(analyzed);
         let concepts = analyzed.concepts.len();
         let reciprocal = |rank: Option<usize>| rank.map_or(0.0, |r| 1.0 / (1.0 + r as f32));
         stage.scored[..depth]
@@ -879,24 +872,10 @@ impl Index {
         }
         scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         let depth = t.rerank_depth.min(scored.len());
-        let query_terms: HashSet<&str> = analyzed
-            .concepts
-            .iter()
-            .flat_map(|c| c.terms.iter().chain(c.alternatives.iter().flatten()))
-            .map(String::as_str)
-            .collect();
+        let query_terms = query_terms(analyzed);
         let concepts = analyzed.concepts.len();
         let dense_rank: HashMap<usize, usize> = match cosine {
-            Some(cos) if t.dense_rank_boost != 0.0 => {
-                let mut order: Vec<usize> = (0..cos.len()).collect();
-                order.sort_by(|&a, &b| cos[b].total_cmp(&cos[a]).then(a.cmp(&b)));
-                order
-                    .into_iter()
-                    .take(t.rerank_depth)
-                    .enumerate()
-                    .map(|(r, d)| (d, r))
-                    .collect()
-            }
+            Some(cos) if t.dense_rank_boost != 0.0 => dense_ranks(cos, t.rerank_depth),
             _ => HashMap::new(),
         };
         for (doc, score) in scored[..depth].iter_mut() {
@@ -1094,6 +1073,28 @@ impl Index {
         }
         true
     }
+}
+
+/// Every term of the query: the user's and those of the vocabulary's alternatives.
+fn query_terms(analyzed: &Analyzed) -> HashSet<&str> {
+    analyzed
+        .concepts
+        .iter()
+        .flat_map(|c| c.terms.iter().chain(c.alternatives.iter().flatten()))
+        .map(String::as_str)
+        .collect()
+}
+
+/// The rank (0 = nearest) of the `depth` operations nearest the query, ties in document order.
+fn dense_ranks(cosine: &[f32], depth: usize) -> HashMap<usize, usize> {
+    let mut order: Vec<usize> = (0..cosine.len()).collect();
+    order.sort_by(|&a, &b| cosine[b].total_cmp(&cosine[a]).then(a.cmp(&b)));
+    order
+        .into_iter()
+        .take(depth)
+        .enumerate()
+        .map(|(r, d)| (d, r))
+        .collect()
 }
 
 /// The share of the query's concepts that the operation covering most of them covers (1 when
