@@ -64,8 +64,19 @@ pub async fn answer(
     let mut result =
         ServerResult::CallToolResult(crate::mcp::call_tool_result(&params.name, outcome));
     result.strip_result_type_for_legacy_peer();
-    let body =
-        serde_json::to_vec(&ServerJsonRpcMessage::response(result, request.id.clone())).ok()?;
+    // The call has run (and is audited): it must not fall through to rmcp and run again.
+    let body = match serde_json::to_vec(&ServerJsonRpcMessage::response(result, request.id.clone()))
+    {
+        Ok(body) => body,
+        Err(e) => {
+            tracing::error!(error = %e, "could not serialize a tool result");
+            return Some(super::guard::json_error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "INTERNAL",
+                "the tool ran but its result could not be serialized",
+            ));
+        }
+    };
     let mut response = Response::new(Body::from(body));
     *response.status_mut() = StatusCode::OK;
     response.headers_mut().insert(
