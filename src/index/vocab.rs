@@ -381,16 +381,9 @@ impl Intent {
     }
 }
 
-/// The corpus-mined vocabulary (`scripts/mine-vocab.py`): description words mapped to the
-/// operation-name words they predict across the public OpenAPI corpus. Weaker than the
-/// curated entries: a query gets them as separate, lighter alternatives (`mined_weight`).
-const MINED: &str = include_str!("mined-vocab.txt");
-
 /// The vocabulary, analyzed: stemmed key phrase → expansions (each a list of terms).
 pub(crate) struct Vocab {
     pub(crate) entries: HashMap<Vec<String>, Vec<Vec<String>>>,
-    /// Stemmed word → the stemmed words the corpus associates with it ([`MINED`]).
-    pub(crate) mined: HashMap<String, Vec<String>>,
     pub(crate) intents: HashMap<String, Intent>,
     pub(crate) longest_key: usize,
 }
@@ -399,16 +392,7 @@ pub(crate) fn vocab() -> &'static Vocab {
     static VOCAB: OnceLock<Vocab> = OnceLock::new();
     VOCAB.get_or_init(|| {
         let mut stems = Stems::new();
-        let mut vocab = Vocab::parse(VOCABULARY, &mut stems);
-        vocab.mined = Vocab::parse(MINED, &mut stems)
-            .entries
-            .into_iter()
-            .filter_map(|(key, expansions)| {
-                let [key] = <[String; 1]>::try_from(key).ok()?;
-                Some((key, expansions.into_iter().flatten().collect()))
-            })
-            .collect();
-        vocab
+        Vocab::parse(VOCABULARY, &mut stems)
     })
 }
 
@@ -459,7 +443,6 @@ impl Vocab {
         }
         Vocab {
             entries,
-            mined: HashMap::new(),
             intents,
             longest_key,
         }
@@ -472,8 +455,6 @@ impl Vocab {
 pub(crate) struct Concept {
     pub(crate) terms: Vec<String>,
     pub(crate) alternatives: Vec<Vec<String>>,
-    /// The corpus-mined vocabulary's words for the user's words (single terms).
-    pub(crate) mined: Vec<String>,
 }
 
 /// A query after analysis.
@@ -542,23 +523,9 @@ pub(crate) fn analyze_query(text: &str, stems: &mut Stems, synonyms: bool) -> An
         if terms.is_empty() && alternatives.is_empty() {
             continue;
         }
-        let mut mined: Vec<String> = Vec::new();
-        if synonyms {
-            for t in &terms {
-                for m in vocab.mined.get(t).map_or(&[][..], Vec::as_slice) {
-                    if !terms.contains(m)
-                        && !mined.contains(m)
-                        && !alternatives.iter().any(|a| a.len() == 1 && a[0] == *m)
-                    {
-                        mined.push(m.clone());
-                    }
-                }
-            }
-        }
         concepts.push(Concept {
             terms,
             alternatives,
-            mined,
         });
     }
     let plural = raw.iter().zip(&stemmed).any(|(w, s)| {
