@@ -22,6 +22,8 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --no-create-home --shell /usr/sbin/nologin apigate
 COPY --from=build /src/target/release/apigate /usr/local/bin/apigate
+# The domain-adapted embedding model (45 MB): `--embedding-model /usr/share/apigate/models/minilm-api`.
+COPY models /usr/share/apigate/models
 USER apigate
 ENV RUST_LOG=info
 EXPOSE 3001

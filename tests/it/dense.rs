@@ -1,5 +1,5 @@
-//! Semantic ranking with the real all-MiniLM-L6-v2 model: vectors against an independent
-//! numpy implementation (`tests/data/embed/reference.py`), the server's switch from lexical to
+//! Semantic ranking with the real all-MiniLM-L6-v2 model and the domain-adapted one the
+//! repository ships (`models/minilm-api`): vectors against an independent numpy implementation (`tests/data/embed/reference.py`), the server's switch from lexical to
 //! hybrid and its vector cache, `apigate index build` and `--index`, and a broken model folder.
 //!
 //! The model must be present: `scripts/fetch-model.sh` puts it in /var/tmp/apigate-model
@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use apigate::index::{Embedder, Index, Query};
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 
 use crate::support::{Proc, Server, call, engine_args, spec_path};
 
@@ -30,11 +31,17 @@ fn embedder() -> Embedder {
     Embedder::load(&model_dir()).expect("the model loads")
 }
 
-fn reference() -> Value {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/data/embed/reference.json"
-    );
+/// The domain-adapted model the repository ships (`models/minilm-api`, fp16 weights).
+fn api_model_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("models/minilm-api")
+}
+
+/// One model's vectors by the independent numpy implementation (`tests/data/embed/reference.py`):
+/// `reference.json` for all-MiniLM-L6-v2, `reference-api.json` for `models/minilm-api`.
+fn reference(file: &str) -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/embed")
+        .join(file);
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
@@ -56,8 +63,47 @@ fn max_diff(a: &[f32], b: &[f32]) -> f32 {
 
 #[test]
 fn vectors_match_the_reference_implementation() {
-    let reference = reference();
-    let embedder = embedder();
+    assert_matches_reference(&embedder(), &reference("reference.json"));
+}
+
+/// The shipped model is read from fp16 weights (as f32): its vectors must match the numpy
+/// implementation run on the same file, and differ from the base model's.
+#[test]
+fn the_shipped_api_model_matches_its_reference_vectors() {
+    let tuned = Embedder::load(&api_model_dir()).expect("the shipped model loads");
+    assert_matches_reference(&tuned, &reference("reference-api.json"));
+    assert_ne!(
+        tuned.hash(),
+        embedder().hash(),
+        "a vector cache keeps them apart"
+    );
+    let base = floats(&reference("reference.json")["sentences"][0]["embedding"]);
+    let got = tuned.embed_batch(&["This is an example sentence"]).unwrap();
+    assert!(
+        max_diff(&got[0], &base) > 0.01,
+        "the weights are not the base model's"
+    );
+}
+
+#[test]
+fn the_shipped_api_model_is_what_its_checksums_say() {
+    let dir = api_model_dir();
+    let sums = std::fs::read_to_string(dir.join("SHA256SUMS")).unwrap();
+    let mut names = Vec::new();
+    for line in sums.lines() {
+        let (want, name) = line.split_once("  ").expect("sha256sum's format");
+        let data = std::fs::read(dir.join(name)).unwrap();
+        assert_eq!(hex::encode(Sha256::digest(&data)), want, "{name}");
+        names.push(name);
+    }
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        ["config.json", "model.safetensors", "tokenizer.json"]
+    );
+}
+
+fn assert_matches_reference(embedder: &Embedder, reference: &Value) {
     assert_eq!(embedder.dim(), 384);
     let sentences = reference["sentences"].as_array().unwrap();
     let texts: Vec<&str> = sentences

@@ -36,6 +36,10 @@ Produced with:
     pip install numpy safetensors tokenizers
     python3 tests/data/embed/reference.py MODEL_DIR > tests/data/embed/reference.json
 
+and, for the domain-adapted model the repository ships (fp16 weights, read as float64 here),
+
+    python3 tests/data/embed/reference.py models/minilm-api > tests/data/embed/reference-api.json
+
 where MODEL_DIR holds config.json, tokenizer.json, model.safetensors and
 1_Pooling/config.json of all-MiniLM-L6-v2.
 """
