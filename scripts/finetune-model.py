@@ -60,7 +60,8 @@ SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
 def first_sentence(text):
-    """index::first_sentence: up to the first '. ' or line break."""
+    """index::first_sentence: up to the first '. ' or line break (without the period the Rust
+    one keeps; the shipped model was trained so, and one period changes little)."""
     text = text.strip()
     ends = [i for i in (text.find(". "), text.find("\n")) if i >= 0]
     return text[: min(ends)] if ends else text
