@@ -23,9 +23,10 @@ everyday paraphrase (synonym queries), which the interpolation partly restores; 
 over 0.5 and 1 on dev + extra + fresh (BENCHMARKS.md, "A domain-adapted model").
 
 Writes DIR/{model.safetensors (fp16 by default, 45 MB), tokenizer.json, config.json} (the
-layout scripts/fetch-model.sh installs; apigate reads fp16 weights as f32) and prints their
-sha256. The defaults reproduce models/minilm-api up to floating-point differences between
-machines and library versions (torch 2.15, transformers 5.24 here): compare a rebuild by the
+layout scripts/fetch-model.sh installs; apigate reads fp16 weights as f32), their sha256 in
+DIR/SHA256SUMS and DIR/1_Pooling/config.json (mean pooling), as models/minilm-api holds them.
+The defaults reproduce models/minilm-api up to floating-point differences between machines
+and library versions (torch 2.15, transformers 5.24 here): compare a rebuild by the
 evaluation (BENCHMARKS.md), not by checksum.
 
 Usage: scripts/finetune-model.py --base /var/tmp/apigate-model --out DIR
@@ -56,6 +57,13 @@ mine_vocab = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(mine_vocab)
 
 MODEL_FILES = ("model.safetensors", "tokenizer.json", "config.json")
+POOLING = {
+    "word_embedding_dimension": 384,
+    "pooling_mode_cls_token": False,
+    "pooling_mode_mean_tokens": True,
+    "pooling_mode_max_tokens": False,
+    "pooling_mode_mean_sqrt_len_tokens": False,
+}
 SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
@@ -67,10 +75,6 @@ def first_sentence(text):
     return text[: min(ends)] if ends else text
 
 
-def clean(text):
-    return " ".join(mine_vocab.TAGS.sub(lambda m: m.group(1) or " ", text).split())
-
-
 def pairs_of(doc):
     title = ""
     if isinstance(doc.get("info"), dict) and isinstance(doc["info"].get("title"), str):
@@ -79,7 +83,7 @@ def pairs_of(doc):
     for path, op in mine_vocab.operations(doc):
         summary = op.get("summary") if isinstance(op.get("summary"), str) else ""
         description = op.get("description") if isinstance(op.get("description"), str) else ""
-        description = clean(description)
+        description = mine_vocab.description_text(description, limit=None)
         if not summary.strip():
             summary = first_sentence(description)
         first = first_sentence(description)
@@ -203,37 +207,41 @@ def main():
             print(f"finetune: step {step} loss {loss.item():.3f} ({time.time() - start:.0f} s)",
                   file=sys.stderr, flush=True)
 
-    os.makedirs(args.out, exist_ok=True)
-    # The base file's tensors, by the base file's names, with the trained values.
+    os.makedirs(os.path.join(args.out, "1_Pooling"), exist_ok=True)
+    # The base file's tensors, by the base file's names. Each trained one becomes
+    # `keep` x trained + (1 - keep) x base (weight-space interpolation, WiSE-FT): that gives
+    # back part of what the base knew of everyday paraphrase, which full fine-tuning on API
+    # prose wears down. The base file may name tensors with or without a "bert." prefix; every
+    # encoder tensor must find its trained value, or the output would silently be the base.
     trained = model.state_dict()
     base = load_file(os.path.join(args.base, "model.safetensors"))
-    # The base file may name tensors with or without a "bert." prefix; every encoder tensor must
-    # find its trained value, or the output would silently be the base model.
-    def trained_value(name):
-        for k in (name, name.removeprefix("bert.")):
-            if k in trained:
-                return trained[k]
-        return None
-    missing = [k for k in base if trained_value(k) is None
-               and "pooler" not in k and "position_ids" not in k]
+    state, missing = {}, []
+    for name, v in base.items():
+        t = trained.get(name, trained.get(name.removeprefix("bert.")))
+        if t is None:
+            if "pooler" not in name and "position_ids" not in name:
+                missing.append(name)
+            state[name] = v
+        elif v.is_floating_point():
+            state[name] = (1 - args.keep) * v.float() + args.keep * t.float()
+        else:
+            state[name] = v
     if missing:
         sys.exit(f"finetune: no trained value for {len(missing)} base tensors, e.g. {missing[:3]}")
-    state = {k: (trained_value(k) if trained_value(k) is not None else v).contiguous()
-             for k, v in base.items()}
-    # Weight-space interpolation with the base model (WiSE-FT): gives back part of what the
-    # base knew of everyday paraphrase, which full fine-tuning on API prose wears down.
-    state = {k: ((1 - args.keep) * base[k].float() + args.keep * v.float()).to(v.dtype)
-             if v.is_floating_point() and "position_ids" not in k else v
-             for k, v in state.items()}
     # fp16 halves the file (about 45 MB); apigate loads it as f32, as it does the base model.
     if args.fp16:
         state = {k: v.half() if v.is_floating_point() else v for k, v in state.items()}
     save_file(state, os.path.join(args.out, "model.safetensors"))
     for f in ("config.json", "tokenizer.json"):
         shutil.copy(os.path.join(args.base, f), os.path.join(args.out, f))
-    for f in MODEL_FILES:
-        with open(os.path.join(args.out, f), "rb") as fh:
-            print(f"{hashlib.sha256(fh.read()).hexdigest()}  {f}")
+    # How the model is pooled, in sentence-transformers' layout (tests/data/embed/reference.py
+    # reads it), and the sums apigate's tests check the shipped copy against.
+    with open(os.path.join(args.out, "1_Pooling", "config.json"), "w") as fh:
+        fh.write(json.dumps(POOLING, indent=2) + "\n")
+    with open(os.path.join(args.out, "SHA256SUMS"), "w") as fh:
+        for f in MODEL_FILES:
+            with open(os.path.join(args.out, f), "rb") as data:
+                fh.write(f"{hashlib.sha256(data.read()).hexdigest()}  {f}\n")
     print(f"finetune: wrote {args.out}", file=sys.stderr)
 
 
