@@ -37,7 +37,7 @@ pub const MAX_KEY_FILE_BYTES: u64 = 16 * 1024;
 pub const MAX_KEYS: usize = 8;
 
 /// The `audit`/`CallCredentials` source of the assertion header.
-pub const SOURCE: &str = "assertion";
+pub const SOURCE: &str = crate::upstream::ASSERTION_SOURCE;
 
 /// What a dry run shows in place of the assertion (never a value).
 pub const DRY_RUN_PLACEHOLDER: &str = "[signed identity assertion, added when sent]";
@@ -451,12 +451,7 @@ impl Identity {
 fn assertion_header(name: &str) -> Result<HeaderName, IdentityError> {
     let bad = || IdentityError::BadHeader(name.chars().take(80).collect());
     let parsed = HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| bad())?;
-    let lower = parsed.as_str();
-    let forbidden = crate::upstream::is_forbidden_header(lower) && lower != "authorization"
-        || matches!(
-            lower,
-            "host" | "content-length" | "content-type" | "content-encoding" | "transfer-encoding"
-        );
+    let forbidden = !crate::upstream::headers::may_carry_assertion(parsed.as_str());
     if forbidden {
         return Err(bad());
     }

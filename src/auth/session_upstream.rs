@@ -8,6 +8,7 @@ use serde::{Deserialize, Deserializer};
 use zeroize::Zeroizing;
 
 use super::sealed::{SealError, SecretKeys};
+use crate::upstream::headers;
 
 /// The most headers one session may carry.
 pub const MAX_SESSION_HEADERS: usize = 16;
@@ -17,26 +18,6 @@ pub const MAX_HEADER_NAME: usize = 100;
 pub const MAX_HEADER_VALUE: usize = 8 * 1024;
 /// The most bytes of names and values together.
 pub const MAX_HEADERS_TOTAL: usize = 16 * 1024;
-
-/// Headers a session may not set: connection and framing headers (the client owns them), and
-/// headers that describe the request body (the operation decides them).
-const FORBIDDEN: [&str; 15] = [
-    "connection",
-    "keep-alive",
-    "proxy-connection",
-    "proxy-authenticate",
-    "te",
-    "trailer",
-    "transfer-encoding",
-    "upgrade",
-    "host",
-    "content-length",
-    "content-type",
-    "content-encoding",
-    "expect",
-    "set-cookie",
-    "x-session-token",
-];
 
 /// The headers as given, before any check. `Debug` shows names only; deserialising never
 /// echoes a value in its error.
@@ -120,10 +101,11 @@ impl UpstreamInput {
             }
             let header = HeaderName::from_bytes(name.as_bytes())
                 .map_err(|_| format!("{shown:?} is not a valid header name"))?;
-            if FORBIDDEN.contains(&header.as_str()) {
+            if !headers::session_may_store(header.as_str()) {
                 return Err(format!(
-                    "a session may not set the upstream header {header}: connection, framing \
-                     and body headers are not credentials"
+                    "a session may not set the upstream header {header}: connection, framing, \
+                     body, proxy and forwarding headers, Accept-Encoding and method overrides \
+                     are not credentials"
                 ));
             }
             if out.iter().any(|(n, _)| *n == header) {

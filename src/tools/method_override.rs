@@ -1,6 +1,7 @@
 //! Method overrides: the `X-HTTP-Method-Override`, `X-HTTP-Method` and `X-Method-Override`
-//! headers and a `_method` query parameter make many frameworks apply another HTTP method than
-//! the one on the wire, so a declared GET can act as a DELETE. A request that carries one is
+//! headers and a `_method` query parameter or form field (urlencoded or multipart body) make
+//! many frameworks apply another HTTP method than the one on the wire, so a declared GET can act
+//! as a DELETE. A request that carries one is
 //! checked as the method it names too: a read-only caller may not send one at all, and any
 //! other caller needs what that method needs (the config rules for it on the same path, and the
 //! `x-required-features` of the spec's operation with that method and path).
@@ -11,16 +12,7 @@ use super::{Code, Engine, ToolError};
 use crate::auth::Principal;
 use crate::spec::Operation;
 use crate::upstream::PreparedRequest;
-
-/// The override headers, lower-case.
-pub const OVERRIDE_HEADERS: [&str; 3] = [
-    "x-http-method-override",
-    "x-http-method",
-    "x-method-override",
-];
-
-/// The override query parameter (compared without regard to case).
-pub const OVERRIDE_QUERY: &str = "_method";
+use crate::upstream::headers::{METHOD_OVERRIDE_FIELD, is_method_override};
 
 /// The overrides the request carries: (where, as the agent would name it; the methods named).
 fn overrides(request: &PreparedRequest) -> Vec<(String, Vec<String>)> {
@@ -32,14 +24,34 @@ fn overrides(request: &PreparedRequest) -> Vec<(String, Vec<String>)> {
     };
     let mut found = Vec::new();
     for (name, value) in &request.headers {
-        if OVERRIDE_HEADERS.contains(&name.as_str()) {
+        if is_method_override(name.as_str()) {
             let text = String::from_utf8_lossy(value.as_bytes());
             found.push((format!("the {name} header"), methods(&text)));
         }
     }
     for (name, value) in request.url.query_pairs() {
-        if name.eq_ignore_ascii_case(OVERRIDE_QUERY) {
+        if name.eq_ignore_ascii_case(METHOD_OVERRIDE_FIELD) {
             found.push((format!("the {name} query parameter"), methods(&value)));
+        }
+    }
+    // Rack, Laravel and Symfony read `_method` from a form or multipart body as well.
+    if let Some(body) = &request.body {
+        let ct = body.content_type.to_ascii_lowercase();
+        if ct.starts_with("application/x-www-form-urlencoded") {
+            for (name, value) in url::form_urlencoded::parse(&body.bytes) {
+                if name.eq_ignore_ascii_case(METHOD_OVERRIDE_FIELD) {
+                    found.push((format!("the {name} form field"), methods(&value)));
+                }
+            }
+        } else if ct.starts_with("multipart/form-data")
+            && let Value::Object(fields) = &body.shown
+        {
+            for (name, value) in fields {
+                if name.eq_ignore_ascii_case(METHOD_OVERRIDE_FIELD) {
+                    let text = crate::upstream::scalar(value);
+                    found.push((format!("the {name} multipart field"), methods(&text)));
+                }
+            }
         }
     }
     found

@@ -11,9 +11,7 @@ use super::{Code, Engine, ToolError, ToolResult};
 use crate::auth::Principal;
 use crate::index::Query;
 use crate::spec::{Detail, Operation, OperationName, ParamIn, Resolved, Violation};
-use crate::upstream::{
-    CallArgs, CallCredentials, PreparedRequest, is_forbidden_header, media_essence, scalar,
-};
+use crate::upstream::{CallArgs, CallCredentials, PreparedRequest, headers, media_essence, scalar};
 
 /// A call's arguments, typed, with the operation they name found (or not) in the spec.
 pub enum Parsed {
@@ -109,6 +107,12 @@ pub fn prepare(
     match parsed {
         Parsed::Discover(d) => Ok(Prepared::Discover(d)),
         Parsed::Schema { args, found } => {
+            // An operation discovery hides is unknown to its schema too: `FORBIDDEN` with the
+            // missing feature would tell the caller it exists.
+            let found = found.filter(|f| {
+                let op = &engine.spec.operations[f.index];
+                principal.may_see(op.method, &op.path, &op.required_features, &engine.rules)
+            });
             let found = permitted(engine, principal, &args, found)?;
             Ok(Prepared::Schema(found.index, args.detail()))
         }
@@ -277,7 +281,7 @@ fn plan(engine: &Engine, args: ExecuteArgs, found: Resolved) -> Result<Planned, 
     }
     let forbidden: Vec<Violation> = given_headers
         .keys()
-        .filter(|h| is_forbidden_header(h))
+        .filter(|h| !headers::agent_may_set(h))
         .map(|h| Violation {
             pointer: format!("/headers/{h}"),
             message: "not allowed: credentials and connection headers are added by the server"

@@ -9,27 +9,10 @@ use serde_json::{Map, Value, json};
 use url::Url;
 
 use super::UpstreamError;
-use super::config::{HOP_BY_HOP, UpstreamConfig, redact_url};
+use super::config::{UpstreamConfig, redact_url};
 use super::encode;
+use super::headers;
 use crate::spec::{Dialect, Operation, ParamIn, Spec};
-
-/// Headers that carry identity: only the server's configuration sets them.
-const IDENTITY_HEADERS: [&str; 4] = [
-    "authorization",
-    "proxy-authorization",
-    "cookie",
-    "set-cookie",
-];
-
-/// Whether an agent is refused a header, whatever the operation declares: identity headers
-/// (credentials come from configuration), hop-by-hop and framing headers (the client owns the
-/// connection), and `Expect`. The one check `api_execute` and the request builder share.
-pub fn is_forbidden_header(name: &str) -> bool {
-    let lower = name.trim().to_ascii_lowercase();
-    IDENTITY_HEADERS.contains(&lower.as_str())
-        || HOP_BY_HOP.contains(&lower.as_str())
-        || lower == "expect"
-}
 
 /// The `api_execute` request parts after validation: `{pathParams, query, headers, body}`
 /// (`tools` builds them from the typed arguments).
@@ -139,7 +122,7 @@ pub(crate) fn prepare(
     let method = Method::from(op.method);
     let (origin, base_path) = server(cfg, spec, op)?;
     let path = interpolate(op, &args.path_params)?;
-    let query = query(op, &args.query)?;
+    let query = query(spec, op, &args.query)?;
     let full_path = match format!("{base_path}{path}") {
         p if p.is_empty() => "/".to_string(),
         p => p,
@@ -367,8 +350,29 @@ fn check_dot_segments(name: &str, value: &Value) -> Result<(), UpstreamError> {
     Ok(())
 }
 
-/// The encoded query string, in the operation's parameter order.
-fn query(op: &Operation, values: &Map<String, Value>) -> Result<String, UpstreamError> {
+/// The property names an object schema declares (through `$ref`s and `allOf`).
+fn declared_properties<'a>(spec: &'a Spec, schema: &'a Value, out: &mut Vec<&'a str>, depth: u8) {
+    let schema = spec.follow(schema);
+    if let Some(Value::Object(props)) = schema.get("properties") {
+        out.extend(props.keys().map(String::as_str));
+    }
+    if depth < 8
+        && let Some(Value::Array(parts)) = schema.get("allOf")
+    {
+        for part in parts {
+            declared_properties(spec, part, out, depth + 1);
+        }
+    }
+}
+
+/// The encoded query string, in the operation's parameter order. An object sent as
+/// `style: form, explode: true` becomes one query parameter per key: only keys its schema
+/// declares pass, so no name the operation does not know (`api_key`, `_method`) reaches the URL.
+fn query(
+    spec: &Spec,
+    op: &Operation,
+    values: &Map<String, Value>,
+) -> Result<String, UpstreamError> {
     let declared = |name: &str| {
         op.parameters
             .iter()
@@ -387,6 +391,27 @@ fn query(op: &Operation, values: &Map<String, Value>) -> Result<String, Upstream
         .filter(|p| p.location == ParamIn::Query)
     {
         if let Some(v) = values.get(&p.name) {
+            if let Value::Object(fields) = v
+                && p.explode
+                && p.style == "form"
+            {
+                let mut allowed = Vec::new();
+                declared_properties(spec, &p.schema, &mut allowed, 0);
+                if let Some(key) = fields.keys().find(|k| !allowed.contains(&k.as_str())) {
+                    return Err(invalid(format!(
+                        "query.{}.{key}: {} sends the fields of {} as query parameters of their \
+                         own, and its schema declares no field {key:?} (declared: {})",
+                        p.name,
+                        op.key(),
+                        p.name,
+                        if allowed.is_empty() {
+                            "none".to_string()
+                        } else {
+                            allowed.join(", ")
+                        }
+                    )));
+                }
+            }
             pairs.extend(encode::query_pairs(&p.style, p.explode, &p.name, v));
         } else if p.required {
             return Err(invalid(format!(
@@ -413,7 +438,7 @@ fn headers(
     let mut out = Vec::new();
     for (name, value) in values {
         let lower = name.to_ascii_lowercase();
-        if is_forbidden_header(&lower) {
+        if !headers::agent_may_set(&lower) {
             return Err(invalid(format!(
                 "headers.{name}: apigate never forwards a {name} header from the agent; \
                  upstream credentials come from the server's configuration (--upstream-header)"
@@ -474,7 +499,7 @@ fn headers(
         let given = values.keys().any(|k| k.eq_ignore_ascii_case(&p.name));
         if p.required && !given && !cfg.is_credential(&p.name) {
             let lower = p.name.to_ascii_lowercase();
-            return Err(if IDENTITY_HEADERS.contains(&lower.as_str()) {
+            return Err(if headers::is_identity(&lower) {
                 UpstreamError::MissingCredential(format!(
                     "{} requires the {} header, which only the server's configuration may set: \
                      start apigate with --upstream-header \"{}: …\"",
@@ -664,10 +689,10 @@ mod tests {
             "expect",
             " TE ",
         ] {
-            assert!(is_forbidden_header(h), "{h}");
+            assert!(!headers::agent_may_set(h), "{h}");
         }
         for h in ["X-Request-Id", "Accept", "If-None-Match", "Idempotency-Key"] {
-            assert!(!is_forbidden_header(h), "{h}");
+            assert!(headers::agent_may_set(h), "{h}");
         }
     }
 

@@ -23,21 +23,6 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default number of same-origin redirects followed.
 pub const DEFAULT_MAX_REDIRECTS: usize = 5;
 
-/// Hop-by-hop headers (RFC 9110 §7.6.1) plus the ones the HTTP client itself owns. Neither the
-/// agent nor the configuration may set them.
-pub(crate) const HOP_BY_HOP: [&str; 10] = [
-    "connection",
-    "keep-alive",
-    "proxy-connection",
-    "proxy-authenticate",
-    "te",
-    "trailer",
-    "transfer-encoding",
-    "upgrade",
-    "host",
-    "content-length",
-];
-
 /// Why a configuration value was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -224,7 +209,7 @@ impl UpstreamConfig {
         let name = name.trim();
         let header = HeaderName::from_bytes(name.as_bytes())
             .map_err(|_| ConfigError::HeaderName(name.to_string()))?;
-        if HOP_BY_HOP.contains(&header.as_str()) {
+        if !super::headers::operator_may_set(header.as_str()) {
             return Err(ConfigError::HeaderForbidden(header.to_string()));
         }
         let mut value = HeaderValue::from_str(value.trim())

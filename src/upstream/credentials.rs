@@ -9,6 +9,10 @@
 
 use http::{HeaderName, HeaderValue};
 
+/// The source of a signed identity assertion (`--identity-header`): its `htu` names the URL it
+/// was signed for, so a call that carries one follows no redirect.
+pub const ASSERTION_SOURCE: &str = "assertion";
+
 /// What one call adds, and where each part came from (for the audit row; never a value).
 #[derive(Default, Clone)]
 pub struct CallCredentials {
@@ -103,6 +107,11 @@ impl CallCredentials {
 
     pub fn is_empty(&self) -> bool {
         self.headers.is_empty() && self.query.is_empty()
+    }
+
+    /// Whether a header from `source` is sent.
+    pub fn sends_from(&self, source: &str) -> bool {
+        self.headers.iter().any(|(.., s)| s == source)
     }
 }
 

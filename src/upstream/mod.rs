@@ -13,6 +13,7 @@ mod build;
 mod config;
 mod credentials;
 mod encode;
+pub mod headers;
 mod oauth;
 mod redact;
 mod response;
@@ -26,12 +27,12 @@ use url::Url;
 
 use crate::spec::{Operation, Spec};
 
-pub use build::{CallArgs, PreparedRequest, is_forbidden_header, media_essence};
+pub use build::{CallArgs, PreparedRequest, media_essence};
 pub use config::{
     ConfigError, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_REDIRECTS,
     DEFAULT_TIMEOUT, UpstreamConfig,
 };
-pub use credentials::CallCredentials;
+pub use credentials::{ASSERTION_SOURCE, CallCredentials};
 pub(crate) use encode::scalar;
 pub use oauth::{OAuth, OAuthConfig, OAuthError};
 pub use redact::{REDACTED, Secrets, SecretsError};
@@ -110,6 +111,9 @@ impl std::error::Error for TooMany {}
 #[derive(Clone)]
 pub struct Upstream {
     client: reqwest::Client,
+    /// The same client, following no redirect: for calls that carry an identity assertion,
+    /// which is bound to the URL it was signed for (`htu`).
+    no_redirect: reqwest::Client,
     cfg: Arc<UpstreamConfig>,
     /// The credentials, in every form, scrubbed from every response.
     secrets: Arc<Secrets>,
@@ -170,12 +174,17 @@ impl Upstream {
             }
             attempt.follow()
         });
-        let client = client_builder(cfg.connect_timeout, cfg.timeout)
-            .redirect(policy)
-            .build()
-            .map_err(|e| UpstreamError::Other(format!("cannot build the HTTP client: {e}")))?;
+        let build = |policy| {
+            client_builder(cfg.connect_timeout, cfg.timeout)
+                .redirect(policy)
+                .build()
+                .map_err(|e| UpstreamError::Other(format!("cannot build the HTTP client: {e}")))
+        };
+        let client = build(policy)?;
+        let no_redirect = build(reqwest::redirect::Policy::none())?;
         Ok(Upstream {
             client,
+            no_redirect,
             secrets: Arc::new(cfg.secrets()?),
             with_call: moka::sync::Cache::builder()
                 .max_capacity(4096)
@@ -254,7 +263,19 @@ impl Upstream {
         }
         // This call's own credentials are scrubbed like the configured ones.
         let secrets = self.secrets_with(call)?;
-        // Query credentials go on the URL that is sent, never on the one shown or logged.
+        // Query credentials go on the URL that is sent, never on the one shown or logged. A
+        // parameter of the agent's with a credential's name would travel beside it
+        // (`?api_key=ATTACKER&api_key=<secret>`), and an API may take either: refused.
+        if let Some(name) = call.query().map(|(n, _)| n).find(|n| {
+            req.url
+                .query_pairs()
+                .any(|(given, _)| given.eq_ignore_ascii_case(n))
+        }) {
+            return Err(UpstreamError::InvalidArguments(format!(
+                "query: the query parameter {name:?} carries this API's credential, which the \
+                 server adds; the call may not send a parameter of that name"
+            )));
+        }
         let mut url = req.url.clone();
         let mut query = call.query().peekable();
         if query.peek().is_some() {
@@ -263,10 +284,14 @@ impl Upstream {
                 pairs.append_pair(n, v);
             }
         }
-        let mut builder = self
-            .client
-            .request(req.method.clone(), url)
-            .headers(headers);
+        // An identity assertion names the URL it was signed for: a redirect would carry it
+        // (and the user's credentials) to a URL it does not name, so the 3xx is the answer.
+        let client = if call.sends_from(ASSERTION_SOURCE) {
+            &self.no_redirect
+        } else {
+            &self.client
+        };
+        let mut builder = client.request(req.method.clone(), url).headers(headers);
         match &req.body {
             Some(b) => builder = builder.body(b.bytes.clone()),
             // A write with no body still says how long it is: some APIs (GitHub's "star a

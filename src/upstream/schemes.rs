@@ -99,7 +99,7 @@ impl SchemeCredential {
                         "{scheme}: the spec's header name {name:?} is not a valid HTTP header name"
                     ))
                 })?;
-                if super::config::HOP_BY_HOP.contains(&n.as_str()) {
+                if !super::headers::operator_may_set(n.as_str()) {
                     return Err(bad(format!(
                         "{scheme}: the spec puts it in the {n} header, which the HTTP client sets"
                     )));

@@ -337,7 +337,8 @@ const STYLES: &str = r#"{
           {"name": "filter", "in": "query", "style": "deepObject", "explode": true, "schema": {"type": "object"}},
           {"name": "words", "in": "query", "style": "spaceDelimited", "explode": false, "schema": {"type": "array"}},
           {"name": "pipes", "in": "query", "style": "pipeDelimited", "explode": false, "schema": {"type": "array"}},
-          {"name": "point", "in": "query", "schema": {"type": "object"}},
+          {"name": "point", "in": "query", "schema": {"type": "object",
+            "properties": {"x": {"type": "integer"}, "y": {"type": "integer"}}}},
           {"name": "X-Trace", "in": "header", "schema": {"type": "string"}},
           {"name": "X-Tenant", "in": "header", "required": true, "schema": {"type": "string"}}
         ],
