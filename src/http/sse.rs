@@ -1,7 +1,8 @@
 //! Legacy HTTP+SSE transport (MCP 2024-11-05), which rmcp no longer ships: `GET /sse` opens an
 //! event stream that first announces `/message?sessionId=…`; `POST /message?sessionId=…`
 //! carries client messages (answered 202; replies arrive on the stream). The session ends when
-//! the stream is dropped.
+//! the stream is dropped. A stream belongs to the key that opened it and acts for the
+//! `x-session-token` it was opened with (production): every message on it is pinned to both.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -11,7 +12,7 @@ use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::extract::{Query, Request, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::channel::mpsc;
@@ -22,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::AppState;
 use super::guard::json_error;
+use crate::auth::SESSION_TOKEN_HEADER;
 use crate::mcp::{HttpCaller, McpServer};
 
 /// Default of `--sse-queue`: requests a legacy SSE session may have unanswered on its stream
@@ -37,6 +39,9 @@ struct Entry {
     /// Requests posted whose replies the event stream has not yet sent. rmcp's service reads
     /// every message at once and queues its replies, so the bound is kept here.
     pending: Arc<AtomicUsize>,
+    /// The `x-session-token` the stream was opened with: every message posted to it acts for
+    /// that session, whatever it carries itself.
+    session_token: Option<HeaderValue>,
 }
 
 /// Open legacy SSE sessions by id.
@@ -87,6 +92,7 @@ impl Drop for StreamGuard {
 
 pub async fn open(State(state): State<Arc<AppState>>, request: Request) -> Response {
     let owner = key_of(request.extensions());
+    let session_token = request.headers().get(SESSION_TOKEN_HEADER).cloned();
     // The same cap as Streamable HTTP sessions, counted apart.
     let open = state.sse.open_for(&owner);
     if open >= state.sessions.max_per_key() {
@@ -108,6 +114,7 @@ pub async fn open(State(state): State<Arc<AppState>>, request: Request) -> Respo
             owner,
             to_server,
             pending: pending.clone(),
+            session_token,
         };
         map.insert(id.clone(), entry);
     }
@@ -180,7 +187,30 @@ pub async fn message(
             "no open SSE session with this id; open GET /sse first",
         );
     };
-    let (parts, body) = request.into_parts();
+    let (mut parts, body) = request.into_parts();
+    // The stream's session token is pinned: a message naming another session (in its header
+    // here, or as `_sessionToken`, which then differs from the pinned header) is refused.
+    let posted = parts.headers.get(SESSION_TOKEN_HEADER);
+    let same = match (posted, &session.session_token) {
+        (None, _) => true,
+        (Some(p), Some(pinned)) => crate::auth::secrets_equal(
+            &String::from_utf8_lossy(p.as_bytes()),
+            &String::from_utf8_lossy(pinned.as_bytes()),
+        ),
+        (Some(_), None) => false,
+    };
+    if !same {
+        return json_error(
+            StatusCode::FORBIDDEN,
+            "SESSION_TOKEN_MISMATCH",
+            "this message's x-session-token differs from the one its SSE stream was opened \
+             with; a stream acts for one user session: open another stream for another session",
+        );
+    }
+    parts.headers.remove(SESSION_TOKEN_HEADER);
+    if let Some(pinned) = &session.session_token {
+        parts.headers.insert(SESSION_TOKEN_HEADER, pinned.clone());
+    }
     let bytes: Bytes = match axum::body::to_bytes(body, state.max_body_bytes).await {
         Ok(b) => b,
         Err(_) => {

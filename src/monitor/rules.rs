@@ -104,7 +104,8 @@ pub struct RuleSpec {
     /// Matches once the session's `toolCallCount` is above this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     max_tool_calls: Option<u64>,
-    /// Matches once the session made more than this many calls in the last 60 seconds.
+    /// Matches once the session, or the API key or user session behind it (apigate's
+    /// session ids name both), made more than this many calls in the last 60 seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     max_calls_per_minute: Option<u32>,
 }
@@ -140,7 +141,8 @@ pub struct CallFacts<'a> {
     pub args: &'a Value,
     /// `sessionStats.toolCallCount` of the event.
     pub tool_call_count: u64,
-    /// Calls of this session in the last 60 s, this one included.
+    /// Calls in the last 60 s, this one included: the most of this session's, its key's and
+    /// its user session's.
     pub calls_last_minute: u32,
 }
 

@@ -12,24 +12,29 @@ use sha2::{Digest, Sha256};
 ///
 /// | validated | id |
 /// |---|---|
+/// | key + user session + MCP session | `key-<16 hex>/session-<uuid>/mcp-<16 hex>` |
 /// | key + MCP session | `key-<16 hex>/mcp-<16 hex>` (a SHA-256 of the MCP session id: the id itself is a credential of the session and stays out of the monitor) |
 /// | key + user session | `key-<16 hex>/session-<uuid>` |
 /// | key only (stateless, dev) | `key-<16 hex>` |
 /// | MCP session only (stdio) | `mcp-<16 hex>` |
 /// | nothing | `anonymous` |
 ///
-/// `key_fingerprint` is [`crate::mcp::fingerprint`] of the key; the MCP session wins over the
-/// user session when both are known.
+/// `key_fingerprint` is [`crate::mcp::fingerprint`] of the key. The monitor counts its rate rules
+/// per id and also per key and per user session, read from these segments.
 pub fn monitor_session_id(
     key_fingerprint: Option<&str>,
     mcp_session: Option<&str>,
     user_session: Option<uuid::Uuid>,
 ) -> String {
     let session = match (mcp_session, user_session) {
-        (Some(mcp), _) => Some(format!(
-            "mcp-{}",
-            &hex::encode(Sha256::digest(mcp.as_bytes()))[..16]
-        )),
+        (Some(mcp), user) => {
+            let mcp = format!("mcp-{}", &hex::encode(Sha256::digest(mcp.as_bytes()))[..16]);
+            Some(match user {
+                // Both: the monitor counts rate rules per user session as well.
+                Some(user) => format!("session-{user}/{mcp}"),
+                None => mcp,
+            })
+        }
         (None, Some(user)) => Some(format!("session-{user}")),
         (None, None) => None,
     };
@@ -50,16 +55,17 @@ mod tests {
         let key = crate::mcp::fingerprint("test-key");
         let user = uuid::Uuid::new_v4();
         let both = monitor_session_id(Some(&key), Some("5f1c-session"), Some(user));
-        assert!(both.starts_with(&format!("{key}/mcp-")), "{both}");
+        assert!(
+            both.starts_with(&format!("{key}/session-{user}/mcp-")),
+            "{both}"
+        );
         assert!(
             !both.contains("5f1c-session"),
             "the MCP session id leaked: {both}"
         );
-        assert_eq!(
-            both,
-            monitor_session_id(Some(&key), Some("5f1c-session"), None),
-            "stable whatever the user session"
-        );
+        let mcp_only = monitor_session_id(Some(&key), Some("5f1c-session"), None);
+        assert!(mcp_only.starts_with(&format!("{key}/mcp-")), "{mcp_only}");
+        assert!(both.ends_with(&mcp_only[key.len()..]), "{both} {mcp_only}");
         assert_ne!(
             both,
             monitor_session_id(

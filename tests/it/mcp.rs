@@ -1,12 +1,10 @@
 //! The MCP server end to end: the real HTTP server, rmcp's client over Streamable HTTP
 //! (stateful and stateless), legacy SSE and stdio, against a recording upstream.
 
-use futures::StreamExt;
 use rmcp::ServiceExt;
-use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use serde_json::{Value, json};
 
-use crate::support::{KEY, Server, Upstream, call, engine_args, spec_path};
+use crate::support::{KEY, Server, Upstream, call, engine_args, spec_path, sse_client};
 
 async fn petstore_server(upstream: &Upstream, stateless: bool) -> Server {
     Server::start(
@@ -114,80 +112,11 @@ async fn streamable_http_stateless_chain() {
     client.cancel().await.unwrap();
 }
 
-/// An rmcp client over the legacy HTTP+SSE transport: GET /sse, POST /message.
-async fn sse_client(
-    server: &Server,
-) -> rmcp::service::RunningService<rmcp::service::RoleClient, ()> {
-    let http = reqwest::Client::new();
-    let response = http
-        .get(server.url("/sse"))
-        .header("x-api-key", KEY)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    let mut bytes = response.bytes_stream();
-    let (tx, rx) = futures::channel::mpsc::unbounded::<(String, String)>();
-    tokio::spawn(async move {
-        let mut buf = String::new();
-        while let Some(Ok(chunk)) = bytes.next().await {
-            buf.push_str(&String::from_utf8_lossy(&chunk));
-            while let Some(end) = buf.find("\n\n") {
-                let block: String = buf.drain(..end + 2).collect();
-                let mut event = "message".to_string();
-                let mut data = String::new();
-                for line in block.lines() {
-                    if let Some(e) = line.strip_prefix("event:") {
-                        event = e.trim().to_string();
-                    } else if let Some(d) = line.strip_prefix("data:") {
-                        data.push_str(d.trim_start());
-                    }
-                }
-                if !data.is_empty() && tx.unbounded_send((event, data)).is_err() {
-                    return;
-                }
-            }
-        }
-    });
-    let mut rx = rx;
-    let (event, endpoint) = rx.next().await.unwrap();
-    assert_eq!(event, "endpoint");
-    assert!(endpoint.starts_with("/message?sessionId="), "{endpoint}");
-    let post_url = server.url(&endpoint);
-    let stream = rx.filter_map(|(event, data)| async move {
-        (event == "message")
-            .then(|| serde_json::from_str::<ServerJsonRpcMessage>(&data).ok())
-            .flatten()
-    });
-    let sink = futures::sink::unfold(
-        (http, post_url),
-        |(http, url), msg: ClientJsonRpcMessage| async move {
-            let r = http
-                .post(&url)
-                .header("x-api-key", KEY)
-                .json(&msg)
-                .send()
-                .await
-                .map_err(std::io::Error::other)?;
-            if r.status() != 202 {
-                return Err(std::io::Error::other(format!(
-                    "POST /message answered {}",
-                    r.status()
-                )));
-            }
-            Ok::<_, std::io::Error>((http, url))
-        },
-    );
-    ().serve((Box::pin(sink), Box::pin(stream)))
-        .await
-        .expect("SSE client initializes")
-}
-
 #[tokio::test]
 async fn legacy_sse_chain() {
     let upstream = Upstream::start().await;
     let server = petstore_server(&upstream, false).await;
-    let client = sse_client(&server).await;
+    let client = sse_client(&server.url(""), &[("x-api-key", KEY)]).await;
     discover_schema_execute(&client, &upstream).await;
     client.cancel().await.unwrap();
     // Unknown sessions and malformed messages get clear answers.

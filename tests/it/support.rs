@@ -121,6 +121,98 @@ pub async fn mcp_client(url: &str, headers: &[(&str, &str)]) -> RunningService<R
     ().serve(transport).await.expect("MCP client connects")
 }
 
+/// An rmcp client over the legacy HTTP+SSE transport of the server at `base`: `GET /sse` and
+/// every `POST /message` send `headers`.
+pub async fn sse_client(base: &str, headers: &[(&str, &str)]) -> RunningService<RoleClient, ()> {
+    sse_client_with(base, headers, headers).await
+}
+
+/// [`sse_client`] sending `stream_headers` with `GET /sse` and `message_headers` with each
+/// `POST /message`.
+pub async fn sse_client_with(
+    base: &str,
+    stream_headers: &[(&str, &str)],
+    message_headers: &[(&str, &str)],
+) -> RunningService<RoleClient, ()> {
+    use futures::StreamExt;
+    use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+
+    let client_with = |headers: &[(&str, &str)]| {
+        let mut header_map = reqwest::header::HeaderMap::new();
+        for (name, value) in headers {
+            header_map.insert(
+                reqwest::header::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                reqwest::header::HeaderValue::from_str(value).unwrap(),
+            );
+        }
+        reqwest::Client::builder()
+            .default_headers(header_map)
+            .build()
+            .unwrap()
+    };
+    let http = client_with(message_headers);
+    let response = client_with(stream_headers)
+        .get(format!("{base}/sse"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let mut bytes = response.bytes_stream();
+    let (tx, rx) = futures::channel::mpsc::unbounded::<(String, String)>();
+    tokio::spawn(async move {
+        let mut buf = String::new();
+        while let Some(Ok(chunk)) = bytes.next().await {
+            buf.push_str(&String::from_utf8_lossy(&chunk));
+            while let Some(end) = buf.find("\n\n") {
+                let block: String = buf.drain(..end + 2).collect();
+                let mut event = "message".to_string();
+                let mut data = String::new();
+                for line in block.lines() {
+                    if let Some(e) = line.strip_prefix("event:") {
+                        event = e.trim().to_string();
+                    } else if let Some(d) = line.strip_prefix("data:") {
+                        data.push_str(d.trim_start());
+                    }
+                }
+                if !data.is_empty() && tx.unbounded_send((event, data)).is_err() {
+                    return;
+                }
+            }
+        }
+    });
+    let mut rx = rx;
+    let (event, endpoint) = rx.next().await.unwrap();
+    assert_eq!(event, "endpoint");
+    assert!(endpoint.starts_with("/message?sessionId="), "{endpoint}");
+    let post_url = format!("{base}{endpoint}");
+    let stream = rx.filter_map(|(event, data)| async move {
+        (event == "message")
+            .then(|| serde_json::from_str::<ServerJsonRpcMessage>(&data).ok())
+            .flatten()
+    });
+    let sink = futures::sink::unfold(
+        (http, post_url),
+        |(http, url), msg: ClientJsonRpcMessage| async move {
+            let r = http
+                .post(&url)
+                .json(&msg)
+                .send()
+                .await
+                .map_err(std::io::Error::other)?;
+            if r.status() != 202 {
+                return Err(std::io::Error::other(format!(
+                    "POST /message answered {}",
+                    r.status()
+                )));
+            }
+            Ok::<_, std::io::Error>((http, url))
+        },
+    );
+    ().serve((Box::pin(sink), Box::pin(stream)))
+        .await
+        .expect("SSE client initializes")
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
         self.shutdown.cancel();

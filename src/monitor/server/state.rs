@@ -39,6 +39,9 @@ struct MonitorState {
     sessions: HashMap<String, SessionView>,
     pending: HashMap<String, Pending>,
     decisions: VecDeque<DecisionRecord>,
+    /// Recent `tool.pre_execute` times per key and per user session (`rate_scopes`), so a
+    /// rate rule is not reset by opening a new MCP session.
+    recent_by_scope: HashMap<String, VecDeque<Instant>>,
 }
 
 /// One received event, as the API and the page show it (the JSON as it came).
@@ -373,6 +376,10 @@ impl Shared {
             at
         };
         let id = event.session_id();
+        let scope_calls = match event {
+            Event::PreExecute { .. } => count_scopes(&mut state.recent_by_scope, id, now),
+            _ => 0,
+        };
         let session = state
             .sessions
             .entry(id.to_owned())
@@ -413,7 +420,8 @@ impl Shared {
                 {
                     session.recent_calls.pop_front();
                 }
-                per_minute = Some(u32::try_from(session.recent_calls.len()).unwrap_or(u32::MAX));
+                let own = u32::try_from(session.recent_calls.len()).unwrap_or(u32::MAX);
+                per_minute = Some(own.max(scope_calls));
             }
             Event::SessionError { error, .. } => {
                 session.errors += 1;
@@ -640,6 +648,60 @@ struct HeldCall {
     preview: Option<Value>,
     tool_call_count: u64,
     calls_last_minute: u32,
+}
+
+/// The scopes beside its own session that a call's rate counts against, from apigate's session
+/// id (`KEY/session-USER/mcp-…`, `monitor::monitor_session_id`): the key, and the user session
+/// (through any key). An id without `/` (another plugin's, or apigate's key alone) has none.
+fn rate_scopes(session_id: &str) -> Vec<String> {
+    let mut parts = session_id.split('/');
+    let (Some(key), Some(_)) = (parts.next(), parts.clone().next()) else {
+        return Vec::new();
+    };
+    let mut scopes = vec![format!("key:{key}")];
+    if let Some(user) = parts.find(|p| p.starts_with("session-")) {
+        scopes.push(format!("user:{user}"));
+    }
+    scopes
+}
+
+/// Records a call at `now` in each of its rate scopes; the most calls any of them saw in the
+/// last minute, this one included (0 with no scope). The map stays bounded.
+fn count_scopes(
+    scopes: &mut HashMap<String, VecDeque<Instant>>,
+    session_id: &str,
+    now: Instant,
+) -> u32 {
+    let minute = Duration::from_secs(60);
+    let mut most = 0usize;
+    for scope in rate_scopes(session_id) {
+        let times = scopes.entry(scope).or_default();
+        times.push_back(now);
+        while times
+            .front()
+            .is_some_and(|t| now.duration_since(*t) > minute)
+        {
+            times.pop_front();
+        }
+        most = most.max(times.len());
+    }
+    if scopes.len() > 4 * MAX_SESSIONS {
+        scopes.retain(|_, t| {
+            t.back()
+                .is_some_and(|last| now.duration_since(*last) <= minute)
+        });
+        while scopes.len() > 4 * MAX_SESSIONS {
+            let oldest = scopes
+                .iter()
+                .min_by_key(|(_, t)| t.back().copied())
+                .map(|(k, _)| k.clone());
+            match oldest {
+                Some(k) => scopes.remove(&k),
+                None => break,
+            };
+        }
+    }
+    u32::try_from(most).unwrap_or(u32::MAX)
 }
 
 fn evict_session(sessions: &mut HashMap<String, SessionView>) {
