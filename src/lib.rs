@@ -10,6 +10,7 @@ pub mod identity;
 pub mod index;
 pub mod mcp;
 pub mod monitor;
+pub(crate) mod printable;
 pub mod spec;
 pub mod store;
 pub mod tools;

@@ -27,6 +27,10 @@ use crate::store::{
 /// The `tool` of the audit rows that admin actions write.
 pub const ADMIN_AUDIT_TOOL: &str = "admin";
 
+/// The `operation` of the audit row of a request the admin API turned away before any action
+/// (no key, a wrong secret, a key without `apigate.admin`, rate-limited).
+pub(crate) const ADMIN_ACCESS: &str = "admin.access";
+
 /// How long a session lives unless its creator says otherwise.
 pub const DEFAULT_SESSION_TTL_MINUTES: u32 = 120;
 /// The longest session TTL accepted (30 days).
@@ -52,6 +56,14 @@ pub enum AdminError {
          hand out features it holds itself, directly or through roles)"
     )]
     BeyondOwn { missing: String },
+    #[error(
+        "permission denied: the role `{role}` holds `{missing}`, which the caller does not hold; \
+         only a caller holding every feature of a role, before and after the change, may \
+         change it (its members hold them all)"
+    )]
+    RoleBeyondOwn { role: String, missing: String },
+    #[error("{0}")]
+    Conflict(String),
     #[error("the database is unavailable: {0}")]
     Unavailable(String),
     #[error("internal error; see the server log")]
@@ -486,6 +498,7 @@ impl Admin {
                 "a key needs a name of 1 to 100 characters".into(),
             ));
         }
+        printable_id("name", name)?;
         self.may_change(KEY_CREATE, || None).await?;
         let features = clean_features(&req.features)?;
         let roles = self.checked_roles(&req.roles).await?;
@@ -587,10 +600,24 @@ impl Admin {
     pub async fn create_session(&self, req: NewSession) -> Result<CreatedSession, AdminError> {
         self.may_change(SESSION_CREATE, || None).await?;
         let user_id = req.user_id.trim();
-        if user_id.is_empty() || user_id.chars().count() > 200 {
-            return Err(AdminError::Invalid(
-                "a session needs a userId of 1 to 200 characters".into(),
-            ));
+        if user_id.is_empty() || user_id.chars().count() > MAX_ID_CHARS {
+            return Err(AdminError::Invalid(format!(
+                "a session needs a userId of 1 to {MAX_ID_CHARS} characters"
+            )));
+        }
+        printable_id("userId", user_id)?;
+        for (field, value) in [
+            ("tenantId", req.tenant_id.as_deref()),
+            ("organizationId", req.organization_id.as_deref()),
+        ] {
+            if let Some(v) = non_blank(value) {
+                if v.chars().count() > MAX_ID_CHARS {
+                    return Err(AdminError::Invalid(format!(
+                        "{field} is too long: at most {MAX_ID_CHARS} characters"
+                    )));
+                }
+                printable_id(field, v)?;
+            }
         }
         let ttl = req.ttl_minutes.unwrap_or(DEFAULT_SESSION_TTL_MINUTES);
         if ttl == 0 || ttl > MAX_SESSION_TTL_MINUTES {
@@ -769,19 +796,45 @@ impl Admin {
             ))
         };
         self.may_change(ROLE_SET, target).await?;
-        let valid_name = !name.is_empty()
-            && name.len() <= 100
-            && name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"._-:".contains(&b));
-        if !valid_name {
-            return Err(AdminError::Invalid(format!(
-                "invalid role name {name:?}: use 1 to 100 letters, digits, `.`, `_`, `-`, `:`"
-            )));
+        if !valid_role_name(name) {
+            return Err(invalid_role_name(name));
         }
         let features = clean_features(features)?;
+        // Every key and session holding the role holds its features: the actor must hold
+        // what the role grants now (or it could take them away from others: `super []`) and
+        // what it will grant (or it could hand them out).
+        let before = self
+            .store
+            .list_roles()
+            .await?
+            .into_iter()
+            .find(|r| r.name == name)
+            .map(|r| r.features);
+        if let Some(missing) = before.as_deref().and_then(|b| {
+            self.actor
+                .features
+                .first_uncovered(b.iter().map(String::as_str))
+        }) {
+            let e = AdminError::RoleBeyondOwn {
+                role: name.to_string(),
+                missing: missing.to_string(),
+            };
+            tracing::warn!(actor = %self.actor.label, role = name, missing,
+                "admin action refused: the role holds a feature the caller lacks");
+            self.record(ROLE_SET, target(), Some(&e)).await;
+            return Err(e);
+        }
         self.may_grant(ROLE_SET, target(), &features, &[]).await?;
-        let role = self.store.upsert_role(name, &features).await?;
+        // Written only if the role is still what was checked.
+        let Some(role) = self
+            .store
+            .replace_role(name, before.as_deref(), &features)
+            .await?
+        else {
+            return Err(AdminError::Conflict(format!(
+                "the role {name:?} changed while this request was checked; read it again and retry"
+            )));
+        };
         if let Some(c) = &self.caches {
             c.flush();
         }
@@ -795,6 +848,9 @@ impl Admin {
 
     async fn checked_roles(&self, roles: &[String]) -> Result<Vec<String>, AdminError> {
         let roles = dedup(roles);
+        if let Some(bad) = roles.iter().find(|r| !valid_role_name(r)) {
+            return Err(invalid_role_name(bad));
+        }
         let missing = self.store.missing_roles(&roles).await?;
         if !missing.is_empty() {
             return Err(AdminError::Invalid(format!(
@@ -846,6 +902,36 @@ fn bad_cursor(c: &str) -> AdminError {
     let shown: String = c.chars().take(40).collect();
     AdminError::Invalid(format!(
         "cursor {shown:?} is not one this server returned: pass `nextCursor` from the previous page"
+    ))
+}
+
+/// The longest user, tenant or organization id accepted.
+pub const MAX_ID_CHARS: usize = 200;
+
+/// Refuses an id that would print as something else (control characters, bidirectional
+/// overrides): it reaches the audit log and the operator's terminal.
+fn printable_id(field: &str, value: &str) -> Result<(), AdminError> {
+    if crate::printable::has_unprintable(value) {
+        return Err(AdminError::Invalid(format!(
+            "{field} contains a control character (a line break, tab, escape or bidirectional \
+             control); use printable text"
+        )));
+    }
+    Ok(())
+}
+
+fn valid_role_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 100
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-:".contains(&b))
+}
+
+fn invalid_role_name(name: &str) -> AdminError {
+    AdminError::Invalid(format!(
+        "invalid role name {:?}: use 1 to 100 letters, digits, `.`, `_`, `-`, `:`",
+        crate::printable::cell(name, 100)
     ))
 }
 

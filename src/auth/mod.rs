@@ -8,6 +8,7 @@
 
 mod admin;
 mod audit;
+mod audit_budget;
 mod features;
 mod rate;
 pub mod sealed;
@@ -45,6 +46,7 @@ use crate::store::{
     AuditEntry, Decision, Heard, Invalidation, InvalidationListener, KeyRow, Store, StoreError,
 };
 use audit::AuditWriter;
+use audit_budget::AuditBudget;
 use rate::{Limiter, Source, Subject};
 use sealed::SecretKeys;
 use session_upstream::SessionUpstream;
@@ -498,6 +500,8 @@ struct Inner {
     /// Deletes expired sessions' upstream credentials every [`PURGE_EVERY`].
     purger: JoinHandle<()>,
     audit: AuditWriter,
+    /// Bounds the refused-call rows one caller can write.
+    audit_budget: AuditBudget,
     keys: Option<Arc<SecretKeys>>,
 }
 
@@ -570,6 +574,7 @@ impl Auth {
                 listener: task,
                 purger: tokio::spawn(purge_expired_credentials(store.clone())),
                 audit: AuditWriter::start(store.clone()),
+                audit_budget: AuditBudget::new(),
                 keys: cfg.secret_keys,
             }),
         })
@@ -915,18 +920,81 @@ impl Auth {
 
     /// Takes one call from the key's bucket and, with a session, the session's bucket.
     pub fn check_rate(&self, principal: &Principal) -> Result<(), AuthError> {
+        self.take(&principal.rate_subjects())
+    }
+
+    /// Takes one call from the bucket of the principal's key only (a tool call does this
+    /// before its session is checked, so a failed session check spends the key's budget).
+    pub fn check_key_rate(&self, principal: &Principal) -> Result<(), AuthError> {
+        let mut subjects = principal.rate_subjects();
+        subjects.retain(|s| matches!(s, Subject::Key(_)));
+        self.take(&subjects)
+    }
+
+    /// Takes one call from the principal's session bucket, if it has a session.
+    pub fn check_session_rate(&self, principal: &Principal) -> Result<(), AuthError> {
+        let mut subjects = principal.rate_subjects();
+        subjects.retain(|s| matches!(s, Subject::Session(_)));
+        self.take(&subjects)
+    }
+
+    fn take(&self, subjects: &[Subject]) -> Result<(), AuthError> {
         self.inner
             .limiter
-            .take(&principal.rate_subjects())
+            .take(subjects)
             .map_err(|wait| AuthError::RateLimited {
                 retry_after_ms: millis(wait),
             })
     }
 
     /// Writes one audit row. Never fails the call: while the database is unreachable the row
-    /// is held in memory and written when it is back (`auth/audit.rs`).
+    /// is held in memory and written when it is back (`auth/audit.rs`). Rows of refused calls
+    /// are bounded per caller (`auth/audit_budget.rs`): beyond the budget they are counted
+    /// and summarised instead of written one by one.
     pub async fn record_audit(&self, entry: AuditEntry) {
-        self.inner.audit.record(entry).await;
+        for row in self.inner.audit_budget.admit(entry) {
+            self.inner.audit.record(row).await;
+        }
+    }
+
+    /// Records a request the admin API turned away: by `key` when it was verified (but lacks
+    /// [`ADMIN_FEATURE`] or is rate-limited), else by nobody, naming the public id of the key
+    /// presented when it has a key's shape (never any part of its secret). `route` is the
+    /// route template, `code` the refusal's code. Bounded like every refusal
+    /// (`auth/audit_budget.rs`): per key, and for all unauthenticated callers together.
+    pub async fn record_admin_refusal(
+        &self,
+        key: Option<&KeyPrincipal>,
+        presented: &str,
+        method: &str,
+        route: Option<&str>,
+        code: &str,
+    ) {
+        let target = match key {
+            Some(_) => None,
+            None => secrets::parse_key(presented).map(|(public_id, _)| format!("key:{public_id}")),
+        };
+        let entry = AuditEntry {
+            key_id: key.and_then(|k| k.key_id),
+            session_id: None,
+            user_id: None,
+            tenant_id: None,
+            organization_id: None,
+            credential_sources: Vec::new(),
+            tool: ADMIN_AUDIT_TOOL.into(),
+            actor: key.map(KeyPrincipal::label),
+            target,
+            operation: Some(admin::ADMIN_ACCESS.into()),
+            method: Some(method.to_string()),
+            path: route.map(str::to_string),
+            decision: Decision::Denied,
+            upstream_status: None,
+            duration_ms: 0,
+            error_code: Some(code.to_string()),
+            at: Utc::now(),
+            call_id: Uuid::new_v4(),
+        };
+        self.record_audit(entry).await;
     }
 
     /// At shutdown: waits up to `limit` for held audit rows to be written; returns how many

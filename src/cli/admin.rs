@@ -12,6 +12,7 @@ use crate::auth::session_upstream::{HeaderArg, UpstreamInput};
 use crate::auth::{
     Admin, AuditPage, AuditQuery, NewKey, NewSession, SessionPage, SessionQuery, SessionRef,
 };
+use crate::printable;
 use crate::store::{Store, describe_target};
 
 /// Where the database is.
@@ -618,10 +619,20 @@ fn yes_no(b: bool) -> String {
     if b { "yes" } else { "no" }.into()
 }
 
-/// Left-aligned columns separated by two spaces.
+/// Left-aligned columns separated by two spaces. Every cell is printed through
+/// [`printable::cell`]: control characters escaped (a value cannot start a row of its own or
+/// drive the terminal) and at most [`printable::MAX_CELL`] characters wide.
 fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            r.iter()
+                .map(|c| printable::cell(c, printable::MAX_CELL))
+                .collect()
+        })
+        .collect();
     let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
-    for row in rows {
+    for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
         }
@@ -637,7 +648,7 @@ fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
         out.push('\n');
     };
     line(&mut headers.iter().copied());
-    for row in rows {
+    for row in &rows {
         line(&mut row.iter().map(String::as_str));
     }
     out
@@ -766,5 +777,18 @@ mod tests {
     fn tables_align() {
         let t = table(&["A", "BB"], &[vec!["xxx".into(), "y".into()]]);
         assert_eq!(t, "A    BB\nxxx  y\n");
+    }
+
+    #[test]
+    fn table_cells_are_escaped_and_capped() {
+        let huge = "n".repeat(1_000_000);
+        let t = table(
+            &["A", "B"],
+            &[vec!["x\n2026-01-01  forged\x1b[2J".into(), huge]],
+        );
+        assert_eq!(t.lines().count(), 2, "{t}");
+        assert!(!t.contains('\x1b'));
+        assert!(t.contains("x\\n2026-01-01  forged\\x1b[2J"));
+        assert!(t.lines().all(|l| l.chars().count() < 300));
     }
 }

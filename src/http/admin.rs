@@ -6,7 +6,7 @@
 //! `{error, code}`.
 
 use axum::extract::rejection::{JsonRejection, QueryRejection};
-use axum::extract::{Path, Query, Request, State};
+use axum::extract::{MatchedPath, Path, Query, Request, State};
 use axum::handler::Handler;
 use axum::http::Method;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -156,9 +156,10 @@ impl From<AdminError> for ApiError {
         let (status, code) = match &e {
             AdminError::Invalid(_) => (StatusCode::BAD_REQUEST, "INVALID_ARGUMENTS"),
             AdminError::NotFound(_) => (StatusCode::NOT_FOUND, "NOT_FOUND"),
-            AdminError::ReadOnly { .. } | AdminError::BeyondOwn { .. } => {
-                (StatusCode::FORBIDDEN, "FORBIDDEN")
-            }
+            AdminError::ReadOnly { .. }
+            | AdminError::BeyondOwn { .. }
+            | AdminError::RoleBeyondOwn { .. } => (StatusCode::FORBIDDEN, "FORBIDDEN"),
+            AdminError::Conflict(_) => (StatusCode::CONFLICT, "CONFLICT"),
             AdminError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "UNAVAILABLE"),
             AdminError::Internal => (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL"),
         };
@@ -171,7 +172,7 @@ impl From<AdminError> for ApiError {
             AdminError::ReadOnly { .. } => {
                 error.details.insert("readOnly".into(), true.into());
             }
-            AdminError::BeyondOwn { missing } => {
+            AdminError::BeyondOwn { missing } | AdminError::RoleBeyondOwn { missing, .. } => {
                 error.details.insert("missing".into(), missing.into());
             }
             _ => {}
@@ -203,18 +204,30 @@ async fn require_admin(
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
     let source = super::guard::peer_ip(req.extensions());
+    // Every refusal is audited (bounded per key, and for unauthenticated callers together).
+    let method = req.method().to_string();
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().to_string());
+    let refuse = async |key: Option<&KeyPrincipal>, e: AuthError| {
+        let error = ApiError::from(e);
+        auth.record_admin_refusal(key, presented, &method, route.as_deref(), error.code)
+            .await;
+        error.into_response()
+    };
     let key = match auth.authenticate_key_from(presented, source).await {
         Ok(k) => k,
-        Err(e) => return ApiError::from(e).into_response(),
+        Err(e) => return refuse(None, e).await,
     };
     if !key.features.allows(ADMIN_FEATURE) {
-        return ApiError::from(AuthError::Forbidden {
+        let e = AuthError::Forbidden {
             missing: ADMIN_FEATURE.into(),
-        })
-        .into_response();
+        };
+        return refuse(Some(&key), e).await;
     }
     if let Err(e) = auth.check_rate(&key.principal()) {
-        return ApiError::from(e).into_response();
+        return refuse(Some(&key), e).await;
     }
     req.extensions_mut().insert(key);
     let mut resp = next.run(req).await;

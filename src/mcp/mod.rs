@@ -58,7 +58,8 @@ pub fn call_tool_result(tool: &str, result: crate::tools::ToolResult) -> CallToo
             result
         }
         Err(error) => {
-            tracing::info!(tool = %tool, code = error.code.as_str(), "tool call failed");
+            // The name is the agent's: escaped and cut, like every outside text in a log.
+            tracing::info!(tool = %crate::printable::cell(tool, 64), code = error.code.as_str(), "tool call failed");
             CallToolResult::structured_error(error.to_json())
         }
     }

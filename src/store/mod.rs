@@ -346,23 +346,30 @@ impl Store {
 
     // ---- roles ------------------------------------------------------------------------------
 
-    /// Creates or replaces a role and announces the change.
-    pub(crate) async fn upsert_role(
+    /// Creates a role (`before` = `None`: only if there is none) or replaces its features (only
+    /// if they still are `before`), and announces the change. `None` when the role was not
+    /// what the caller checked (changed or created meanwhile): nothing was written.
+    pub(crate) async fn replace_role(
         &self,
         name: &str,
+        before: Option<&[String]>,
         features: &[String],
-    ) -> Result<RoleRow, StoreError> {
+    ) -> Result<Option<RoleRow>, StoreError> {
         let mut tx = self.pool.begin().await?;
         let row = sqlx::query_as::<_, RoleRow>(
             "INSERT INTO roles (name, features) VALUES ($1, $2) \
              ON CONFLICT (name) DO UPDATE SET features = EXCLUDED.features, updated_at = now() \
+             WHERE roles.features = $3::text[] \
              RETURNING name, features, created_at, updated_at",
         )
         .bind(name)
         .bind(features)
-        .fetch_one(&mut *tx)
+        .bind(before)
+        .fetch_optional(&mut *tx)
         .await?;
-        notify(&mut tx, &Invalidation::Roles).await?;
+        if row.is_some() {
+            notify(&mut tx, &Invalidation::Roles).await?;
+        }
         tx.commit().await?;
         Ok(row)
     }

@@ -28,6 +28,9 @@ use crate::upstream::Upstream;
 pub use error::{Code, ToolError};
 pub use ops::{Planned, Prepared};
 
+/// The audit log's and the metrics' name for a tool that is not one of the three.
+pub const UNKNOWN_TOOL: &str = "unknown";
+
 /// Whose permissions a call runs with.
 // One per engine, built once: boxing the principal would save nothing.
 #[allow(clippy::large_enum_variant)]
@@ -155,7 +158,12 @@ impl Engine {
         // Never let a session token travel further than this point.
         let token = take_session_token(&mut args);
         let mut trace = Trace::default();
-        let principal = self.principal(caller, token).await;
+        // The key's rate limit is spent before the session is checked, so calls with a
+        // missing or wrong session token are limited like any other call of the key.
+        let principal = match self.take_key_rate(caller) {
+            Ok(()) => self.principal(caller, token).await,
+            Err(e) => Err(e),
+        };
         let result = match &principal {
             Ok(p) => {
                 self.run_pipeline(caller, p, tool, args, &call_id.to_string(), &mut trace)
@@ -167,13 +175,16 @@ impl Engine {
             Ok(_) => "ok",
             Err(e) => e.code.as_str(),
         };
-        let tool_label = if defs::NAMES.contains(&tool) {
+        // A name the agent chose is never stored or printed: any name but the three is
+        // `unknown`, and the audit row says only how long it was.
+        let known = defs::NAMES.contains(&tool);
+        let tool_label = if known {
             tool.to_string()
         } else {
-            "unknown".into()
+            UNKNOWN_TOOL.into()
         };
         metrics::counter!("apigate_tool_calls_total", "tool" => tool_label.clone(), "outcome" => outcome).increment(1);
-        metrics::histogram!("apigate_tool_call_duration_seconds", "tool" => tool_label)
+        metrics::histogram!("apigate_tool_call_duration_seconds", "tool" => tool_label.clone())
             .record(started.elapsed().as_secs_f64());
         if let Some(auth) = &self.auth {
             let who = match principal {
@@ -189,7 +200,10 @@ impl Engine {
                 Err(e) if e.code.is_denial() => Decision::Denied,
                 Err(_) => Decision::Failed,
             };
-            let mut entry = who.audit_entry(tool, decision);
+            let mut entry = who.audit_entry(&tool_label, decision);
+            if !known {
+                entry.operation = Some(format!("unknown tool ({} chars)", tool.chars().count()));
+            }
             if let Some(op) = trace.operation.and_then(|i| self.spec.operations.get(i)) {
                 entry.operation = Some(op.id.clone());
                 entry.method = Some(op.method.to_string());
@@ -204,6 +218,21 @@ impl Engine {
             auth.record_audit(entry).await;
         }
         result
+    }
+
+    /// Takes one call from the bucket of the key the call comes with (the connection's key in
+    /// production, the fixed principal's otherwise), before anything else is checked.
+    fn take_key_rate(&self, caller: &Caller) -> Result<(), ToolError> {
+        let Some(auth) = &self.auth else {
+            return Ok(());
+        };
+        match (&self.access, &caller.key) {
+            (Access::Fixed(p), _) => auth.check_key_rate(p),
+            (Access::Sessions, Some(key)) => auth.check_key_rate(&key.principal()),
+            // Refused by the session check below, which names the reason.
+            (Access::Sessions, None) => Ok(()),
+        }
+        .map_err(ToolError::from)
     }
 
     /// Tier 2: the principal this call runs as.
@@ -271,9 +300,10 @@ impl Engine {
         }
         // 2. Permissions for the tool.
         principal.may_use_tool(tool).map_err(ToolError::from)?;
-        // 3. Rate limit.
+        // 3. Rate limit (the session's; the key's was taken before the session check).
         if let Some(auth) = &self.auth {
-            auth.check_rate(principal).map_err(ToolError::from)?;
+            auth.check_session_rate(principal)
+                .map_err(ToolError::from)?;
         }
         // 4. The operation's permission; validate the arguments and build the request.
         let prepared = ops::prepare(self, principal, parsed?)?;
