@@ -98,6 +98,7 @@ pub fn start(
             Ok(()) => {
                 tracing::info!(
                     operations = index.len(),
+                    model = %embedder.id(),
                     "ranker: hybrid (operation vectors loaded from disk)"
                 );
                 // The first forward pass is several times slower than the next ones (buffers,
@@ -117,8 +118,10 @@ pub fn start(
     }
     tracing::info!(
         operations = index.len(),
+        model = %embedder.id(),
         "ranker: lexical until the operations are embedded in the background"
     );
+    index.expect_dense(embedder.id());
     let spawned = std::thread::Builder::new()
         .name("apigate-embed".into())
         .spawn(move || embed_in_background(&index, embedder, &dirs));
@@ -151,6 +154,7 @@ fn embed_in_background(index: &Index, embedder: Arc<Embedder>, dirs: &VectorDirs
     match index.enable_dense(embedder, vectors) {
         Ok(()) => tracing::info!(
             operations = total,
+            model = %index.model().map(|m| m.to_string()).unwrap_or_default(),
             seconds = format!("{:.1}", started.elapsed().as_secs_f64()),
             "ranker: hybrid (operations embedded)"
         ),

@@ -50,6 +50,19 @@ pub enum EmbedError {
     Vectors(#[from] super::VectorError),
 }
 
+/// A model's name (its folder's) and the hash of its files.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ModelId {
+    pub name: String,
+    pub hash: String,
+}
+
+impl std::fmt::Display for ModelId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.name, self.hash)
+    }
+}
+
 /// A loaded model. `Send + Sync`: one per process, shared by the background indexer and
 /// every query.
 pub struct Embedder {
@@ -58,6 +71,7 @@ pub struct Embedder {
     device: Device,
     dim: usize,
     hash: String,
+    name: String,
     queries: moka::sync::Cache<String, Arc<[f32]>>,
 }
 
@@ -65,6 +79,7 @@ impl std::fmt::Debug for Embedder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Embedder")
             .field("dim", &self.dim)
+            .field("name", &self.name)
             .field("hash", &self.hash)
             .finish()
     }
@@ -115,6 +130,9 @@ impl Embedder {
             device,
             dim: config.hidden_size,
             hash,
+            name: dir
+                .file_name()
+                .map_or_else(|| "model".into(), |n| n.to_string_lossy().into_owned()),
             queries: moka::sync::Cache::builder()
                 .max_capacity(QUERY_CACHE_BYTES)
                 .weigher(|key: &String, v: &Arc<[f32]>| {
@@ -132,6 +150,19 @@ impl Embedder {
     /// A short hash of the model's files: vectors from another model are never reused.
     pub fn hash(&self) -> &str {
         &self.hash
+    }
+
+    /// The model folder's name (`minilm-api` for the shipped model).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Which model this is, as `/health`, the start-up line and `apigate eval` name it.
+    pub fn id(&self) -> ModelId {
+        ModelId {
+            name: self.name.clone(),
+            hash: self.hash.clone(),
+        }
     }
 
     /// Unit vectors for `texts`, in one forward pass padded to the longest input.
