@@ -12,6 +12,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
 use crate::index::background::{self, VectorDirs};
+use crate::index::embed::ModelFiles;
 use crate::index::{Embedder, Index, Ranker};
 use crate::spec::Spec;
 
@@ -130,13 +131,7 @@ impl RankingArgs {
             return Ok(None);
         };
         let started = Instant::now();
-        let embedder = Embedder::load(&dir).with_context(|| {
-            if self.embedding_model.is_some() {
-                "--embedding-model".to_string()
-            } else {
-                format!("the shipped model in {}", dir.display())
-            }
-        })?;
+        let embedder = Embedder::load(&dir).with_context(|| self.model_origin(&dir))?;
         tracing::info!(
             dir = %dir.display(),
             model = %embedder.id(),
@@ -144,6 +139,15 @@ impl RankingArgs {
             "embedding model loaded"
         );
         Ok(Some(Arc::new(embedder)))
+    }
+
+    /// What an error about the model folder `dir` names it as.
+    fn model_origin(&self, dir: &Path) -> String {
+        if self.embedding_model.is_some() {
+            "--embedding-model".to_string()
+        } else {
+            format!("the shipped model in {}", dir.display())
+        }
     }
 
     pub fn dirs(&self) -> VectorDirs {
@@ -166,12 +170,16 @@ impl RankingArgs {
             ),
             _ => {}
         }
-        match self.embedder()? {
-            Some(embedder) => {
-                background::start(index.clone(), embedder, self.dirs());
-            }
-            None => tracing::info!("ranker: lexical (--ranker lexical)"),
-        }
+        let Some(dir) = self.model_dir()? else {
+            tracing::info!("ranker: lexical (--ranker lexical)");
+            return Ok(());
+        };
+        // Only the files are read now; the model is built in the background unless its
+        // vectors are on disk already.
+        let files = ModelFiles::read(&dir).with_context(|| self.model_origin(&dir))?;
+        tracing::info!(dir = %dir.display(), model = %files.id(), "embedding model found");
+        background::start(index.clone(), files, self.dirs())
+            .with_context(|| self.model_origin(&dir))?;
         Ok(())
     }
 }

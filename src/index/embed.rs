@@ -63,6 +63,64 @@ impl std::fmt::Display for ModelId {
     }
 }
 
+/// A model folder's files, read and hashed but not yet built into a model: enough to know
+/// which model it is (for the vector cache's key) before paying for [`Embedder::from_files`].
+pub struct ModelFiles {
+    weights: Vec<u8>,
+    tokenizer: Vec<u8>,
+    config: Config,
+    hash: String,
+    name: String,
+}
+
+impl ModelFiles {
+    /// Reads the files in `dir`, hashes them and parses `config.json`.
+    pub fn read(dir: &Path) -> Result<ModelFiles, EmbedError> {
+        let read = |file: &'static str| {
+            let path = dir.join(file);
+            if !path.is_file() {
+                return Err(EmbedError::Missing {
+                    dir: dir.to_path_buf(),
+                    file,
+                });
+            }
+            std::fs::read(&path).map_err(|source| EmbedError::Read { path, source })
+        };
+        let [weights, tokenizer, config] = MODEL_FILES.map(read);
+        let (weights, tokenizer, config) = (weights?, tokenizer?, config?);
+        let mut hasher = Sha256::new();
+        for data in [&weights, &tokenizer, &config] {
+            hasher.update((data.len() as u64).to_le_bytes());
+            hasher.update(data);
+        }
+        let hash = hex::encode(&hasher.finalize()[..12]);
+        let config: Config = serde_json::from_slice(&config).map_err(EmbedError::Config)?;
+        let name = dir
+            .file_name()
+            .map_or_else(|| "model".into(), |n| n.to_string_lossy().into_owned());
+        Ok(ModelFiles {
+            weights,
+            tokenizer,
+            config,
+            hash,
+            name,
+        })
+    }
+
+    /// Which model these files are.
+    pub fn id(&self) -> ModelId {
+        ModelId {
+            name: self.name.clone(),
+            hash: self.hash.clone(),
+        }
+    }
+
+    /// Length of the vectors the model makes.
+    pub fn dim(&self) -> usize {
+        self.config.hidden_size
+    }
+}
+
 /// A loaded model. `Send + Sync`: one per process, shared by the background indexer and
 /// every query.
 pub struct Embedder {
@@ -88,25 +146,18 @@ impl std::fmt::Debug for Embedder {
 impl Embedder {
     /// Loads the model in `dir`. Takes a fraction of a second (the weights are 90 MB).
     pub fn load(dir: &Path) -> Result<Embedder, EmbedError> {
-        let read = |file: &'static str| {
-            let path = dir.join(file);
-            if !path.is_file() {
-                return Err(EmbedError::Missing {
-                    dir: dir.to_path_buf(),
-                    file,
-                });
-            }
-            std::fs::read(&path).map_err(|source| EmbedError::Read { path, source })
-        };
-        let [weights, tokenizer, config] = MODEL_FILES.map(read);
-        let (weights, tokenizer, config) = (weights?, tokenizer?, config?);
-        let mut hasher = Sha256::new();
-        for data in [&weights, &tokenizer, &config] {
-            hasher.update((data.len() as u64).to_le_bytes());
-            hasher.update(data);
-        }
-        let hash = hex::encode(&hasher.finalize()[..12]);
-        let config: Config = serde_json::from_slice(&config).map_err(EmbedError::Config)?;
+        Embedder::from_files(ModelFiles::read(dir)?)
+    }
+
+    /// Builds the model from files already read (the slower half of [`Embedder::load`]).
+    pub fn from_files(files: ModelFiles) -> Result<Embedder, EmbedError> {
+        let ModelFiles {
+            weights,
+            tokenizer,
+            config,
+            hash,
+            name,
+        } = files;
         let device = Device::Cpu;
         let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &device)?;
         let model = BertModel::load(vb, &config)?;
@@ -130,9 +181,7 @@ impl Embedder {
             device,
             dim: config.hidden_size,
             hash,
-            name: dir
-                .file_name()
-                .map_or_else(|| "model".into(), |n| n.to_string_lossy().into_owned()),
+            name,
             queries: moka::sync::Cache::builder()
                 .max_capacity(QUERY_CACHE_BYTES)
                 .weigher(|key: &String, v: &Arc<[f32]>| {

@@ -111,6 +111,8 @@ fn run(command: &mut Command, owner: Option<(u32, u32)>) -> std::process::Output
 }
 
 /// A shell that waits for this process to be gone, then stops the cluster and removes `root`.
+/// Never waited for: it must outlive this process.
+#[allow(clippy::zombie_processes)]
 fn watchdog(bin: &Path, root: &Path, data: &Path, owner: Option<(u32, u32)>) {
     let script = r#"while [ -d "/proc/$1" ]; do sleep 1; done
 "$2/pg_ctl" -D "$3" -m immediate stop >/dev/null 2>&1
