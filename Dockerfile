@@ -22,10 +22,13 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --no-create-home --shell /usr/sbin/nologin apigate
 COPY --from=build /src/target/release/apigate /usr/local/bin/apigate
-# The domain-adapted embedding model (45 MB): `--embedding-model /usr/share/apigate/models/minilm-api`.
+# The domain-adapted embedding model (45 MB), which every ranking command finds here by
+# default (hybrid ranking; `--ranker lexical` opts out). Its vectors are cached in
+# /var/cache/apigate (mount a volume there to keep them across containers).
 COPY models /usr/share/apigate/models
+RUN mkdir -p /var/cache/apigate && chown apigate /var/cache/apigate
 USER apigate
-ENV RUST_LOG=info
+ENV RUST_LOG=info APIGATE_CACHE_DIR=/var/cache/apigate
 EXPOSE 3001
 HEALTHCHECK --interval=10s --timeout=5s --start-period=20s --retries=3 \
   CMD curl -fsS http://127.0.0.1:3001/health || exit 1

@@ -92,7 +92,9 @@ start_server() {
   local log="$OUT/apigate-$name.log" started port=
   started=$(date +%s.%N)
   : >"$log"
-  RUST_LOG=${APIGATE_LOG:-warn} "$BIN" dev --spec "$spec" --api-key "$KEY" --listen 127.0.0.1:0 --key-rate 0 "$@" \
+  # Lexical unless the caller says otherwise (--ranker hybrid): the background embedding
+  # pass would share the CPU with the load being measured.
+  APIGATE_RANKER=${APIGATE_RANKER:-lexical} RUST_LOG=${APIGATE_LOG:-warn} "$BIN" dev --spec "$spec" --api-key "$KEY" --listen 127.0.0.1:0 --key-rate 0 "$@" \
     >"$log" 2>&1 &
   SERVER=$!
   for _ in $(seq 1 600); do

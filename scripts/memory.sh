@@ -24,7 +24,7 @@ rankers=(lexical)
 [[ -n ${MODEL:-} ]] && rankers+=(hybrid)
 for ranker in "${rankers[@]}"; do
   flags=(--upstream "$UPSTREAM_URL" --stateless)
-  [[ $ranker == hybrid ]] && flags+=(--embedding-model "$MODEL" --cache-dir "$OUT/vectors")
+  [[ $ranker == hybrid ]] && flags+=(--ranker hybrid --embedding-model "$MODEL" --cache-dir "$OUT/vectors")
   # A hybrid server embeds its operations in the background, then ranks with them: wait for
   # that, once to fill the vector cache and then for the measured start, which loads them.
   wait_hybrid() {

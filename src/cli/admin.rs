@@ -367,6 +367,26 @@ pub async fn keys(admin: &Admin, cmd: KeysCommand) -> anyhow::Result<String> {
     }
 }
 
+/// Why `sessions create` without `--features` or `--roles` is refused, and the command that
+/// works: such a session could call no tool at all (every tool needs a feature, and a call's
+/// features are the key's intersected with the session's).
+fn no_grants(user: &str) -> String {
+    let user = if user
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "-_.@".contains(c))
+    {
+        user.to_string()
+    } else {
+        format!("'{}'", user.replace('\'', "'\\''"))
+    };
+    format!(
+        "a session with no --features and no --roles could call no tool (every tool needs a \
+         feature, e.g. apigate.discover); say what the user may do, for example:\n  \
+         apigate sessions create --user {user} --features apigate.discover,apigate.schema,apigate.execute\n\
+         (add the API's own features, e.g. billing.*, or --roles NAME from `apigate roles list`)"
+    )
+}
+
 /// Runs a `sessions` command and returns what it prints.
 pub async fn sessions(admin: &Admin, cmd: SessionsCommand) -> anyhow::Result<String> {
     match cmd {
@@ -381,6 +401,10 @@ pub async fn sessions(admin: &Admin, cmd: SessionsCommand) -> anyhow::Result<Str
             upstream_headers,
             json,
         } => {
+            let blank = |list: &[String]| list.iter().all(|v| v.trim().is_empty());
+            if blank(&features) && blank(&roles) {
+                anyhow::bail!("{}", no_grants(&user));
+            }
             let upstream =
                 (!upstream_headers.is_empty()).then(|| UpstreamInput::from_args(&upstream_headers));
             let s = admin

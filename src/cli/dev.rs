@@ -499,7 +499,8 @@ pub async fn run_dev(args: DevArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The first line a server prints: what it serves, where, and how.
+/// The first line a server prints: what it serves, where, how, and which ranker answers
+/// (with the model's name and hash).
 pub fn banner(command: &str, engine: &crate::tools::Engine, url: &str, stateless: bool) -> String {
     let title = if engine.spec.title.is_empty() {
         "API"
@@ -507,8 +508,15 @@ pub fn banner(command: &str, engine: &crate::tools::Engine, url: &str, stateless
         engine.spec.title.as_str()
     };
     let mode = if stateless { " (stateless)" } else { "" };
+    let ranking = match (engine.index.ranker(), engine.index.model()) {
+        (crate::index::Ranker::Hybrid, Some(model)) => format!("ranker: hybrid, model {model}"),
+        (_, Some(model)) => {
+            format!("ranker: lexical until model {model} has embedded the operations")
+        }
+        _ => "ranker: lexical".to_string(),
+    };
     format!(
-        "apigate {command}: {title} ({} operations) at {url}{mode}",
+        "apigate {command}: {title} ({} operations) at {url}{mode} ({ranking})",
         engine.spec.operations.len()
     )
 }

@@ -12,15 +12,25 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
 use crate::index::background::{self, VectorDirs};
-use crate::index::{Embedder, Index};
+use crate::index::embed::ModelFiles;
+use crate::index::{Embedder, Index, Ranker};
 use crate::spec::Spec;
 
-/// Semantic ranking: without a model apigate ranks lexically.
+/// Semantic ranking: hybrid (words and meaning) with the model the repository ships, unless
+/// told otherwise.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct RankingArgs {
+    /// `hybrid` ranks by words and by meaning (the default), `lexical` by words only and loads
+    /// no model; `apigate eval` also measures `dense` (meaning only).
+    #[arg(long, env = "APIGATE_RANKER", value_parser = ranker_parser())]
+    pub ranker: Option<Ranker>,
+    /// Rank by words only: the same as `--ranker lexical`.
+    #[arg(long)]
+    pub no_embedding_model: bool,
     /// A folder with the sentence-embedding model (model.safetensors, tokenizer.json,
-    /// config.json; `scripts/fetch-model.sh DIR` fetches all-MiniLM-L6-v2). With it, discovery
-    /// ranks by meaning as well as by words (hybrid).
+    /// config.json). Default: the shipped `minilm-api`, looked for beside the installed binary
+    /// (`../share/apigate/models/minilm-api`), in /usr/share/apigate/models/minilm-api, then in
+    /// the repository the binary was built from.
     #[arg(long, env = "APIGATE_EMBEDDING_MODEL", value_name = "DIR")]
     pub embedding_model: Option<PathBuf>,
     /// Where operation vectors are cached across restarts (and shared by replicas).
@@ -32,22 +42,112 @@ pub struct RankingArgs {
     pub index: Option<PathBuf>,
 }
 
+fn ranker_parser() -> impl clap::builder::TypedValueParser<Value = Ranker> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(["lexical", "dense", "hybrid"])
+        .map(|s| s.parse::<Ranker>().unwrap_or(Ranker::Hybrid))
+}
+
+/// The folder name of the model the repository ships.
+pub const SHIPPED_MODEL: &str = "minilm-api";
+
+/// Where the shipped model is looked for, in this order: beside the installed binary
+/// (`BIN/../share/apigate/models/minilm-api`, as a package or `make install` lays it out),
+/// the Docker image's /usr/share/apigate/models/minilm-api, and the repository the binary was
+/// built from (`cargo run`, and `cargo install --path .` while the checkout exists).
+pub fn shipped_model_places() -> Vec<PathBuf> {
+    let mut places = Vec::new();
+    if let Ok(exe) = std::env::current_exe()
+        && let Some(bin) = exe.parent()
+    {
+        places.push(bin.join("../share/apigate/models").join(SHIPPED_MODEL));
+    }
+    places.push(Path::new("/usr/share/apigate/models").join(SHIPPED_MODEL));
+    places.push(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("models")
+            .join(SHIPPED_MODEL),
+    );
+    places
+}
+
+/// The first of [`shipped_model_places`] that holds the model's files.
+pub fn shipped_model() -> Option<PathBuf> {
+    shipped_model_places().into_iter().find(|dir| {
+        crate::index::embed::MODEL_FILES
+            .iter()
+            .all(|f| dir.join(f).is_file())
+    })
+}
+
 impl RankingArgs {
-    /// The model, loaded now (a clear error if the folder is wrong), or `None` without
-    /// `--embedding-model`.
+    /// Words only, no model: what `--ranker lexical` gives.
+    pub fn lexical() -> RankingArgs {
+        RankingArgs {
+            ranker: Some(Ranker::Lexical),
+            ..RankingArgs::default()
+        }
+    }
+
+    /// The ranker asked for: `--no-embedding-model` is `lexical`; without `--ranker`, hybrid.
+    pub fn ranker(&self) -> Ranker {
+        if self.no_embedding_model {
+            Ranker::Lexical
+        } else {
+            self.ranker.unwrap_or(Ranker::Hybrid)
+        }
+    }
+
+    /// The model folder to load: `--embedding-model`, else the shipped one; `None` when the
+    /// ranker is lexical.
+    pub fn model_dir(&self) -> anyhow::Result<Option<PathBuf>> {
+        if self.ranker() == Ranker::Lexical {
+            return Ok(None);
+        }
+        if let Some(dir) = &self.embedding_model {
+            return Ok(Some(dir.clone()));
+        }
+        match shipped_model() {
+            Some(dir) => Ok(Some(dir)),
+            None => {
+                let places: Vec<String> = shipped_model_places()
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect();
+                anyhow::bail!(
+                    "the shipped embedding model ({SHIPPED_MODEL}) is in none of {}; give \
+                     --embedding-model DIR (a copy of the repository's models/{SHIPPED_MODEL}), \
+                     or --ranker lexical to rank by words only",
+                    places.join(", ")
+                )
+            }
+        }
+    }
+
+    /// The model, loaded now (a clear error if the folder is wrong or missing), or `None` for
+    /// the lexical ranker.
     pub fn embedder(&self) -> anyhow::Result<Option<Arc<Embedder>>> {
-        let Some(dir) = &self.embedding_model else {
+        let Some(dir) = self.model_dir()? else {
             return Ok(None);
         };
         let started = Instant::now();
-        let embedder = Embedder::load(dir).context("--embedding-model")?;
+        let embedder = Embedder::load(&dir).with_context(|| self.model_origin(&dir))?;
         tracing::info!(
             dir = %dir.display(),
-            model = embedder.hash(),
+            model = %embedder.id(),
             ms = started.elapsed().as_millis() as u64,
             "embedding model loaded"
         );
         Ok(Some(Arc::new(embedder)))
+    }
+
+    /// What an error about the model folder `dir` names it as.
+    fn model_origin(&self, dir: &Path) -> String {
+        if self.embedding_model.is_some() {
+            "--embedding-model".to_string()
+        } else {
+            format!("the shipped model in {}", dir.display())
+        }
     }
 
     pub fn dirs(&self) -> VectorDirs {
@@ -60,19 +160,26 @@ impl RankingArgs {
     /// Starts semantic ranking for `index` (at once from disk, or in the background), or says
     /// once that ranking is lexical.
     pub fn start(&self, index: &Arc<Index>) -> anyhow::Result<()> {
-        if self.index.is_some() && self.embedding_model.is_none() {
-            anyhow::bail!(
-                "--index needs --embedding-model (the same model that built it): queries are embedded too"
-            );
-        }
-        match self.embedder()? {
-            Some(embedder) => {
-                background::start(index.clone(), embedder, self.dirs());
-            }
-            None => tracing::info!(
-                "ranker: lexical (no --embedding-model; see the README's \"Semantic ranking\")"
+        match self.ranker() {
+            Ranker::Lexical if self.index.is_some() => anyhow::bail!(
+                "--index holds vectors for hybrid ranking: drop --ranker lexical \
+                 (--no-embedding-model), or drop --index"
             ),
+            Ranker::Dense => anyhow::bail!(
+                "--ranker dense is for measuring (`apigate eval`); servers rank hybrid or lexical"
+            ),
+            _ => {}
         }
+        let Some(dir) = self.model_dir()? else {
+            tracing::info!("ranker: lexical (--ranker lexical)");
+            return Ok(());
+        };
+        // Only the files are read now; the model is built in the background unless its
+        // vectors are on disk already.
+        let files = ModelFiles::read(&dir).with_context(|| self.model_origin(&dir))?;
+        tracing::info!(dir = %dir.display(), model = %files.id(), "embedding model found");
+        background::start(index.clone(), files, self.dirs())
+            .with_context(|| self.model_origin(&dir))?;
         Ok(())
     }
 }
@@ -110,9 +217,10 @@ pub struct BuildArgs {
     /// The OpenAPI document: a file path or an http(s) URL.
     #[arg(long)]
     pub spec: String,
-    /// The sentence-embedding model folder (`scripts/fetch-model.sh DIR` fetches it).
+    /// The sentence-embedding model folder. Default: the shipped `minilm-api`, found as
+    /// `dev` finds it; `serve`/`dev --index` must then use the same model.
     #[arg(long, env = "APIGATE_EMBEDDING_MODEL", value_name = "DIR")]
-    pub embedding_model: PathBuf,
+    pub embedding_model: Option<PathBuf>,
     /// The folder to write (created if needed).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
@@ -128,7 +236,12 @@ async fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     let spec = Spec::load(&args.spec).await?;
     let index = Index::build(&[&spec]).context("building the search index")?;
-    let embedder = Embedder::load(&args.embedding_model).context("--embedding-model")?;
+    let embedder = RankingArgs {
+        embedding_model: args.embedding_model.clone(),
+        ..RankingArgs::default()
+    }
+    .embedder()?
+    .context("index build needs an embedding model")?;
     let bar = progress_bar(index.len());
     let embed_started = Instant::now();
     let vectors = tokio::task::block_in_place(|| {
@@ -143,6 +256,7 @@ async fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
         "version": spec.api_version,
         "operations": index.len(),
         "model": embedder.hash(),
+        "modelName": embedder.name(),
         "dim": embedder.dim(),
         "vectors": path.file_name().map(|n| n.to_string_lossy().into_owned()),
     });
@@ -157,4 +271,55 @@ async fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
         started.elapsed().as_secs_f64()
     ))?;
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Flags {
+        #[command(flatten)]
+        ranking: RankingArgs,
+    }
+
+    fn ranker(args: &[&str]) -> Ranker {
+        let all = std::iter::once("apigate").chain(args.iter().copied());
+        Flags::try_parse_from(all).unwrap().ranking.ranker()
+    }
+
+    /// Hybrid unless told otherwise; both opt-outs mean lexical.
+    #[test]
+    fn the_ranker_is_hybrid_unless_told_otherwise() {
+        if std::env::var_os("APIGATE_RANKER").is_some() {
+            return; // The environment chose; the table below is about flags.
+        }
+        assert_eq!(ranker(&[]), Ranker::Hybrid);
+        assert_eq!(ranker(&["--ranker", "lexical"]), Ranker::Lexical);
+        assert_eq!(ranker(&["--no-embedding-model"]), Ranker::Lexical);
+        assert_eq!(ranker(&["--ranker", "dense"]), Ranker::Dense);
+        assert_eq!(ranker(&["--ranker", "hybrid"]), Ranker::Hybrid);
+        let all = ["apigate", "--ranker", "words"];
+        assert!(Flags::try_parse_from(all).is_err());
+    }
+
+    /// Run from the repository, the shipped model is found without a flag, and a lexical
+    /// ranker loads none.
+    #[test]
+    fn the_shipped_model_is_found_from_the_repository() {
+        let found = shipped_model().expect("models/minilm-api in this checkout");
+        assert!(found.ends_with("models/minilm-api"), "{}", found.display());
+        assert_eq!(RankingArgs::lexical().model_dir().unwrap(), None);
+        let given = RankingArgs {
+            embedding_model: Some(PathBuf::from("/elsewhere")),
+            ranker: Some(Ranker::Hybrid),
+            ..RankingArgs::default()
+        };
+        assert_eq!(
+            given.model_dir().unwrap(),
+            Some(PathBuf::from("/elsewhere"))
+        );
+    }
 }

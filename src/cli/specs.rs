@@ -70,10 +70,6 @@ pub struct EvalArgs {
     /// Rank every query against one index holding all specs' operations.
     #[arg(long)]
     pub pooled: bool,
-    /// Which ranker to measure; dense and hybrid need --embedding-model. Default: what the
-    /// server would use (hybrid with --embedding-model or APIGATE_EMBEDDING_MODEL, else lexical).
-    #[arg(long, value_parser = ["lexical", "dense", "hybrid"])]
-    pub ranker: Option<String>,
     /// Weight of the dense score in hybrid ranking (default: the production value).
     #[arg(long)]
     pub dense_weight: Option<f32>,
@@ -231,12 +227,8 @@ pub async fn schema(args: SchemaArgs) -> anyhow::Result<ExitCode> {
 
 pub async fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
     let mut options = crate::index::eval::Options::lexical(args.pooled);
-    options.ranker = eval_ranker(
-        args.ranker.as_deref(),
-        args.ranking.embedding_model.is_some(),
-    )
-    .parse()
-    .map_err(anyhow::Error::msg)?;
+    // What the server would use with the same flags: hybrid unless --ranker says otherwise.
+    options.ranker = args.ranking.ranker();
     if let Some(w) = args.dense_weight {
         options.tuning.dense_weight = w;
     }
@@ -253,7 +245,7 @@ pub async fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
         let embedder = args
             .ranking
             .embedder()?
-            .context("--ranker dense|hybrid needs --embedding-model DIR")?;
+            .context("--ranker dense|hybrid needs an embedding model")?;
         options.model = Some((embedder, args.ranking.dirs()));
         let bar = super::index::progress_bar(0);
         // One bar per index that has to be embedded (its vectors were not cached).
@@ -275,16 +267,6 @@ pub async fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
         super::print(&crate::index::eval::table(&report))?;
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The ranker `eval` measures: the one asked for, else the one the server would use with the
-/// same flags (hybrid when a model is given).
-fn eval_ranker(asked: Option<&str>, has_model: bool) -> &str {
-    match asked {
-        Some(r) => r,
-        None if has_model => "hybrid",
-        None => "lexical",
-    }
 }
 
 /// `api_schema`'s answer as text: the request line, the parameters and body an agent fills
@@ -407,14 +389,6 @@ fn schema_text(d: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn eval_ranks_as_the_server_would() {
-        assert_eq!(eval_ranker(None, false), "lexical");
-        assert_eq!(eval_ranker(None, true), "hybrid");
-        assert_eq!(eval_ranker(Some("lexical"), true), "lexical");
-        assert_eq!(eval_ranker(Some("dense"), true), "dense");
-    }
 
     #[test]
     fn schema_text_shows_what_a_call_needs() {

@@ -329,6 +329,9 @@ async fn health(State(state): State<Arc<AppState>>) -> Response {
             "source": crate::spec::public_name(&spec.source),
             "operations": spec.operations.len()}],
         "ranker": state.engine.index.ranker().as_str(),
+        // The model that ranks with the words (name and hash of its files), or will once the
+        // operations are embedded (`ranker` still "lexical"); null for words only.
+        "model": state.engine.index.model(),
     }))
     .into_response()
 }

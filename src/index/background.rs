@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::{EmbedError, Embedder, Index, VectorError, Vectors, vectors};
+use super::embed::ModelFiles;
+use super::{EmbedError, Embedder, Index, ModelId, VectorError, Vectors, vectors};
 
 /// Where vectors are looked for and kept.
 #[derive(Debug, Clone, Default)]
@@ -22,10 +23,16 @@ impl VectorDirs {
     /// The vectors for `index` under `embedder`, if a folder holds them. A damaged file is
     /// logged and ignored (it will be recomputed).
     pub fn load(&self, index: &Index, embedder: &Embedder) -> Option<Vectors> {
-        let key = vectors::cache_key(embedder.hash(), index.embedding_texts());
+        self.load_for(index, embedder.hash(), embedder.dim())
+    }
+
+    /// [`VectorDirs::load`] for the model whose files hash to `hash` and whose vectors have
+    /// `dim` dimensions (known before the model is built).
+    pub fn load_for(&self, index: &Index, hash: &str, dim: usize) -> Option<Vectors> {
+        let key = vectors::cache_key(hash, index.embedding_texts());
         for dir in self.prebuilt.iter().chain(&self.cache) {
             match vectors::load(dir, &key, index.len()) {
-                Ok(Some(v)) if v.dim() == embedder.dim() => return Some(v),
+                Ok(Some(v)) if v.dim() == dim => return Some(v),
                 Ok(_) => {}
                 Err(e) => tracing::warn!(error = %e, "ignoring cached vectors"),
             }
@@ -85,19 +92,23 @@ pub fn enable_now(
     Ok(index.enable_dense(embedder.clone(), vectors)?)
 }
 
-/// Makes `index` hybrid: at once when `dirs` hold its vectors (the model is then warmed up on
-/// a background thread), else after an embedding pass on a background thread. Returns that
-/// thread's handle; the server does not wait for it.
+/// Makes `index` hybrid: at once when `dirs` hold its vectors (the model is then built now and
+/// warmed up on a background thread), else after building the model and an embedding pass on
+/// a background thread, so start-up only waits for reading and hashing the model's files.
+/// Returns that thread's handle; the server does not wait for it.
 pub fn start(
     index: Arc<Index>,
-    embedder: Arc<Embedder>,
+    files: ModelFiles,
     dirs: VectorDirs,
-) -> Option<std::thread::JoinHandle<()>> {
-    if let Some(v) = dirs.load(&index, &embedder) {
+) -> Result<Option<std::thread::JoinHandle<()>>, EmbedError> {
+    let model = files.id();
+    if let Some(v) = dirs.load_for(&index, &model.hash, files.dim()) {
+        let embedder = Arc::new(Embedder::from_files(files)?);
         match index.enable_dense(embedder.clone(), v) {
             Ok(()) => {
                 tracing::info!(
                     operations = index.len(),
+                    %model,
                     "ranker: hybrid (operation vectors loaded from disk)"
                 );
                 // The first forward pass is several times slower than the next ones (buffers,
@@ -110,18 +121,45 @@ pub fn start(
                         }
                         crate::heap::release_freed();
                     });
-                return warm.ok();
+                return Ok(warm.ok());
             }
-            Err(e) => tracing::warn!(error = %e, "cached vectors do not fit; recomputing"),
+            Err(e) => {
+                tracing::warn!(error = %e, "cached vectors do not fit; recomputing");
+                return Ok(spawn_embedding(index, Ok(embedder), dirs, model));
+            }
         }
     }
+    Ok(spawn_embedding(index, Err(files), dirs, model))
+}
+
+/// Builds the model (unless built) and embeds `index` on a background thread.
+fn spawn_embedding(
+    index: Arc<Index>,
+    model_or_files: Result<Arc<Embedder>, ModelFiles>,
+    dirs: VectorDirs,
+    model: ModelId,
+) -> Option<std::thread::JoinHandle<()>> {
     tracing::info!(
         operations = index.len(),
+        %model,
         "ranker: lexical until the operations are embedded in the background"
     );
+    index.expect_dense(model);
     let spawned = std::thread::Builder::new()
         .name("apigate-embed".into())
-        .spawn(move || embed_in_background(&index, embedder, &dirs));
+        .spawn(move || {
+            let embedder = match model_or_files {
+                Ok(embedder) => embedder,
+                Err(files) => match Embedder::from_files(files) {
+                    Ok(e) => Arc::new(e),
+                    Err(e) => {
+                        tracing::error!(error = %e, "the embedding model does not load; the ranker stays lexical");
+                        return;
+                    }
+                },
+            };
+            embed_in_background(&index, embedder, &dirs)
+        });
     match spawned {
         Ok(handle) => Some(handle),
         Err(e) => {
@@ -151,6 +189,7 @@ fn embed_in_background(index: &Index, embedder: Arc<Embedder>, dirs: &VectorDirs
     match index.enable_dense(embedder, vectors) {
         Ok(()) => tracing::info!(
             operations = total,
+            model = %index.model().map(|m| m.to_string()).unwrap_or_default(),
             seconds = format!("{:.1}", started.elapsed().as_secs_f64()),
             "ranker: hybrid (operations embedded)"
         ),

@@ -50,29 +50,32 @@ pub enum EmbedError {
     Vectors(#[from] super::VectorError),
 }
 
-/// A loaded model. `Send + Sync`: one per process, shared by the background indexer and
-/// every query.
-pub struct Embedder {
-    model: BertModel,
-    tokenizer: Tokenizer,
-    device: Device,
-    dim: usize,
-    hash: String,
-    queries: moka::sync::Cache<String, Arc<[f32]>>,
+/// A model's name (its folder's) and the hash of its files.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ModelId {
+    pub name: String,
+    pub hash: String,
 }
 
-impl std::fmt::Debug for Embedder {
+impl std::fmt::Display for ModelId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Embedder")
-            .field("dim", &self.dim)
-            .field("hash", &self.hash)
-            .finish()
+        write!(f, "{} ({})", self.name, self.hash)
     }
 }
 
-impl Embedder {
-    /// Loads the model in `dir`. Takes a fraction of a second (the weights are 90 MB).
-    pub fn load(dir: &Path) -> Result<Embedder, EmbedError> {
+/// A model folder's files, read and hashed but not yet built into a model: enough to know
+/// which model it is (for the vector cache's key) before paying for [`Embedder::from_files`].
+pub struct ModelFiles {
+    weights: Vec<u8>,
+    tokenizer: Vec<u8>,
+    config: Config,
+    hash: String,
+    name: String,
+}
+
+impl ModelFiles {
+    /// Reads the files in `dir`, hashes them and parses `config.json`.
+    pub fn read(dir: &Path) -> Result<ModelFiles, EmbedError> {
         let read = |file: &'static str| {
             let path = dir.join(file);
             if !path.is_file() {
@@ -92,6 +95,69 @@ impl Embedder {
         }
         let hash = hex::encode(&hasher.finalize()[..12]);
         let config: Config = serde_json::from_slice(&config).map_err(EmbedError::Config)?;
+        let name = dir
+            .file_name()
+            .map_or_else(|| "model".into(), |n| n.to_string_lossy().into_owned());
+        Ok(ModelFiles {
+            weights,
+            tokenizer,
+            config,
+            hash,
+            name,
+        })
+    }
+
+    /// Which model these files are.
+    pub fn id(&self) -> ModelId {
+        ModelId {
+            name: self.name.clone(),
+            hash: self.hash.clone(),
+        }
+    }
+
+    /// Length of the vectors the model makes.
+    pub fn dim(&self) -> usize {
+        self.config.hidden_size
+    }
+}
+
+/// A loaded model. `Send + Sync`: one per process, shared by the background indexer and
+/// every query.
+pub struct Embedder {
+    model: BertModel,
+    tokenizer: Tokenizer,
+    device: Device,
+    dim: usize,
+    hash: String,
+    name: String,
+    queries: moka::sync::Cache<String, Arc<[f32]>>,
+}
+
+impl std::fmt::Debug for Embedder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Embedder")
+            .field("dim", &self.dim)
+            .field("name", &self.name)
+            .field("hash", &self.hash)
+            .finish()
+    }
+}
+
+impl Embedder {
+    /// Loads the model in `dir`. Takes a fraction of a second (the weights are 90 MB).
+    pub fn load(dir: &Path) -> Result<Embedder, EmbedError> {
+        Embedder::from_files(ModelFiles::read(dir)?)
+    }
+
+    /// Builds the model from files already read (the slower half of [`Embedder::load`]).
+    pub fn from_files(files: ModelFiles) -> Result<Embedder, EmbedError> {
+        let ModelFiles {
+            weights,
+            tokenizer,
+            config,
+            hash,
+            name,
+        } = files;
         let device = Device::Cpu;
         let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &device)?;
         let model = BertModel::load(vb, &config)?;
@@ -115,6 +181,7 @@ impl Embedder {
             device,
             dim: config.hidden_size,
             hash,
+            name,
             queries: moka::sync::Cache::builder()
                 .max_capacity(QUERY_CACHE_BYTES)
                 .weigher(|key: &String, v: &Arc<[f32]>| {
@@ -132,6 +199,19 @@ impl Embedder {
     /// A short hash of the model's files: vectors from another model are never reused.
     pub fn hash(&self) -> &str {
         &self.hash
+    }
+
+    /// The model folder's name (`minilm-api` for the shipped model).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Which model this is, as `/health`, the start-up line and `apigate eval` name it.
+    pub fn id(&self) -> ModelId {
+        ModelId {
+            name: self.name.clone(),
+            hash: self.hash.clone(),
+        }
     }
 
     /// Unit vectors for `texts`, in one forward pass padded to the longest input.

@@ -66,6 +66,8 @@ pub struct QueryResult {
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
     pub ranker: Ranker,
+    /// The embedding model (name and hash of its files) when the ranker uses one.
+    pub model: Option<super::ModelId>,
     #[serde(flatten)]
     pub overall: Metrics,
     pub per_spec: BTreeMap<String, Metrics>,
@@ -290,8 +292,13 @@ pub fn evaluate(
             .map(|(k, rows)| (k, metrics(&rows)))
             .collect::<BTreeMap<_, _>>()
     };
+    let model = match options.ranker {
+        Ranker::Lexical => None,
+        _ => options.model.as_ref().map(|(embedder, _)| embedder.id()),
+    };
     Ok(Report {
         ranker: options.ranker,
+        model,
         overall: metrics(&results.iter().collect::<Vec<_>>()),
         per_spec: group(&|r| &r.spec),
         per_kind: group(&|r| &r.kind),
@@ -347,11 +354,14 @@ pub fn table(r: &Report) -> String {
             "n", "R@1", "R@5", "MRR@10", "All@5"
         );
     };
-    let mode = if r.pooled {
+    let mut mode = if r.pooled {
         format!("pooled index, {}", r.ranker.as_str())
     } else {
         format!("per-spec index, {}", r.ranker.as_str())
     };
+    if let Some(model) = &r.model {
+        let _ = write!(mode, ", model {model}");
+    }
     header(&mut out, &format!("overall ({mode})"));
     row(&mut out, "all", &r.overall);
     out.push('\n');

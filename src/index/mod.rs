@@ -37,7 +37,7 @@ use tantivy::{Searcher, TantivyDocument, Term, collector::TopDocs};
 
 use crate::spec::{Operation, Spec};
 use analyze::Stems;
-pub use embed::{EmbedError, Embedder};
+pub use embed::{EmbedError, Embedder, ModelId};
 pub use vectors::{VectorError, Vectors};
 use vocab::{Analyzed, Intent};
 
@@ -288,6 +288,8 @@ pub struct Index {
     embedding_texts: Vec<String>,
     /// The dense ranker, once its vectors are ready.
     dense: ArcSwapOption<Dense>,
+    /// The model whose vectors are being computed, until `dense` is set.
+    coming: ArcSwapOption<ModelId>,
 }
 
 /// The dense ranker: the model (for query vectors) and one vector per document.
@@ -458,6 +460,7 @@ impl Index {
             tuning,
             embedding_texts,
             dense: ArcSwapOption::empty(),
+            coming: ArcSwapOption::empty(),
         })
     }
 
@@ -483,6 +486,21 @@ impl Index {
         self.dense
             .store(Some(Arc::new(Dense { embedder, vectors })));
         Ok(())
+    }
+
+    /// Records that `model` is embedding the operations (the index ranks lexically until
+    /// [`Index::enable_dense`]), so [`Index::model`] can name it meanwhile.
+    pub fn expect_dense(&self, model: ModelId) {
+        self.coming.store(Some(Arc::new(model)));
+    }
+
+    /// The model that ranks with the words, or will once its vectors are ready (then
+    /// [`Index::ranker`] is still `Lexical`); `None` for a lexical-only index.
+    pub fn model(&self) -> Option<ModelId> {
+        match self.dense.load().as_ref() {
+            Some(dense) => Some(dense.embedder.id()),
+            None => self.coming.load().as_deref().cloned(),
+        }
     }
 
     /// `Hybrid` once [`Index::enable_dense`] ran, else `Lexical`.

@@ -1,6 +1,7 @@
 //! A fresh Postgres database per test: `apigate_test_<uuid>` on the server named by
-//! `DATABASE_URL` (else postgres://postgres@127.0.0.1:5432/postgres), migrated, and dropped when
-//! the `TestDb` goes out of scope. Fails loudly, with instructions, when no server is reachable.
+//! `DATABASE_URL`, else on a throwaway cluster the tests start themselves (`pg_cluster.rs`),
+//! migrated, and dropped when the `TestDb` goes out of scope. Fails loudly, with instructions,
+//! when no server is reachable.
 
 use std::str::FromStr;
 
@@ -8,8 +9,6 @@ use apigate::store::Store;
 use sqlx::ConnectOptions;
 use sqlx::postgres::PgConnectOptions;
 use uuid::Uuid;
-
-pub const DEFAULT_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
 
 pub struct TestDb {
     pub store: Store,
@@ -23,7 +22,7 @@ fn server_url() -> String {
     std::env::var("DATABASE_URL")
         .ok()
         .filter(|u| !u.trim().is_empty())
-        .unwrap_or_else(|| DEFAULT_URL.to_string())
+        .unwrap_or_else(|| crate::pg_cluster::url().to_string())
 }
 
 async fn admin_connection(server_url: &str) -> sqlx::PgConnection {
@@ -33,9 +32,8 @@ async fn admin_connection(server_url: &str) -> sqlx::PgConnection {
         Ok(c) => c,
         Err(e) => panic!(
             "\n\nThese tests need a Postgres server, and none answered at {}: {e}\n\
-             Start one, for example:\n  \
-             docker run -d --name apigate-pg -p 5432:5432 -e POSTGRES_HOST_AUTH_METHOD=trust postgres:16\n\
-             or point DATABASE_URL at a server where this user may CREATE DATABASE.\n",
+             Point DATABASE_URL at a server where this user may CREATE DATABASE, or unset it\n\
+             to let the tests start a throwaway cluster (needs the Postgres server package).\n",
             apigate::store::describe_target(server_url)
         ),
     }

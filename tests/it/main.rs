@@ -18,6 +18,7 @@ mod monitor_browser;
 mod monitor_e2e;
 mod oauth;
 mod operator;
+mod pg_cluster;
 mod production;
 mod scheme_credentials;
 mod session_credentials;

@@ -145,6 +145,8 @@ async fn stdio_chain() {
         &upstream.url(),
         "--upstream-header",
         "Authorization: Bearer upstream-secret-token",
+        "--ranker",
+        "lexical",
     ]);
     cmd.env("RUST_LOG", "warn");
     let transport = rmcp::transport::TokioChildProcess::new(cmd).unwrap();

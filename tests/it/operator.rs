@@ -358,7 +358,18 @@ async fn serve_warns_when_no_client_can_connect() {
         server.log()
     );
     // An MCP session starts without rmcp logging the client's initialize parameters.
-    let created = apigate_json(&["sessions", "create", "--user", "u"], &db.url).await;
+    let created = apigate_json(
+        &[
+            "sessions",
+            "create",
+            "--user",
+            "u",
+            "--features",
+            "apigate.*",
+        ],
+        &db.url,
+    )
+    .await;
     let key = apigate_json(
         &["keys", "create", "--name", "a2", "--features", "apigate.*"],
         &db.url,
@@ -426,6 +437,7 @@ async fn a_closed_pipe_ends_a_command_quietly() {
         let mut child = Command::new(env!("CARGO_BIN_EXE_apigate"))
             .args(args)
             .env("RUST_LOG", "warn")
+            .env("APIGATE_RANKER", "lexical")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -447,4 +459,59 @@ async fn a_closed_pipe_ends_a_command_quietly() {
         assert!(!stderr.contains("Broken pipe"), "{args:?}:\n{stderr}");
         assert!(out.status.success(), "{args:?}: {:?}\n{stderr}", out.status);
     }
+}
+
+/// The README's `apigate sessions create --user alice`: without `--features` or `--roles` it is
+/// refused (such a session could call no tool) with the command that works, and that command
+/// makes a session that discovers, reads a schema and executes.
+#[tokio::test]
+async fn a_session_without_features_is_refused_with_the_command_that_works() {
+    let db = TestDb::new().await;
+    let url = db.url.as_str();
+    let upstream = Upstream::start().await;
+    let (ok, out, err) = apigate(&["sessions", "create", "--user", "alice"], Some(url)).await;
+    assert!(!ok, "a session with no features was created: {out}");
+    let suggested = err
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with("apigate sessions create"))
+        .unwrap_or_else(|| panic!("no command to run in:\n{err}"));
+    assert!(suggested.contains("--user alice"), "{suggested}");
+    // Nothing was stored.
+    let listed = apigate_json(&["sessions", "list"], url).await;
+    assert_eq!(listed["sessions"].as_array().unwrap().len(), 0, "{listed}");
+
+    let words: Vec<&str> = suggested.split_whitespace().skip(1).collect();
+    let session = apigate_json(&words, url).await;
+    let key = apigate_json(
+        &[
+            "keys",
+            "create",
+            "--name",
+            "agent",
+            "--features",
+            "apigate.discover,apigate.schema,apigate.execute",
+        ],
+        url,
+    )
+    .await;
+    let (mut server, mcp_url) = serve(url, &upstream, &[]).await;
+    let client = mcp_client(
+        &mcp_url,
+        &[
+            ("x-api-key", key["key"].as_str().unwrap()),
+            ("x-session-token", session["token"].as_str().unwrap()),
+        ],
+    )
+    .await;
+    for (tool, args) in [
+        ("api_discover", json!({"query": "find a pet by id"})),
+        ("api_schema", json!({"operationId": "getPetById"})),
+        ("api_execute", json!({"method": "GET", "path": "/pet/7"})),
+    ] {
+        let (is_error, result) = call(&client, tool, args).await;
+        assert!(!is_error, "{tool}: {result}");
+    }
+    client.cancel().await.unwrap();
+    server.terminate().await;
 }

@@ -185,6 +185,8 @@ async fn each_user_reaches_the_api_with_their_own_token_and_nothing_leaks() {
             "create",
             "--user",
             "alice",
+            "--features",
+            "apigate.*",
             "--upstream-header",
             &alice_header,
         ],

@@ -49,7 +49,9 @@ pub fn engine_args(spec: &str, upstream: Option<String>) -> EngineArgs {
             monitor_project: None,
             monitor_worktree: None,
         },
-        ranking: Default::default(),
+        // Words only, on purpose: loading the model in every test server would slow the suite.
+        // The semantic tests (`dense.rs`) set the ranking they test.
+        ranking: apigate::cli::index::RankingArgs::lexical(),
         limits: Default::default(),
     }
 }
@@ -396,6 +398,9 @@ impl Proc {
             .env_remove("APIGATE_EMBEDDING_MODEL")
             .env_remove("APIGATE_CACHE_DIR")
             .env_remove("APIGATE_INDEX")
+            // Words only unless a test asks for the default (`("APIGATE_RANKER", "")`): the
+            // model's background pass would only slow the suite.
+            .env("APIGATE_RANKER", "lexical")
             .env("RUST_LOG", "info")
             .env("NO_COLOR", "1")
             .current_dir(env!("CARGO_TARGET_TMPDIR"))
