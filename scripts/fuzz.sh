@@ -8,6 +8,7 @@
 #   path_match       spec::match_template, raw and fill-then-match round trips
 #   sanitize_args    monitor::sanitize_args with planted secrets
 #   redact_response  upstream::shown_body (scrub, cut, decode a response) with planted credentials
+#   decode_response  upstream::shown_response on compressed, UTF-16/32 and base64 bodies and bombs
 #
 # Only stable Rust is needed: cargo-fuzz passes -Z flags (-Zsanitizer=address, sanitizer
 # coverage), which stable rustc accepts under RUSTC_BOOTSTRAP=1.
@@ -25,7 +26,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-ALL=(spec_load execute_request path_match sanitize_args redact_response)
+ALL=(spec_load execute_request path_match sanitize_args redact_response decode_response)
 WHICH=${1:-all}
 SECONDS_EACH=${2:-600}
 TARGET_DIR=${FUZZ_TARGET_DIR:-$ROOT/fuzz/target}

@@ -12,6 +12,7 @@
 mod build;
 mod config;
 mod credentials;
+mod decode;
 mod encode;
 pub mod headers;
 mod oauth;
@@ -33,10 +34,11 @@ pub use config::{
     DEFAULT_TIMEOUT, UpstreamConfig,
 };
 pub use credentials::{ASSERTION_SOURCE, CallCredentials};
+pub use decode::{DecodeError, MAX_LAYERS};
 pub(crate) use encode::scalar;
 pub use oauth::{OAuth, OAuthConfig, OAuthError};
 pub use redact::{REDACTED, Secrets, SecretsError};
-pub use response::{UpstreamResponse, shown_body};
+pub use response::{ShownBody, UpstreamResponse, shown_body, shown_response};
 pub use schemes::{SchemeCredential, SchemeCredentials};
 
 /// Why a call did not produce an upstream response. An upstream answering with an error
@@ -317,31 +319,44 @@ impl Upstream {
         };
         let status = resp.status();
         let final_url = resp.url().clone();
-        let safe_headers = response::safe_headers(resp.headers(), &final_url);
-        let content_type = resp
-            .headers()
-            .get(http::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string);
-        let (bytes, truncated) = response::read_limited(&mut resp, self.cfg.max_body_bytes)
+        let mut safe_headers = response::safe_headers(resp.headers(), &final_url);
+        let header = |name: http::header::HeaderName| {
+            let values: Vec<&str> = resp
+                .headers()
+                .get_all(name)
+                .iter()
+                .filter_map(|v| v.to_str().ok())
+                .collect();
+            (!values.is_empty()).then(|| values.join(", "))
+        };
+        let content_type = header(http::header::CONTENT_TYPE);
+        // The client never decompresses (no decompression feature): apigate decodes within
+        // the budget.
+        let content_encoding = header(http::header::CONTENT_ENCODING);
+        let (bytes, raw_truncated) = response::read_limited(&mut resp, self.cfg.max_body_bytes)
             .await
             .map_err(|e| self.map_error(e, &secrets))?;
         // Stop reading: dropping the response closes the connection if bytes are left.
         drop(resp);
-        let body = response::shown_body(
-            &bytes,
-            truncated,
+        let raw_len = bytes.len();
+        let shown = response::shown_response(
+            bytes,
+            raw_truncated,
             content_type.as_deref(),
+            content_encoding.as_deref(),
             self.cfg.max_body_bytes,
             &secrets,
         );
-        let mut safe_headers = safe_headers;
+        if shown.transformed {
+            safe_headers.remove("content-length");
+        }
         for v in safe_headers.values_mut() {
             secrets.redact_value(v);
         }
+        let (body, truncated) = (shown.body, shown.truncated);
         let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         tracing::debug!(method = %req.method, url = %shown_url, status = status.as_u16(),
-            bytes = bytes.len(), truncated, duration_ms, "upstream call");
+            bytes = raw_len, truncated, duration_ms, "upstream call");
         Ok(UpstreamResponse {
             status: status.as_u16(),
             ok: status.is_success(),
@@ -400,7 +415,8 @@ impl Upstream {
             };
         }
         let e = e.without_url();
-        let message = crate::error_chain(&e);
+        // The client's own words, but scrubbed like everything else the upstream may shape.
+        let message = secrets.scrub_str(&crate::error_chain(&e)).into_owned();
         if e.is_connect() {
             UpstreamError::Connect(message)
         } else {

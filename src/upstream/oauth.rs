@@ -4,7 +4,9 @@
 //! within min(60 s, 10 % of its lifetime) of `expires_in`; concurrent callers wait for one
 //! fetch (single flight), and a failed fetch is the answer of everyone who waited for it. A
 //! token the API rejects (401) is dropped so the next call fetches a fresh one; `send` retries
-//! that call once. Neither the token nor the client secret is ever shown or logged.
+//! that call once. Neither the token nor the client secret is ever shown or logged: an error
+//! answer shows its `error` only when it is one of RFC 6749 §5.2's codes, and its
+//! `error_description` scrubbed of every form of the client credentials.
 
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
@@ -17,6 +19,17 @@ use super::config::{ConfigError, redact_str};
 
 /// The token endpoint's answer is read up to this many bytes.
 const MAX_TOKEN_RESPONSE_BYTES: usize = 64 * 1024;
+/// RFC 6749 §5.2's error codes: the only `error` values shown.
+const RFC6749_ERRORS: &[&str] = &[
+    "invalid_request",
+    "invalid_client",
+    "invalid_grant",
+    "unauthorized_client",
+    "unsupported_grant_type",
+    "invalid_scope",
+];
+/// The most of an `error_description` shown.
+const MAX_DESCRIPTION_CHARS: usize = 200;
 /// How long a token is used when the endpoint does not say (`expires_in` is optional).
 const DEFAULT_LIFETIME: Duration = Duration::from_secs(300);
 /// The most a token is refreshed ahead of its expiry.
@@ -230,6 +243,40 @@ impl OAuth {
         }
     }
 
+    /// What an error answer (RFC 6749 §5.2) may show of itself: its `error` only when it is
+    /// one of the codes the RFC defines (anything else, the client secret included, is "an
+    /// unrecognised error code"), and its `error_description` scrubbed of every form of the
+    /// client credentials, control characters dropped, cut to [`MAX_DESCRIPTION_CHARS`].
+    fn error_detail(&self, body: &serde_json::Value) -> String {
+        let code = match body.get("error").and_then(serde_json::Value::as_str) {
+            Some(c) if RFC6749_ERRORS.contains(&c) => c,
+            Some(_) => "an unrecognised error code",
+            None => return String::new(),
+        };
+        let description = body
+            .get("error_description")
+            .and_then(serde_json::Value::as_str)
+            .and_then(|d| {
+                // No matcher, no description: it is only shown scrubbed.
+                let secrets = super::Secrets::new(self.cfg.texts()).ok()?;
+                let clean: String = d
+                    .chars()
+                    .map(|c| if c.is_control() { ' ' } else { c })
+                    .collect();
+                let mut clean = secrets.scrub_str(clean.trim()).into_owned();
+                if clean.chars().count() > MAX_DESCRIPTION_CHARS {
+                    clean = clean.chars().take(MAX_DESCRIPTION_CHARS).collect();
+                    secrets.trim_partial_tail(&mut clean);
+                    clean.push('…');
+                }
+                (!clean.is_empty()).then_some(clean)
+            });
+        match description {
+            Some(d) => format!(" ({code}): {d}"),
+            None => format!(" ({code})"),
+        }
+    }
+
     async fn fetch(&self) -> Result<Token, OAuthError> {
         self.fetches
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -277,17 +324,10 @@ impl OAuth {
             })?;
         let body: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
         if !status.is_success() {
-            // RFC 6749 §5.2: `error` is a code from a fixed set; the description is free text.
-            let code = body
-                .get("error")
-                .and_then(serde_json::Value::as_str)
-                .filter(|c| c.len() <= 64 && c.bytes().all(|b| b.is_ascii_graphic()))
-                .map(|c| format!(" ({c})"))
-                .unwrap_or_default();
             return Err(OAuthError::Status {
                 url,
                 status: status.as_u16(),
-                detail: code,
+                detail: self.error_detail(&body),
             });
         }
         let bad = |message: &str| OAuthError::BadAnswer {

@@ -4,7 +4,9 @@
 //! A credential is a configured header value, the token after its scheme (`Bearer …`), the
 //! `user:password` of a Basic credential (from `--upstream http://user:password@…` or an
 //! `Authorization: Basic …` header) and its password. Each is also looked for percent-encoded
-//! (upper- and lower-case hex, RFC 3986 or form style). Backslashes never count: a form is
+//! (upper- and lower-case hex, RFC 3986 or form style), and base64- and base64url-encoded,
+//! whole or inside a longer base64 text at any of the three alignments (an echo of the whole
+//! request encoded as base64). Backslashes never count: a form is
 //! looked for in the text with every `\` taken out, so an echo escaped once (`\/`, `\"`) or
 //! nested in JSON strings any number of times (`\\\/`) is found as well.
 //! [`Secrets::scrub`] replaces every occurrence, overlapping ones included, by `[redacted]`;
@@ -232,8 +234,25 @@ impl Secrets {
         text.len() - with_escapes(text, start)
     }
 
+    /// How many bytes to drop from the end of a cut text so it does not end with the
+    /// beginning of a credential: [`Secrets::partial_tail_len`], again while what was dropped
+    /// is at least [`MIN_FORM_BYTES`] long (a shorter piece ends it: a text of repeated
+    /// characters, `aaaa…` when a credential starts with `a`, is not eaten whole).
+    pub fn cut_tail_len(&self, text: &[u8]) -> usize {
+        let mut keep = text.len();
+        loop {
+            let k = self.partial_tail_len(&text[..keep]);
+            keep -= k;
+            if k < MIN_FORM_BYTES {
+                return text.len() - keep;
+            }
+        }
+    }
+
     /// Drops the end of a cut text while it is the beginning of a credential (any length: a
-    /// few characters more or less at a cut change nothing for the reader).
+    /// few characters more or less at a cut change nothing for the reader). Once what was
+    /// dropped is shorter than [`MIN_FORM_BYTES`] it stops: a text of repeated characters
+    /// (`aaaa…`, when a credential starts with `a`) is not eaten whole.
     pub fn trim_partial_tail(&self, text: &mut String) {
         loop {
             let k = self.partial_tail_len(text.as_bytes());
@@ -243,6 +262,9 @@ impl Secrets {
                 return;
             }
             text.truncate(keep);
+            if k < MIN_FORM_BYTES {
+                return;
+            }
         }
     }
 
@@ -272,9 +294,9 @@ impl Secrets {
     }
 }
 
-/// `secret` as it may appear in an echo: as is, and percent-encoded (every non-alphanumeric,
-/// RFC 3986 component, form style; upper- and lower-case hex). JSON escapes need no form of
-/// their own: backslashes never count.
+/// `secret` as it may appear in an echo: as is, percent-encoded (every non-alphanumeric,
+/// RFC 3986 component, form style; upper- and lower-case hex), and base64-encoded
+/// ([`base64_forms`]). JSON escapes need no form of their own: backslashes never count.
 fn encoded_forms(secret: &str) -> Vec<String> {
     let mut out = vec![secret.to_string()];
     for encoded in [
@@ -285,7 +307,41 @@ fn encoded_forms(secret: &str) -> Vec<String> {
         out.push(lower_hex(&encoded));
         out.push(encoded);
     }
+    out.extend(base64_forms(secret.as_bytes()));
     out
+}
+
+/// Shortest base64 form looked for: shorter runs of base64 characters are too common.
+const MIN_BASE64_FORM: usize = 8;
+
+/// `secret` in base64 and base64url: whole (with and without padding), and as it shows inside
+/// a longer base64 text. There its encoding depends on where it starts (the offset modulo 3
+/// of its first byte): for each of the three offsets, the characters that depend only on the
+/// secret's bytes, that is the 4-character groups holding three of its bytes (the group it
+/// starts in, shared with what comes before, and the partial group at its end, shared with
+/// what follows, are left out). A match leaves at most 4 characters of the encoded secret
+/// on either side, never enough to recover it.
+fn base64_forms(secret: &[u8]) -> Vec<String> {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD};
+    let mut standard = vec![STANDARD.encode(secret), STANDARD_NO_PAD.encode(secret)];
+    for offset in 0..3 {
+        let mut shifted = vec![0u8; offset];
+        shifted.extend_from_slice(secret);
+        let whole = shifted.len() / 3 * 3;
+        let encoded = STANDARD_NO_PAD.encode(&shifted[..whole]);
+        let skip = if offset == 0 { 0 } else { 4 };
+        if let Some(middle) = encoded.get(skip..) {
+            standard.push(middle.to_string());
+        }
+    }
+    standard.retain(|f| f.len() >= MIN_BASE64_FORM);
+    let url_safe: Vec<String> = standard
+        .iter()
+        .map(|f| f.replace('+', "-").replace('/', "_"))
+        .collect();
+    standard.extend(url_safe);
+    standard
 }
 
 /// A percent-encoded text with lower-case hex digits.
@@ -380,6 +436,10 @@ mod tests {
         let mut t = "nothing to drop".to_string();
         s.trim_partial_tail(&mut t);
         assert_eq!(t, "nothing to drop");
+        // Repeated characters that begin a credential are not all eaten.
+        let mut t = "x BBBBBBBB".to_string();
+        s.trim_partial_tail(&mut t);
+        assert_eq!(t, "x BBBBBBB");
         // A whole credential is not a cut one; `scrub` replaces it.
         assert_eq!(s.partial_tail_len(b"x Bearer sk_live_0123456789"), 25);
         // Escaped, with the escapes before it and an escape cut in two.

@@ -1,5 +1,6 @@
 //! The upstream's answer as `api_execute` returns it: the body read incrementally up to a
-//! budget (never buffered whole), scrubbed of every configured credential before it is cut,
+//! budget (never buffered whole), its content encoding undone and UTF-16/32 text transcoded
+//! within that budget (`decode`), scrubbed of every configured credential before it is cut,
 //! cut at a valid JSON boundary when too long (never inside a credential), binary content
 //! reported by type and size, and a safe allow-list of response headers (never `Set-Cookie`).
 
@@ -7,6 +8,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 use url::Url;
 
+use super::decode;
 use super::redact::Secrets;
 
 /// `api_execute`'s result: `{status, ok, headers, body, truncated, durationMs}`.
@@ -116,9 +118,63 @@ pub(crate) async fn read_limited(
 /// response budget, come back base64-encoded; larger ones as type and size.
 const MAX_BASE64_CHARS: usize = 16 * 1024 / 3 * 4 + 4;
 
+/// What the agent is shown of a response body, from its raw bytes (at most `budget`,
+/// `raw_truncated` when the upstream sent more).
+#[derive(Debug, Clone)]
+pub struct ShownBody {
+    pub body: Value,
+    /// The body shown is cut: the raw bytes were, or their decoded form was over the budget.
+    pub truncated: bool,
+    /// What is shown is not the upstream's bytes (a content encoding undone, or text
+    /// transcoded): the upstream's `Content-Length` no longer describes it.
+    pub transformed: bool,
+}
+
+/// The body as the agent sees it, from the raw bytes read: the `Content-Encoding` undone
+/// within the budget ([`decode::decode_content`]: a bomb is cut, not expanded), then
+/// [`shown_body`]. A body whose encoding is unknown or broken is described by type, encoding
+/// and size only: its raw bytes are never shown.
+pub fn shown_response(
+    raw: Vec<u8>,
+    raw_truncated: bool,
+    content_type: Option<&str>,
+    content_encoding: Option<&str>,
+    budget: usize,
+    secrets: &Secrets,
+) -> ShownBody {
+    let raw_len = raw.len();
+    match decode::decode_content(raw, raw_truncated, content_encoding, budget) {
+        Ok(d) => {
+            let (body, transcoded) =
+                shown_body_transcoded(&d.bytes, d.truncated, content_type, budget, secrets);
+            ShownBody {
+                body,
+                truncated: d.truncated,
+                transformed: d.decoded || transcoded,
+            }
+        }
+        Err(e) => {
+            let ct = content_type.unwrap_or_default().to_ascii_lowercase();
+            let mut body = json!({
+                "contentType": if ct.is_empty() { "application/octet-stream" } else { &ct },
+                "contentEncoding": content_encoding.unwrap_or_default(),
+                "bytes": raw_len,
+                "note": format!("the body could not be decoded: {e}; not shown"),
+            });
+            secrets.redact_value(&mut body);
+            ShownBody {
+                body,
+                truncated: raw_truncated,
+                transformed: true,
+            }
+        }
+    }
+}
+
 /// The body as the agent sees it, from the bytes read (at most `budget`; `truncated` when the
-/// upstream sent more): every form of a configured credential is replaced by `[redacted]` in
-/// the raw bytes, then the body becomes parsed JSON (cut to a valid prefix of at most `budget`
+/// upstream sent more) with no content encoding left: UTF-16/32 text becomes UTF-8
+/// ([`decode::to_utf8`]), every form of a configured credential is replaced by `[redacted]`
+/// in the bytes, then the body becomes parsed JSON (cut to a valid prefix of at most `budget`
 /// bytes when `truncated`), text (cut on a character boundary), or `{contentType, bytes,
 /// base64?}` for binary content; a cut never leaves the beginning of a credential at the end of
 /// the cut text, and the decoded strings are scrubbed again (an escaped credential).
@@ -129,15 +185,57 @@ pub fn shown_body(
     budget: usize,
     secrets: &Secrets,
 ) -> Value {
+    shown_body_transcoded(bytes, truncated, content_type, budget, secrets).0
+}
+
+/// [`shown_body`], and whether the text was transcoded.
+fn shown_body_transcoded(
+    bytes: &[u8],
+    truncated: bool,
+    content_type: Option<&str>,
+    budget: usize,
+    secrets: &Secrets,
+) -> (Value, bool) {
     if bytes.is_empty() {
-        return Value::Null;
+        return (Value::Null, false);
     }
-    let scrubbed = secrets.scrub(bytes);
     let ct = content_type.unwrap_or_default().to_ascii_lowercase();
+    let utf8 = decode::to_utf8(bytes, truncated, &ct);
+    // Text read in the wrong byte order still decodes (to other characters), and the agent
+    // could turn it back: a credential seen in the bytes must be seen in the text too.
+    if let Some(text) = &utf8
+        && holds_secret(bytes, secrets)
+        && !secrets.holds(text)
+    {
+        return (binary(bytes, truncated, &ct, budget, true), true);
+    }
+    let mut text = utf8.as_deref().unwrap_or(bytes);
+    // A cut body first loses the beginning of a credential the cut left at its end: scrubbing
+    // could otherwise replace a whole encoded form inside it and leave the rest (`Basic ` of
+    // a cut `Basic dXNlcjpwYXNz…`).
+    if truncated {
+        text = &text[..text.len() - secrets.cut_tail_len(text)];
+    }
+    let scrubbed = secrets.scrub(text);
     let mut body = body_value(&scrubbed, truncated, &ct, secrets)
-        .unwrap_or_else(|| binary(bytes, truncated, &ct, budget, secrets.holds(bytes)));
+        .unwrap_or_else(|| binary(bytes, truncated, &ct, budget, holds_secret(bytes, secrets)));
     secrets.redact_value(&mut body);
-    body
+    (body, utf8.is_some())
+}
+
+/// Whether binary `bytes` hold a credential: as they are, or with their NUL bytes taken out
+/// (the ASCII of a credential in UTF-16 or UTF-32 text that did not decode as such).
+fn holds_secret(bytes: &[u8], secrets: &Secrets) -> bool {
+    if secrets.is_empty() {
+        return false;
+    }
+    if secrets.holds(bytes) {
+        return true;
+    }
+    bytes.contains(&0) && {
+        let without: Vec<u8> = bytes.iter().copied().filter(|&b| b != 0).collect();
+        secrets.holds(&without)
+    }
 }
 
 /// Parsed JSON, JSON cut to a valid prefix when `truncated`, or text; `None` for content that
@@ -374,14 +472,7 @@ fn trim_cut(bytes: &[u8], start: usize, pos: usize, secrets: &Secrets) -> Option
     let mut quoted = bytes.get(start..pos)?.to_vec();
     quoted.push(b'"');
     let text: String = serde_json::from_slice(&quoted).ok()?;
-    let mut keep = text.len();
-    loop {
-        let k = secrets.partial_tail_len(&text.as_bytes()[..keep]);
-        if k == 0 {
-            break;
-        }
-        keep -= k;
-    }
+    let keep = text.len() - secrets.cut_tail_len(text.as_bytes());
     if keep == text.len() {
         return Some(pos);
     }

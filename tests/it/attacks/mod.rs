@@ -3,6 +3,7 @@
 //! fix.
 //!
 //! - `leaks`: no credential reaches the agent (truncation, URL user-info, /health, binary bodies).
+//! - `encoded`: no credential comes back through a compressed, UTF-16/32 or base64 body.
 //! - `forged_text`: agent- and admin-chosen text cannot forge rows or drive the terminal.
 //! - `exhaustion`: nothing unauthenticated, or cheap with one key, exhausts the server.
 //! - `mcp_sessions`: an MCP session belongs to the key that opened it.
@@ -13,7 +14,9 @@
 //!   query objects, redirects with an identity assertion, hidden operations' schemas).
 //! - `roles`: an admin changes only roles whose features it fully holds.
 //! - `session_bounds`: a session's stored headers, monitor rates per key, legacy SSE pinning.
+//! - `token_errors`: the OAuth token endpoint's error answer never shows the client secret.
 
+mod encoded;
 mod exhaustion;
 mod forged_text;
 mod leaks;
@@ -24,3 +27,4 @@ mod refusals;
 mod requests;
 mod roles;
 mod session_bounds;
+mod token_errors;
