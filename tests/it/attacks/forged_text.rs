@@ -146,7 +146,15 @@ async fn ids_with_control_characters_are_refused_and_never_printed_raw() {
         .unwrap();
     assert_eq!(resp.status(), StatusCode::BAD_REQUEST);
     let (ok, _, stderr) = apigate(
-        &["sessions", "create", "--user", "bob\n\x1b[2J", "--json"],
+        &[
+            "sessions",
+            "create",
+            "--user",
+            "bob\n\x1b[2J",
+            "--features",
+            "apigate.discover",
+            "--json",
+        ],
         &db.url,
     )
     .await;
