@@ -196,7 +196,7 @@ fn case(u: &mut Unstructured<'_>) -> Result<Case> {
     // The text's encoding.
     let mut body = match u.int_in_range(0..=8u8)? {
         0 => {
-            let (le, bom) = (u.arbitrary()?, u.arbitrary()?);
+            let (le, bom): (bool, bool) = (u.arbitrary()?, u.arbitrary()?);
             if !bom || u.arbitrary()? {
                 // Declared, sometimes in the wrong byte order.
                 let said = if u.ratio(1, 5)? { !le } else { le };
@@ -210,7 +210,7 @@ fn case(u: &mut Unstructured<'_>) -> Result<Case> {
             utf16(&text, le, bom)
         }
         1 => {
-            let (le, bom) = (u.arbitrary()?, u.arbitrary()?);
+            let (le, bom): (bool, bool) = (u.arbitrary()?, u.arbitrary()?);
             if !bom {
                 content_type = format!(
                     "application/json; charset=utf-32{}",
