@@ -13,14 +13,14 @@
 
 use std::sync::Arc;
 
-use apigate::auth::{AuthConfig, NewKey, NewSession, PermissionRules};
+use apigate::auth::NewKey;
 use apigate::http::{self, HttpOptions, KeyCheck};
 use apigate::identity::{Identity, create_key_file};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::db::TestDb;
-use crate::production::Prod;
+use crate::production::{Options, Prod};
 use crate::support::{KEY, Server, Upstream, call, engine_args, mcp_client, spec_path};
 
 const QUERY_KEY: &str = "query-credential-5f2a9c81d7";
@@ -94,24 +94,18 @@ async fn dev_items(upstream: &Upstream, spec: &tempfile::NamedTempFile) -> Serve
     Server::start(args, false).await
 }
 
-// ---- 3 -----------------------------------------------------------------------------------------
-
-/// A session that may not delete sends `POST` with `_method=DELETE` in a form or multipart body
-/// (Rack, Laravel and Symfony then delete); a read-only session may not send one at all.
-#[tokio::test]
-async fn a_method_override_in_a_form_body_needs_the_method_it_names() {
-    let db = TestDb::new().await;
-    let upstream = Upstream::start().await;
-    let spec = items_spec();
-    let args = engine_args(spec.path().to_str().unwrap(), Some(upstream.url()));
-    let gate = Prod::launch(
-        &db.url,
-        args,
-        PermissionRules::default(),
-        AuthConfig::default(),
-        false,
-    )
-    .await;
+/// A production instance on the items spec, and an agent key holding every feature (each
+/// call's features are then its session's).
+async fn items_gate(
+    db: &TestDb,
+    upstream: &Upstream,
+    spec: &tempfile::NamedTempFile,
+) -> (Prod, String) {
+    let options = Options {
+        spec: spec.path().to_str().unwrap().to_string(),
+        ..Options::petstore()
+    };
+    let gate = Prod::start(&db.url, upstream, options).await;
     let key = gate
         .auth
         .create_key(NewKey {
@@ -122,22 +116,20 @@ async fn a_method_override_in_a_form_body_needs_the_method_it_names() {
         .await
         .unwrap()
         .key;
-    let session = |features: &[&str], read_only: bool| {
-        let features = features.iter().map(|f| f.to_string()).collect();
-        let auth = gate.auth.clone();
-        async move {
-            auth.create_session(NewSession {
-                user_id: "u-7".into(),
-                features,
-                read_only,
-                ..NewSession::default()
-            })
-            .await
-            .unwrap()
-            .token
-        }
-    };
-    let writer = session(&["apigate.*"], false).await;
+    (gate, key)
+}
+
+// ---- 3 -----------------------------------------------------------------------------------------
+
+/// A session that may not delete sends `POST` with `_method=DELETE` in a form or multipart body
+/// (Rack, Laravel and Symfony then delete); a read-only session may not send one at all.
+#[tokio::test]
+async fn a_method_override_in_a_form_body_needs_the_method_it_names() {
+    let db = TestDb::new().await;
+    let upstream = Upstream::start().await;
+    let spec = items_spec();
+    let (gate, key) = items_gate(&db, &upstream, &spec).await;
+    let writer = gate.session(&["apigate.*"], false).await;
     let client = gate.client(&key, Some(&writer)).await;
     let update = |content_type: &str, body: Value| {
         json!({"operationId": "updateItem", "pathParams": {"id": 7},
@@ -171,7 +163,7 @@ async fn a_method_override_in_a_form_body_needs_the_method_it_names() {
     client.cancel().await.unwrap();
 
     // A read-only session may send no override at all.
-    let reader = session(&["*"], true).await;
+    let reader = gate.session(&["*"], true).await;
     let client = gate.client(&key, Some(&reader)).await;
     let body = json!({"_method": "GET"});
     let (err, r) = call(
@@ -185,7 +177,7 @@ async fn a_method_override_in_a_form_body_needs_the_method_it_names() {
     client.cancel().await.unwrap();
 
     // With the feature, the form is sent as given.
-    let deleter = session(&["apigate.*", "items.delete"], false).await;
+    let deleter = gate.session(&["apigate.*", "items.delete"], false).await;
     let client = gate.client(&key, Some(&deleter)).await;
     let body = json!({"name": "x", "_method": "DELETE"});
     let (err, r) = call(
@@ -340,35 +332,8 @@ async fn api_schema_does_not_confirm_a_hidden_operation() {
     let db = TestDb::new().await;
     let upstream = Upstream::start().await;
     let spec = items_spec();
-    let args = engine_args(spec.path().to_str().unwrap(), Some(upstream.url()));
-    let gate = Prod::launch(
-        &db.url,
-        args,
-        PermissionRules::default(),
-        AuthConfig::default(),
-        false,
-    )
-    .await;
-    let key = gate
-        .auth
-        .create_key(NewKey {
-            name: "agent".into(),
-            features: vec!["*".into()],
-            ..NewKey::default()
-        })
-        .await
-        .unwrap()
-        .key;
-    let session = gate
-        .auth
-        .create_session(NewSession {
-            user_id: "u-8".into(),
-            features: vec!["apigate.*".into()],
-            ..NewSession::default()
-        })
-        .await
-        .unwrap()
-        .token;
+    let (gate, key) = items_gate(&db, &upstream, &spec).await;
+    let session = gate.session(&["apigate.*"], false).await;
     let client = gate.client(&key, Some(&session)).await;
     let (err, found) = call(
         &client,
