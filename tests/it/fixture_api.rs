@@ -265,13 +265,13 @@ pub fn issue(owner: &str, repo: &str, number: u64) -> Value {
     let body = format!(
         "### Describe the bug\n\n{}\n\n### To reproduce\n\n1. {}\n2. {}\n3. {}\n\n### Expected \
          behavior\n\n{}\n\n### Environment\n\n- OS: Linux\n- Version: 2.{}.0\n\n{}",
-        words(number, 60),
+        words(number, 150),
         words(number + 1, 12),
         words(number + 2, 12),
         words(number + 3, 12),
-        words(number + 4, 40),
+        words(number + 4, 100),
         number % 20,
-        words(number + 5, 30)
+        words(number + 5, 60)
     );
     let milestone = json!({
         "url": format!("{r}/milestones/1"), "html_url": format!("https://github.com/{owner}/{repo}/milestone/1"),
@@ -459,7 +459,7 @@ pub fn charge(n: u64) -> Value {
         },
         "calculated_statement_descriptor": "Stripe", "captured": true,
         "created": 1_680_000_000 + n * 3600, "currency": "usd",
-        "customer": format!("cus_NffrFeUfNV2H{n:03}"), "description": words(n, 4),
+        "customer": format!("cus_NffrFeUfNV2H{n:03}"), "description": words(n, 18),
         "destination": null, "dispute": null, "disputed": false,
         "failure_balance_transaction": null, "failure_code": null, "failure_message": null,
     });
@@ -489,6 +489,7 @@ fn objects_are_the_size_of_the_real_ones() {
     let issue = size(&issue("octo", "hello", 57));
     let run = size(&workflow_run("octo", "hello", 7));
     let charge = size(&charge(57));
+    println!("sizes: issue {issue}, workflow run {run}, charge {charge}");
     assert!((4_400..5_400).contains(&issue), "issue: {issue}");
     assert!((10_000..12_000).contains(&run), "run: {run}");
     assert!((2_000..2_700).contains(&charge), "charge: {charge}");

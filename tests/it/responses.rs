@@ -69,9 +69,30 @@ async fn a_cut_list_keeps_whole_items_and_its_envelope() {
     let note = r["note"].as_str().unwrap();
     assert!(note.contains("select"), "{note}");
     assert!(r["next"]["query"]["page"] == 2, "{}", r["next"]);
+    // Before: the first 64 KiB of the page's bytes, cut at a valid JSON boundary (the
+    // path every body took until now, `shown_body`), whose last issue is partial.
+    let page: Vec<Value> = (0..100)
+        .map(|i| fixture_api::issue("octo", "hello", (ISSUES - i) as u64))
+        .collect();
+    let raw = serde_json::to_vec(&page).unwrap();
+    let budget = 64 * 1024;
+    let before = apigate::upstream::shown_body(
+        &raw[..budget],
+        true,
+        Some("application/json; charset=utf-8"),
+        budget,
+        &Default::default(),
+    );
+    let before_items = before.as_array().unwrap();
+    let partial = before_items.last().unwrap();
+    assert_ne!(partial, &page[before_items.len() - 1], "the old cut ends in a partial issue");
     println!(
-        "a 100-issue page: {} items shown, {text} bytes of text",
-        items.len()
+        "a 100-issue page: before {} issues (the last partial), body {} bytes; after {} whole \
+         issues, body {} bytes, result text {text} bytes",
+        before_items.len(),
+        before.to_string().len(),
+        items.len(),
+        r["body"].to_string().len()
     );
 
     // Stripe: `has_more` and `url` come after `data` and stay; `next` resumes after the last
@@ -325,9 +346,9 @@ async fn a_monitor_sees_each_page_and_can_stop_it() {
         .iter()
         .map(|e| e["preview"]["url"].as_str().unwrap_or_default())
         .collect();
-    assert!(!urls[0].contains("page="), "{urls:?}");
+    assert!(!urls[0].contains("&page="), "{urls:?}");
     assert!(
-        urls[1].contains("page=2") && urls[2].contains("page=3"),
+        urls[1].ends_with("&page=2") && urls[2].ends_with("&page=3"),
         "{urls:?}"
     );
     // Two pages got through; the third was blocked and not sent.
