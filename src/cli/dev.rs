@@ -52,6 +52,10 @@ pub struct EngineArgs {
     /// Response bodies beyond this many bytes are cut (valid JSON, marked `truncated`).
     #[arg(long, default_value_t = 64 * 1024)]
     pub max_response_bytes: usize,
+    /// Response bodies are read up to this many bytes, so that `select` and a cut of whole
+    /// items see more than --max-response-bytes; beyond it a body is cut on reading.
+    #[arg(long, default_value_t = crate::upstream::DEFAULT_MAX_READ_BYTES)]
+    pub max_read_bytes: usize,
     #[command(flatten)]
     pub monitor: MonitorFlags,
     #[command(flatten)]
@@ -159,6 +163,8 @@ impl EngineArgs {
             connect_timeout: self.connect_timeout,
             timeout: self.upstream_timeout,
             max_body_bytes: self.max_response_bytes,
+            // Never less than what is shown.
+            max_read_bytes: self.max_read_bytes.max(self.max_response_bytes),
             ..UpstreamConfig::default()
         })?;
         let target = match &upstream.config().base_url {

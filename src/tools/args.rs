@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 
 use super::ToolError;
 use super::defs::{self, DEFAULT_LIMIT, MAX_LIMIT};
+use super::select::MAX_SELECT_BYTES;
 use crate::spec::{Detail, Method, OperationName, Violation};
 
 /// `api_discover`'s arguments.
@@ -94,6 +95,12 @@ pub struct ExecuteArgs {
     pub accept: Option<String>,
     #[serde(default)]
     pub dry_run: bool,
+    /// A JMESPath expression applied to the response body before the budget (`select.rs`).
+    #[serde(default)]
+    pub select: Option<String>,
+    /// How many pages to follow (GET only; default 1, at most `--max-pages`).
+    #[serde(default)]
+    pub pages: Option<usize>,
 }
 
 /// Size caps on the arguments that drive matching, ranking and embedding, checked right after
@@ -110,7 +117,13 @@ pub struct InputLimits {
     /// JSON text), in bytes.
     #[arg(long, default_value_t = 8 * 1024)]
     pub max_value_bytes: usize,
+    /// Most pages one `api_execute` call may follow (`pages`); each is one upstream request.
+    #[arg(long, default_value_t = DEFAULT_MAX_PAGES)]
+    pub max_pages: usize,
 }
+
+/// Default `--max-pages`.
+pub const DEFAULT_MAX_PAGES: usize = 10;
 
 /// More segments than any API's path template has: a path beyond it cannot name an operation.
 pub const MAX_PATH_SEGMENTS: usize = 64;
@@ -121,6 +134,7 @@ impl Default for InputLimits {
             max_path_bytes: 8 * 1024,
             max_query_chars: 1000,
             max_value_bytes: 8 * 1024,
+            max_pages: DEFAULT_MAX_PAGES,
         }
     }
 }
@@ -155,6 +169,29 @@ impl InputLimits {
         self.name(&mut over, a);
         self.text(&mut over, "/contentType", a.content_type.as_deref());
         self.text(&mut over, "/accept", a.accept.as_deref());
+        if let Some(s) = &a.select
+            && s.len() > MAX_SELECT_BYTES
+        {
+            over.push(at(
+                "/select",
+                &format!(
+                    "{} bytes, over the limit of {MAX_SELECT_BYTES}: select fewer fields",
+                    s.len()
+                ),
+            ));
+        }
+        if let Some(n) = a.pages
+            && n > self.max_pages
+        {
+            over.push(at(
+                "/pages",
+                &format!(
+                    "{n} pages, over the limit of {} (--max-pages): follow `next` from the \
+                     last page instead",
+                    self.max_pages
+                ),
+            ));
+        }
         for (part, map) in [
             ("pathParams", &a.path_params),
             ("query", &a.query),

@@ -3,6 +3,7 @@
 
 use serde_json::{Value, json};
 
+use super::select::MAX_SELECT_BYTES;
 use crate::spec::Method;
 
 pub const DISCOVER: &str = "api_discover";
@@ -60,7 +61,11 @@ pub fn input_schema(name: &str) -> Value {
             "body": {"description": "The request body, as JSON."},
             "contentType": {"type": "string", "description": "The body's media type when the operation takes several (api_schema lists them), e.g. application/merge-patch+json."},
             "accept": {"type": "string", "description": "The response media type to ask for, among those api_schema lists under `accept` (e.g. application/vnd.github.diff)."},
-            "dryRun": {"type": "boolean", "default": false, "description": "Return the request that would be sent, without sending it."}
+            "dryRun": {"type": "boolean", "default": false, "description": "Return the request that would be sent, without sending it."},
+            "select": {"type": "string", "maxLength": MAX_SELECT_BYTES,
+                "description": "A JMESPath expression applied to a 2xx response body before it is cut to the budget, to keep only what you need: e.g. [].{number: number, title: title} for a list of issues, or data[?amount > `1000`].id for the ids of Stripe charges over 1000 (JMESPath literals go in backticks). With `pages`, it runs over all pages' items as one list."},
+            "pages": {"type": "integer", "minimum": 1, "default": 1,
+                "description": "GET only: follow this many pages (at most the server's --max-pages, 10 by default) and return their items as one list; each page is its own request. The result's `next` continues after the last page."}
         })),
         _ => json!({"type": "object"}),
     }
@@ -120,8 +125,17 @@ pub fn output_schema(name: &str) -> Value {
                     "properties": {
                         "status": {"type": "integer"}, "ok": {"type": "boolean"},
                         "headers": {"type": "object"}, "body": {},
-                        "truncated": {"type": "boolean"}, "durationMs": {"type": "integer"},
-                        "operationId": {"type": "string"}, "method": {"type": "string"}
+                        "truncated": {"type": "boolean", "description": "Something of the body is not shown (see `cut` and `note`)."},
+                        "durationMs": {"type": "integer"},
+                        "operationId": {"type": "string"}, "method": {"type": "string"},
+                        "cut": {"type": "object", "description": "Whole items of the body's list were left out to fit the budget: `shown` of `total` items of the array at JSON pointer `pointer` (\"\" for a top-level array); every key outside that array is kept.",
+                            "properties": {"pointer": {"type": "string"}, "shown": {"type": "integer"}, "total": {"type": "integer"}},
+                            "required": ["pointer", "shown", "total"]},
+                        "note": {"type": "string", "description": "One sentence on what is not shown (or what `select` did not match) and how to get it."},
+                        "next": {"type": "object", "description": "The exact api_execute arguments for the next page (from the Link header or a cursor in the body): call api_execute with them as they are."},
+                        "pages": {"type": "object", "description": "With `pages`: how many were fetched, and `stoppedBecause` when fewer than asked.",
+                            "properties": {"fetched": {"type": "integer"}, "stoppedBecause": {"type": "string"}},
+                            "required": ["fetched"]}
                     },
                     "required": ["status", "ok", "headers", "body", "truncated", "durationMs"]
                 },
@@ -199,7 +213,12 @@ pub fn definition(name: &str, api_title: &str) -> Option<Value> {
                  `headers`, and the request body in `body` (JSON; form-encoded APIs are \
                  encoded for you). Credentials are added by the server: never pass \
                  Authorization or cookies. Use `dryRun: true` to see the exact request \
-                 without sending it. `ok` is false when the API answered 4xx (read its \
+                 without sending it. Keep only what you need with `select`, a JMESPath \
+                 expression applied to the body before the size budget (e.g. \
+                 `[].{{number: number, title: title}}`). A body over the budget keeps whole \
+                 items of its list and says so in `cut` and `note`; when the API shows a next \
+                 page, `next` holds the arguments to call it, and `pages: N` (GET) fetches N \
+                 pages as one list. `ok` is false when the API answered 4xx (read its \
                  body); 5xx answers, timeouts and connection failures come back as errors. \
                  Step 3 of 3. Calls with GET, HEAD or OPTIONS only read; POST, PUT, PATCH, \
                  DELETE and TRACE may change real data (api_discover marks them `mutating`); \

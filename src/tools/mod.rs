@@ -9,6 +9,9 @@ pub mod defs;
 pub mod error;
 mod method_override;
 mod ops;
+mod pages;
+mod result;
+pub mod select;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -26,6 +29,7 @@ use crate::spec::Spec;
 use crate::store::Decision;
 use crate::upstream::Upstream;
 pub use error::{Code, ToolError};
+use ops::Ran;
 pub use ops::{Planned, Prepared};
 
 /// The audit log's and the metrics' name for a tool that is not one of the three.
@@ -144,27 +148,88 @@ impl Engine {
         }
     }
 
-    /// Runs one tool call through the whole pipeline.
+    /// Runs one tool call through the whole pipeline. An `api_execute` with `pages` runs the
+    /// pipeline once per page: each page is a call of its own to the monitor, the audit log
+    /// and the session's rate limit, and the pages end as one result (`result::finish`).
     pub async fn call(
         &self,
         caller: &Caller,
         tool: &str,
         mut args: Map<String, Value>,
     ) -> ToolResult {
-        let started = Instant::now();
-        let started_at = chrono::Utc::now();
-        // One id for the monitor's events and the audit row.
-        let call_id = uuid::Uuid::new_v4();
         // Never let a session token travel further than this point.
         let token = take_session_token(&mut args);
-        let mut trace = Trace::default();
         // The key's rate limit is spent before the session is checked, so calls with a
         // missing or wrong session token are limited like any other call of the key.
         let principal = match self.take_key_rate(caller) {
             Ok(()) => self.principal(caller, token).await,
             Err(e) => Err(e),
         };
-        let result = match &principal {
+        let first = match self.call_once(caller, &principal, tool, args).await? {
+            Ran::Done(v) => return Ok(v),
+            Ran::Page(p) => p,
+        };
+        let asked = first.planned.pages;
+        let mut pages = vec![*first];
+        let mut stopped = None;
+        while pages.len() < asked {
+            let last = pages.last().expect("the first page is there");
+            let args = match (&last.list, last.next_args(self, None, 1)) {
+                _ if !last.response.ok => {
+                    stopped = Some(format!(
+                        "page {}: the API answered HTTP {}",
+                        pages.len(),
+                        last.response.status
+                    ));
+                    break;
+                }
+                (Some(_), Some(args)) => args,
+                _ => {
+                    stopped = Some("the API shows no next page".to_string());
+                    break;
+                }
+            };
+            let n = pages.len() + 1;
+            match self
+                .call_once(caller, &principal, defs::EXECUTE, args)
+                .await
+            {
+                Ok(Ran::Page(p)) if p.response.ok && p.list == last.list => pages.push(*p),
+                Ok(Ran::Page(p)) if p.response.ok => {
+                    stopped = Some(format!("page {n} holds no list where page 1 did"));
+                    break;
+                }
+                Ok(Ran::Page(p)) => {
+                    stopped = Some(format!(
+                        "page {n}: the API answered HTTP {}",
+                        p.response.status
+                    ));
+                    break;
+                }
+                Ok(Ran::Done(_)) => break,
+                Err(e) => {
+                    stopped = Some(format!("page {n}: {} ({})", e.message, e.code.as_str()));
+                    break;
+                }
+            }
+        }
+        result::finish(self, pages, stopped)
+    }
+
+    /// One pass of the pipeline, with its metrics and audit row.
+    async fn call_once(
+        &self,
+        caller: &Caller,
+        principal: &Result<Principal, ToolError>,
+        tool: &str,
+        args: Map<String, Value>,
+    ) -> Result<Ran, ToolError> {
+        let started = Instant::now();
+        let started_at = chrono::Utc::now();
+        // One id for the monitor's events and the audit row.
+        let call_id = uuid::Uuid::new_v4();
+        let mut trace = Trace::default();
+        let result = match principal {
             Ok(p) => {
                 self.run_pipeline(caller, p, tool, args, &call_id.to_string(), &mut trace)
                     .await
@@ -188,7 +253,7 @@ impl Engine {
             .record(started.elapsed().as_secs_f64());
         if let Some(auth) = &self.auth {
             let who = match principal {
-                Ok(p) => p,
+                Ok(p) => p.clone(),
                 Err(_) => caller
                     .key
                     .as_ref()
@@ -277,7 +342,7 @@ impl Engine {
         args: Map<String, Value>,
         call_id: &str,
         trace: &mut Trace,
-    ) -> ToolResult {
+    ) -> Result<Ran, ToolError> {
         if !defs::NAMES.contains(&tool) {
             return Err(ToolError::new(
                 Code::UnknownTool,
@@ -371,7 +436,10 @@ impl Engine {
         // 7. Tell the monitor.
         if let Some(monitor) = &self.monitor {
             match &result {
-                Ok(v) => monitor.post_execute(&call, v.to_string().len()),
+                Ok(Ran::Done(v)) => monitor.post_execute(&call, v.to_string().len()),
+                Ok(Ran::Page(p)) => {
+                    monitor.post_execute(&call, crate::upstream::json_len(&p.response.body))
+                }
                 Err(e) => monitor.session_error(&session_id, e.code.as_str()),
             }
         }

@@ -14,6 +14,7 @@ mod config;
 mod credentials;
 mod decode;
 mod encode;
+mod fit;
 pub mod headers;
 mod oauth;
 mod redact;
@@ -30,12 +31,13 @@ use crate::spec::{Operation, Spec};
 
 pub use build::{CallArgs, PreparedRequest, media_essence};
 pub use config::{
-    ConfigError, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_REDIRECTS,
-    DEFAULT_TIMEOUT, UpstreamConfig,
+    ConfigError, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_READ_BYTES,
+    DEFAULT_MAX_REDIRECTS, DEFAULT_TIMEOUT, UpstreamConfig,
 };
 pub use credentials::{ASSERTION_SOURCE, CallCredentials};
 pub use decode::{DecodeError, MAX_LAYERS};
 pub(crate) use encode::scalar;
+pub use fit::{Cut, Fitted, fit, json_len, list_pointer};
 pub use oauth::{OAuth, OAuthConfig, OAuthError};
 pub use redact::{REDACTED, Secrets, SecretsError};
 pub use response::{ShownBody, UpstreamResponse, shown_body, shown_response};
@@ -81,6 +83,16 @@ pub enum UpstreamError {
     /// No OAuth token for the call: it was not sent.
     #[error("{0}; the call was not sent")]
     OAuth(#[from] OAuthError),
+}
+
+/// A response as read, before it is fitted to the shown budget.
+#[derive(Debug)]
+pub struct Fetched {
+    /// The body whole (up to `--max-read-bytes`) and scrubbed; `truncated` when the upstream
+    /// sent more than that.
+    pub response: UpstreamResponse,
+    /// Every form of the credentials the call carried, for cutting the body later.
+    pub secrets: Arc<Secrets>,
 }
 
 /// A redirect the policy refused because it leaves the origin.
@@ -225,6 +237,29 @@ impl Upstream {
         req: &PreparedRequest,
         call: &CallCredentials,
     ) -> Result<UpstreamResponse, UpstreamError> {
+        let Fetched {
+            mut response,
+            secrets,
+        } = self.fetch(req, call).await?;
+        let fitted = fit::fit(
+            std::mem::take(&mut response.body),
+            self.cfg.max_body_bytes,
+            !response.truncated,
+            &secrets,
+        );
+        response.body = fitted.body;
+        response.truncated = fitted.truncated;
+        Ok(response)
+    }
+
+    /// [`Upstream::send`] without the shown budget: the body as read (up to
+    /// `--max-read-bytes`, scrubbed, `truncated` when the upstream sent more), for `select`
+    /// and [`fit::fit`] to shape, with the credentials it was scrubbed of.
+    pub async fn fetch(
+        &self,
+        req: &PreparedRequest,
+        call: &CallCredentials,
+    ) -> Result<Fetched, UpstreamError> {
         let oauth = self
             .oauth
             .as_ref()
@@ -234,7 +269,7 @@ impl Upstream {
         };
         let token = oauth.token().await?;
         let response = self.send_once(req, &with_token(call, &token)).await?;
-        if response.status != 401 {
+        if response.response.status != 401 {
             return Ok(response);
         }
         oauth.rejected(&token);
@@ -248,7 +283,7 @@ impl Upstream {
         &self,
         req: &PreparedRequest,
         call: &CallCredentials,
-    ) -> Result<UpstreamResponse, UpstreamError> {
+    ) -> Result<Fetched, UpstreamError> {
         let started = Instant::now();
         let mut headers = http::HeaderMap::new();
         for (n, v) in &req.headers {
@@ -333,17 +368,20 @@ impl Upstream {
         // The client never decompresses (no decompression feature): apigate decodes within
         // the budget.
         let content_encoding = header(http::header::CONTENT_ENCODING);
-        let (bytes, raw_truncated) = response::read_limited(&mut resp, self.cfg.max_body_bytes)
+        // Read past the shown budget, so that `select` and a cut of whole items see the whole
+        // body: what the agent is shown is fitted later.
+        let (bytes, raw_truncated) = response::read_limited(&mut resp, self.cfg.max_read_bytes)
             .await
             .map_err(|e| self.map_error(e, &secrets))?;
         // Stop reading: dropping the response closes the connection if bytes are left.
         drop(resp);
         let raw_len = bytes.len();
-        let shown = response::shown_response(
+        let shown = response::read_response(
             bytes,
             raw_truncated,
             content_type.as_deref(),
             content_encoding.as_deref(),
+            self.cfg.max_read_bytes,
             self.cfg.max_body_bytes,
             &secrets,
         );
@@ -357,13 +395,16 @@ impl Upstream {
         let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         tracing::debug!(method = %req.method, url = %shown_url, status = status.as_u16(),
             bytes = raw_len, truncated, duration_ms, "upstream call");
-        Ok(UpstreamResponse {
-            status: status.as_u16(),
-            ok: status.is_success(),
-            headers: safe_headers,
-            body,
-            truncated,
-            duration_ms,
+        Ok(Fetched {
+            response: UpstreamResponse {
+                status: status.as_u16(),
+                ok: status.is_success(),
+                headers: safe_headers,
+                body,
+                truncated,
+                duration_ms,
+            },
+            secrets,
         })
     }
 

@@ -142,11 +142,34 @@ pub fn shown_response(
     budget: usize,
     secrets: &Secrets,
 ) -> ShownBody {
+    read_response(
+        raw,
+        raw_truncated,
+        content_type,
+        content_encoding,
+        budget,
+        budget,
+        secrets,
+    )
+}
+
+/// [`shown_response`] with the read budget (`--max-read-bytes`: how far the encoding is
+/// undone and text kept, before `select` and [`super::fit`]) apart from the shown budget
+/// (`--max-response-bytes`, which bounds a binary body's base64 form).
+pub(crate) fn read_response(
+    raw: Vec<u8>,
+    raw_truncated: bool,
+    content_type: Option<&str>,
+    content_encoding: Option<&str>,
+    read_budget: usize,
+    shown_budget: usize,
+    secrets: &Secrets,
+) -> ShownBody {
     let raw_len = raw.len();
-    match decode::decode_content(raw, raw_truncated, content_encoding, budget) {
+    match decode::decode_content(raw, raw_truncated, content_encoding, read_budget) {
         Ok(d) => {
             let (body, transcoded) =
-                shown_body_transcoded(&d.bytes, d.truncated, content_type, budget, secrets);
+                shown_body_transcoded(&d.bytes, d.truncated, content_type, shown_budget, secrets);
             ShownBody {
                 body,
                 truncated: d.truncated,

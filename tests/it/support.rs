@@ -43,6 +43,7 @@ pub fn engine_args(spec: &str, upstream: Option<String>) -> EngineArgs {
         upstream_timeout: std::time::Duration::from_secs(2),
         connect_timeout: std::time::Duration::from_secs(2),
         max_response_bytes: 64 * 1024,
+        max_read_bytes: apigate::upstream::DEFAULT_MAX_READ_BYTES,
         monitor: apigate::cli::monitor::MonitorFlags {
             monitor: None,
             monitor_timeout: std::time::Duration::from_secs(2),
