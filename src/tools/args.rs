@@ -110,7 +110,14 @@ pub struct InputLimits {
     /// JSON text), in bytes.
     #[arg(long, default_value_t = 8 * 1024)]
     pub max_value_bytes: usize,
+    /// Most bytes one `api_execute` call may upload (a binary body or multipart files, counted
+    /// decoded). Base64 in the JSON-RPC request is also bounded by --max-body-bytes.
+    #[arg(long, default_value_t = DEFAULT_MAX_REQUEST_BYTES)]
+    pub max_request_bytes: usize,
 }
+
+/// Default of `--max-request-bytes`: 10 MiB.
+pub const DEFAULT_MAX_REQUEST_BYTES: usize = 10 * 1024 * 1024;
 
 /// More segments than any API's path template has: a path beyond it cannot name an operation.
 pub const MAX_PATH_SEGMENTS: usize = 64;
@@ -121,6 +128,7 @@ impl Default for InputLimits {
             max_path_bytes: 8 * 1024,
             max_query_chars: 1000,
             max_value_bytes: 8 * 1024,
+            max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
         }
     }
 }

@@ -12,7 +12,8 @@ use super::UpstreamError;
 use super::config::{UpstreamConfig, redact_url};
 use super::encode;
 use super::headers;
-use crate::spec::{Dialect, Operation, ParamIn, Spec};
+use super::upload::{self, BodyKind, Uploads};
+use crate::spec::{Dialect, MediaType, Operation, ParamIn, Spec};
 
 /// The `api_execute` request parts after validation: `{pathParams, query, headers, body}`
 /// (`tools` builds them from the typed arguments).
@@ -26,6 +27,9 @@ pub struct CallArgs {
     pub content_type: Option<String>,
     /// The response media type to ask for, one of the operation's `response_types`.
     pub accept: Option<String>,
+    /// Bytes for a binary body or multipart file parts (`tools::upload` decodes them); the
+    /// body's JSON holds a placeholder where they go.
+    pub uploads: Uploads,
 }
 
 /// The media type without parameters, lower-case: `application/json; charset=utf-8` →
@@ -53,7 +57,7 @@ pub struct PreparedRequest {
 
 #[derive(Clone)]
 pub(crate) struct Body {
-    pub bytes: Vec<u8>,
+    pub bytes: bytes::Bytes,
     pub content_type: String,
     /// How the dry run shows it: the JSON value, or the encoded text.
     pub shown: Value,
@@ -143,7 +147,13 @@ pub(crate) fn prepare(
         ));
     }
     let mut headers = headers(cfg, op, &args.headers)?;
-    let body = body(spec, op, args.body.as_ref(), args.content_type.as_deref())?;
+    let body = body(
+        spec,
+        op,
+        args.body.as_ref(),
+        args.content_type.as_deref(),
+        &args.uploads,
+    )?;
     if let Some(b) = &body {
         let ct = HeaderValue::from_str(&b.content_type)
             .map_err(|_| UpstreamError::Other(format!("bad content type {:?}", b.content_type)))?;
@@ -519,14 +529,55 @@ fn headers(
     Ok(out)
 }
 
-/// Encodes the body as the operation's preferred media type. Swagger 2.0 `formData`
+/// The media type a body goes out as: the one `asked` names (a declared range such as
+/// `image/*` admits its types), else for Swagger 2.0 `formData` the form type, else the
+/// operation's preferred one. `Ok(None)` when the operation declares no media type.
+pub(crate) fn choose_media<'a>(
+    spec: &Spec,
+    op: &'a Operation,
+    asked: Option<&str>,
+) -> Result<Option<&'a MediaType>, UpstreamError> {
+    let Some(rb) = &op.request_body else {
+        return Ok(None);
+    };
+    let form = rb.content.iter().find(|m| {
+        let ct = m.content_type.to_ascii_lowercase();
+        ct.starts_with("application/x-www-form-urlencoded") || ct.starts_with("multipart/form-data")
+    });
+    Ok(match (asked, form) {
+        (Some(asked), _) => {
+            let wanted = media_essence(asked);
+            let exact = rb
+                .content
+                .iter()
+                .find(|m| media_essence(&m.content_type) == wanted);
+            Some(
+                exact
+                    .or_else(|| {
+                        rb.content
+                            .iter()
+                            .find(|m| upload::media_admits(&m.content_type, asked))
+                    })
+                    .ok_or_else(|| {
+                        invalid(format!("contentType: {} does not take {asked:?}", op.key()))
+                    })?,
+            )
+        }
+        (None, Some(f)) if spec.dialect == Dialect::Swagger2 => Some(f),
+        (None, _) => rb.preferred(),
+    })
+}
+
+/// Encodes the body as the chosen media type ([`choose_media`]). Swagger 2.0 `formData`
 /// parameters are sent form-encoded even when the operation also lists JSON in `consumes`
-/// (Slack's Web API does): the parameters are form fields by definition.
+/// (Slack's Web API does): the parameters are form fields by definition. `uploads` carries
+/// the bytes of a binary body or of multipart file parts.
 fn body(
     spec: &Spec,
     op: &Operation,
     value: Option<&Value>,
     asked: Option<&str>,
+    uploads: &Uploads,
 ) -> Result<Option<Body>, UpstreamError> {
     let Some(rb) = &op.request_body else {
         return match value {
@@ -544,28 +595,39 @@ fn body(
             Ok(None)
         };
     };
-    let form = rb.content.iter().find(|m| {
-        let ct = m.content_type.to_ascii_lowercase();
-        ct.starts_with("application/x-www-form-urlencoded") || ct.starts_with("multipart/form-data")
-    });
-    let media = match (asked, form) {
-        (Some(asked), _) => {
-            let wanted = media_essence(asked);
-            Some(
-                rb.content
-                    .iter()
-                    .find(|m| media_essence(&m.content_type) == wanted)
-                    .ok_or_else(|| {
-                        invalid(format!("contentType: {} does not take {asked:?}", op.key()))
-                    })?,
-            )
-        }
-        (None, Some(f)) if spec.dialect == Dialect::Swagger2 => Some(f),
-        (None, _) => rb.preferred(),
-    };
+    let media = choose_media(spec, op, asked)?;
+    let kind = media.map(|m| upload::body_kind(spec, m));
     let declared = media
         .map(|m| m.content_type.clone())
         .unwrap_or_else(|| "application/json".into());
+    if let Uploads::Body(bytes) = uploads {
+        if kind != Some(BodyKind::Binary) {
+            return Err(invalid(format!(
+                "body: {declared} is not a binary media type; bytes go only to a binary body \
+                 (application/octet-stream, image/png, …) or a multipart file field"
+            )));
+        }
+        let content_type = upload::binary_content_type(&declared, asked);
+        return Ok(Some(Body {
+            shown: bytes.describe(&content_type),
+            bytes: bytes.bytes.clone(),
+            content_type,
+        }));
+    }
+    let parts: &[(String, upload::Upload)] = match uploads {
+        Uploads::Parts(parts) if kind != Some(BodyKind::Multipart) => {
+            return Err(invalid(format!(
+                "body: {declared} has no file fields; files go only to a multipart/form-data body"
+            )));
+        }
+        Uploads::Parts(parts) => parts,
+        _ => &[],
+    };
+    // A declared range (`*/*`, `application/*`) sends the type the call asked for.
+    let declared = match asked {
+        Some(a) if declared.contains('*') => a.to_string(),
+        _ => declared,
+    };
     let ct = declared.to_ascii_lowercase();
     let object = |what: &str| {
         value.as_object().ok_or_else(|| {
@@ -583,34 +645,59 @@ fn body(
             declared
         };
         Body {
-            bytes: serde_json::to_vec(value).map_err(|e| UpstreamError::Other(e.to_string()))?,
+            bytes: serde_json::to_vec(value)
+                .map_err(|e| UpstreamError::Other(e.to_string()))?
+                .into(),
             content_type,
             shown: value.clone(),
         }
     } else if ct.starts_with("application/x-www-form-urlencoded") {
         let text = encode::form_body(object("application/x-www-form-urlencoded")?);
         Body {
-            bytes: text.clone().into_bytes(),
+            bytes: text.clone().into_bytes().into(),
             content_type: "application/x-www-form-urlencoded".into(),
             shown: Value::String(text),
         }
     } else if ct.starts_with("multipart/form-data") {
         let fields = object("multipart/form-data")?;
-        let (bytes, boundary) = encode::multipart_body(fields);
+        let (bytes, boundary) = encode::multipart_body(fields, parts);
+        let bytes = bytes.into();
+        let mut shown = fields.clone();
+        for (name, part) in parts {
+            let described = part.describe(
+                part.content_type
+                    .as_deref()
+                    .unwrap_or(encode::DEFAULT_PART_TYPE),
+            );
+            match shown.get_mut(name) {
+                Some(Value::Array(items)) => {
+                    if let Some(slot) = items.iter_mut().find(|v| !v.is_object()) {
+                        *slot = described;
+                    }
+                }
+                Some(slot) => *slot = described,
+                None => {}
+            }
+        }
         Body {
             bytes,
             content_type: format!("multipart/form-data; boundary={boundary}"),
-            shown: Value::Object(fields.clone()),
+            shown: Value::Object(shown),
         }
     } else {
         let Value::String(text) = value else {
             return Err(invalid(format!(
-                "body: {} sends {declared}; pass the body as a string",
-                op.key()
+                "body: {} sends {declared}; pass the body as a string{}",
+                op.key(),
+                if kind == Some(BodyKind::Binary) {
+                    ", or its bytes as {\"base64\": \"…\"}"
+                } else {
+                    ""
+                }
             )));
         };
         Body {
-            bytes: text.clone().into_bytes(),
+            bytes: text.clone().into_bytes().into(),
             content_type: declared,
             shown: value.clone(),
         }

@@ -19,6 +19,7 @@ mod oauth;
 mod redact;
 mod response;
 mod schemes;
+pub mod upload;
 
 use std::error::Error as _;
 use std::sync::Arc;
@@ -28,6 +29,7 @@ use url::Url;
 
 use crate::spec::{Operation, Spec};
 
+pub(crate) use build::choose_media;
 pub use build::{CallArgs, PreparedRequest, media_essence};
 pub use config::{
     ConfigError, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_REDIRECTS,
