@@ -636,3 +636,29 @@ async fn upload_dir_sends_files_by_name_and_only_from_inside() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// The JSON-RPC body cap (`--max-body-bytes`) bounds base64 uploads before
+/// `--max-request-bytes` does: here 256 KiB of JSON-RPC cannot carry 300 KB of bytes as base64,
+/// the request is refused whole, and the API sees nothing.
+#[tokio::test]
+async fn the_json_rpc_body_cap_bounds_base64_uploads() {
+    let upstream = Recorder::start().await;
+    let server = Server::start(
+        engine_args(&spec_path(UPLOADS), Some(upstream.url())),
+        false,
+    )
+    .await;
+    let client = server.client().await;
+    let body = json!({"base64": STANDARD.encode(random_bytes(300_000))});
+    let Value::Object(args) = json!({"operationId": "uploadBlob", "body": body}) else {
+        unreachable!()
+    };
+    let answer = client
+        .call_tool(rmcp::model::CallToolRequestParams::new("api_execute").with_arguments(args))
+        .await;
+    assert!(
+        answer.is_err(),
+        "a 400 KB JSON-RPC body passed a 256 KiB cap: {answer:?}"
+    );
+    assert!(upstream.requests().is_empty());
+}
