@@ -277,6 +277,81 @@ mod tests {
         );
     }
 
+    /// Each row: a media type and its schema in an OpenAPI 3.1 document, and the kind of body.
+    #[test]
+    fn body_kinds_follow_the_media_type_then_the_schema() {
+        let rows = [
+            ("application/octet-stream", json!({}), BodyKind::Binary),
+            (
+                "application/zip",
+                json!({"type": "string"}),
+                BodyKind::Binary,
+            ),
+            ("image/png", json!({}), BodyKind::Binary),
+            ("video/mp4", json!({}), BodyKind::Binary),
+            ("application/pdf", json!({}), BodyKind::Binary),
+            (
+                "application/x-custom",
+                json!({"type": "string", "format": "binary"}),
+                BodyKind::Binary,
+            ),
+            (
+                "application/x-custom",
+                json!({"type": "string", "contentMediaType": "image/png"}),
+                BodyKind::Binary,
+            ),
+            (
+                "application/x-custom",
+                json!({"type": "string", "contentMediaType": "image/png", "contentEncoding": "base64"}),
+                BodyKind::Text,
+            ),
+            (
+                "application/x-custom",
+                json!({"$ref": "#/components/schemas/Bin"}),
+                BodyKind::Binary,
+            ),
+            (
+                "application/x-custom",
+                json!({"type": "string"}),
+                BodyKind::Text,
+            ),
+            (
+                "application/json",
+                json!({"type": "string", "format": "binary"}),
+                BodyKind::Text,
+            ),
+            ("application/vnd.github+json", json!({}), BodyKind::Text),
+            (
+                "text/csv",
+                json!({"type": "string", "format": "binary"}),
+                BodyKind::Text,
+            ),
+            (
+                "application/x-www-form-urlencoded",
+                json!({}),
+                BodyKind::Text,
+            ),
+            ("application/soap+xml", json!({}), BodyKind::Text),
+            ("multipart/form-data", json!({}), BodyKind::Multipart),
+            ("multipart/mixed", json!({}), BodyKind::Multipart),
+        ];
+        let doc = json!({
+            "openapi": "3.1.0", "info": {"title": "t", "version": "1"},
+            "paths": {"/x": {"post": {"operationId": "x", "requestBody": {"content": {
+                "application/x-custom": {"schema": {"$ref": "#/components/schemas/Bin"}}}},
+                "responses": {"200": {"description": "ok"}}}}},
+            "components": {"schemas": {"Bin": {"type": "string", "format": "binary"}}}
+        });
+        let spec = Spec::from_bytes(doc.to_string().as_bytes(), "t.json").unwrap();
+        for (content_type, schema, kind) in rows {
+            let media = MediaType {
+                content_type: content_type.into(),
+                schema: schema.clone(),
+            };
+            assert_eq!(body_kind(&spec, &media), kind, "{content_type} {schema}");
+        }
+    }
+
     #[test]
     fn a_dry_run_shows_a_digest_not_the_bytes() {
         let u = Upload {
