@@ -9,6 +9,7 @@
 //! a body is cut to the budget ([`shown_body`]). Imports `spec` and `reqwest`; never axum, rmcp
 //! or tower.
 
+mod body;
 mod build;
 mod config;
 mod credentials;
@@ -29,7 +30,7 @@ use url::Url;
 
 use crate::spec::{Operation, Spec};
 
-pub(crate) use build::choose_media;
+pub(crate) use body::choose_media;
 pub use build::{CallArgs, PreparedRequest, media_essence};
 pub use config::{
     ConfigError, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_REDIRECTS,
