@@ -314,6 +314,7 @@ fn plan(engine: &Engine, args: ExecuteArgs, found: Resolved) -> Result<Planned, 
     }
     // Bytes (`{"base64": …}`, `{"file": …}`) leave the body here; it keeps a placeholder.
     let binary = super::upload::extract(engine, op, content_type.as_deref(), &mut body)?;
+    let content_type = content_type.or_else(|| binary.content_type.clone());
     let mut to_check = Map::new();
     for (k, v) in [
         ("pathParams", path_params),

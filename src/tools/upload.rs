@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{Engine, ToolError};
-use crate::spec::{Operation, Spec, Violation};
+use crate::spec::{MediaType, Operation, Spec, Violation};
 use crate::upstream::choose_media;
 use crate::upstream::upload::{
     BodyKind, Upload, Uploads, body_kind, check_filename, check_media_type, is_binary_schema,
@@ -145,6 +145,9 @@ impl UploadDir {
 #[derive(Debug, Default)]
 pub struct Extracted {
     pub uploads: Uploads,
+    /// The media type picked for the bytes when the call named none and the operation's
+    /// default is text (an operation taking JSON or `image/png` gets `{"base64": …}`).
+    pub content_type: Option<String>,
     /// JSON pointers of the binary values, replaced by `""` for schema validation.
     leaves: Vec<String>,
 }
@@ -179,7 +182,7 @@ pub fn extract(
     content_type: Option<&str>,
     body: &mut Option<Value>,
 ) -> Result<Extracted, ToolError> {
-    let mut out = Extracted::default();
+    let out = Extracted::default();
     let Some(value) = body.as_mut() else {
         return Ok(out);
     };
@@ -187,6 +190,19 @@ pub fn extract(
     let Ok(Some(media)) = choose_media(&engine.spec, op, content_type) else {
         return Ok(out);
     };
+    extract_in(engine, op, media, value, content_type.is_none())
+}
+
+/// [`extract`] for the media type `media`; `may_switch` when the call named no media type,
+/// so bytes sent where the default is text go to the operation's binary or multipart type.
+fn extract_in(
+    engine: &Engine,
+    op: &Operation,
+    media: &MediaType,
+    value: &mut Value,
+    may_switch: bool,
+) -> Result<Extracted, ToolError> {
+    let mut out = Extracted::default();
     let spec = &engine.spec;
     let mut reader = Reader {
         dir: engine.upload_dir.as_deref(),
@@ -265,10 +281,20 @@ pub fn extract(
                     }
                 }
             }
-            let binary: Vec<&str> = op
-                .request_body
-                .iter()
-                .flat_map(|b| &b.content)
+            let offered = || op.request_body.iter().flat_map(|b| &b.content);
+            // Bytes as the whole body go to a binary type, bytes in fields to multipart.
+            let wanted = if at.first().is_some_and(|p| p == "/body") {
+                BodyKind::Binary
+            } else {
+                BodyKind::Multipart
+            };
+            let switch = offered().find(|m| body_kind(spec, m) == wanted);
+            if let (true, false, Some(other)) = (may_switch, at.is_empty(), switch) {
+                let mut out = extract_in(engine, op, other, value, false)?;
+                out.content_type = Some(other.content_type.clone());
+                return Ok(out);
+            }
+            let binary: Vec<&str> = offered()
                 .filter(|m| body_kind(spec, m) != BodyKind::Text)
                 .map(|m| m.content_type.as_str())
                 .collect();

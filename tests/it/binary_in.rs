@@ -187,6 +187,49 @@ async fn binary_bodies_arrive_byte_exact_with_their_media_type() {
     }
 }
 
+/// An operation whose default media type is JSON but which also takes `image/png` (or
+/// `multipart/form-data`): bytes without a `contentType` go to the type that can carry them.
+#[tokio::test]
+async fn bytes_without_a_content_type_pick_the_type_that_carries_them() {
+    let upstream = Recorder::start().await;
+    let server = server(UPLOADS, &upstream, None).await;
+    let client = server.client().await;
+    let png = random_bytes(4096);
+    let (err, r) = call(
+        &client,
+        "api_execute",
+        json!({"operationId": "setAvatar", "body": {"base64": STANDARD.encode(&png)}}),
+    )
+    .await;
+    assert!(!err, "{r}");
+    let got = upstream.take_one();
+    assert_eq!(got.content_type.as_deref(), Some("image/png"));
+    assert!(got.body[..] == png[..]);
+    let (err, r) = call(
+        &client,
+        "api_execute",
+        json!({"operationId": "createPost", "body": {"title": "Hello",
+            "cover": {"base64": STANDARD.encode(&png), "filename": "cover.png", "contentType": "image/png"}}}),
+    )
+    .await;
+    assert!(!err, "{r}");
+    let got = upstream.take_one();
+    let cover = got.parts.iter().find(|p| p.name == "cover").unwrap();
+    assert_eq!(cover.filename.as_deref(), Some("cover.png"));
+    assert!(cover.bytes[..] == png[..]);
+    // A JSON body stays JSON.
+    let (err, r) = call(
+        &client,
+        "api_execute",
+        json!({"operationId": "createPost", "body": {"title": "Hello"}}),
+    )
+    .await;
+    assert!(!err, "{r}");
+    let got = upstream.take_one();
+    assert_eq!(got.content_type.as_deref(), Some("application/json"));
+    assert_eq!(&got.body[..], br#"{"title":"Hello"}"#);
+}
+
 #[tokio::test]
 async fn github_release_asset_upload_arrives_byte_exact() {
     let upstream = Recorder::start().await;
