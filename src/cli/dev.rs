@@ -323,6 +323,12 @@ pub struct DevArgs {
     pub access: super::serve::AccessArgs,
     #[command(flatten)]
     pub identity: super::identity::IdentityArgs,
+    /// Lets `api_execute` upload files from this folder by name (`{"file": "NAME"}` as the
+    /// body or a multipart file field), so large files need not pass through the model. Only
+    /// names inside it are read (no absolute path, `..` or symbolic link out), each within
+    /// --max-request-bytes. Development only: `serve` has no such flag.
+    #[arg(long, value_name = "DIR")]
+    pub upload_dir: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -457,6 +463,12 @@ pub async fn run_dev(args: DevArgs) -> anyhow::Result<ExitCode> {
         engine.auth = Some(auth);
     }
     engine.identity = args.identity.build(&format!("http://{addr}"))?;
+    if let Some(dir) = &args.upload_dir {
+        let dir = crate::tools::upload::UploadDir::new(dir)?;
+        tracing::info!(dir = %dir.root().display(), max_bytes = engine.limits.max_request_bytes,
+            "api_execute may upload files from this folder by name ({{\"file\": \"NAME\"}})");
+        engine.upload_dir = Some(Arc::new(dir));
+    }
     let engine = Arc::new(engine);
     let url = format!("http://{addr}/mcp");
     eprintln!("{}", banner("dev", &engine, &url, args.http.stateless));

@@ -210,7 +210,8 @@ async fn body_limit(State(state): State<Arc<AppState>>, request: Request, next: 
             StatusCode::PAYLOAD_TOO_LARGE,
             "PAYLOAD_TOO_LARGE",
             &format!(
-                "request body is over the {}-byte limit",
+                "request body is over the {}-byte limit (--max-body-bytes; base64 uploads count \
+                 against it)",
                 state.max_body_bytes
             ),
         );

@@ -173,7 +173,8 @@ pub async fn gate(State(state): State<Arc<AppState>>, request: Request, next: Ne
                     StatusCode::PAYLOAD_TOO_LARGE,
                     "PAYLOAD_TOO_LARGE",
                     &format!(
-                        "request body is over the {}-byte limit",
+                        "request body is over the {}-byte limit (--max-body-bytes; base64 uploads count \
+                 against it)",
                         state.max_body_bytes
                     ),
                 );

@@ -696,8 +696,11 @@ fn swagger_param_schema(p: &Map<String, Value>) -> Value {
             schema.insert(k.to_string(), v.clone());
         }
     }
+    // A file is a binary string, as OpenAPI 3 says it: `api_execute` takes its bytes as
+    // `{"base64": …}` and sends it as a file part.
     if schema.get("type").and_then(Value::as_str) == Some("file") {
-        schema.remove("type");
+        schema.insert("type".into(), Value::String("string".into()));
+        schema.insert("format".into(), Value::String("binary".into()));
         schema.insert("description".into(), Value::String("file contents".into()));
     }
     Value::Object(schema)

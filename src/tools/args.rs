@@ -120,10 +120,17 @@ pub struct InputLimits {
     /// Most pages one `api_execute` call may follow (`pages`); each is one upstream request.
     #[arg(long, default_value_t = DEFAULT_MAX_PAGES)]
     pub max_pages: usize,
+    /// Most bytes one `api_execute` call may upload (a binary body or multipart files, counted
+    /// decoded). Base64 in the JSON-RPC request is also bounded by --max-body-bytes.
+    #[arg(long, default_value_t = DEFAULT_MAX_REQUEST_BYTES)]
+    pub max_request_bytes: usize,
 }
 
 /// Default `--max-pages`.
 pub const DEFAULT_MAX_PAGES: usize = 10;
+
+/// Default of `--max-request-bytes`: 10 MiB.
+pub const DEFAULT_MAX_REQUEST_BYTES: usize = 10 * 1024 * 1024;
 
 /// More segments than any API's path template has: a path beyond it cannot name an operation.
 pub const MAX_PATH_SEGMENTS: usize = 64;
@@ -135,6 +142,7 @@ impl Default for InputLimits {
             max_query_chars: 1000,
             max_value_bytes: 8 * 1024,
             max_pages: DEFAULT_MAX_PAGES,
+            max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
         }
     }
 }

@@ -58,7 +58,7 @@ pub fn input_schema(name: &str) -> Value {
             "pathParams": {"type": "object", "description": "Values for the {placeholders} of the path.", "additionalProperties": true},
             "query": {"type": "object", "description": "Query parameters by name.", "additionalProperties": true},
             "headers": {"type": "object", "description": "Header parameters the operation declares.", "additionalProperties": true},
-            "body": {"description": "The request body, as JSON."},
+            "body": {"description": "The request body, as JSON. Bytes, for a binary body (application/octet-stream, application/zip, image/png, …) or a multipart file field: {\"base64\": \"…\"} in standard base64 (padding optional); a file field may add \"filename\" and \"contentType\", e.g. {\"title\": \"Q3\", \"file\": {\"base64\": \"JVBERi0…\", \"filename\": \"q3.pdf\", \"contentType\": \"application/pdf\"}}. {\"file\": \"NAME\"} instead of base64 sends a file from the operator's --upload-dir (apigate dev only)."},
             "contentType": {"type": "string", "description": "The body's media type when the operation takes several (api_schema lists them), e.g. application/merge-patch+json."},
             "accept": {"type": "string", "description": "The response media type to ask for, among those api_schema lists under `accept` (e.g. application/vnd.github.diff)."},
             "dryRun": {"type": "boolean", "default": false, "description": "Return the request that would be sent, without sending it."},
@@ -211,7 +211,8 @@ pub fn definition(name: &str, api_title: &str) -> Option<Value> {
                  problem is reported at once with its JSON pointer. Put path parameters in \
                  `pathParams`, query parameters in `query`, declared header parameters in \
                  `headers`, and the request body in `body` (JSON; form-encoded APIs are \
-                 encoded for you). Credentials are added by the server: never pass \
+                 encoded for you; bytes as {{\"base64\": \"…\"}}, see `body`). \
+                 Credentials are added by the server: never pass \
                  Authorization or cookies. Use `dryRun: true` to see the exact request \
                  without sending it. Keep only what you need with `select`, a JMESPath \
                  expression applied to the body before the size budget (e.g. \

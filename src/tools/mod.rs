@@ -12,6 +12,7 @@ mod ops;
 mod pages;
 mod result;
 pub mod select;
+pub mod upload;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -63,6 +64,9 @@ pub struct Engine {
     pub limits: args::InputLimits,
     /// Signs an identity assertion into every upstream call (`--identity-header`).
     pub identity: Option<Arc<crate::identity::Identity>>,
+    /// Where `{"file": NAME}` uploads are read from (`apigate dev --upload-dir`; never in
+    /// production).
+    pub upload_dir: Option<Arc<upload::UploadDir>>,
 }
 
 /// Who is calling, as the transport knows it. Holds no secret but the session token the
@@ -115,6 +119,7 @@ impl Engine {
             auth: None,
             limits: args::InputLimits::default(),
             identity: None,
+            upload_dir: None,
         }
     }
 

@@ -274,7 +274,7 @@ fn media_choices(
             .collect();
         if !offered
             .iter()
-            .any(|o| media_essence(o) == media_essence(ct))
+            .any(|o| crate::upstream::upload::media_admits(o, ct))
         {
             out.push(Violation {
                 pointer: "/contentType".into(),
@@ -311,13 +311,13 @@ fn plan(engine: &Engine, args: ExecuteArgs, found: Resolved) -> Result<Planned, 
         mut path_params,
         query,
         headers: given_headers,
-        body,
         content_type,
         accept,
         dry_run,
         path,
         select,
         pages,
+        mut body,
         ..
     } = args;
     // Before anything is sent: a bad expression or page count costs no request.
@@ -406,6 +406,9 @@ fn plan(engine: &Engine, args: ExecuteArgs, found: Resolved) -> Result<Planned, 
             .map(|p| p.name.clone());
         headers.insert(declared.unwrap_or(k), v);
     }
+    // Bytes (`{"base64": …}`, `{"file": …}`) leave the body here; it keeps a placeholder.
+    let binary = super::upload::extract(engine, op, content_type.as_deref(), &mut body)?;
+    let content_type = content_type.or_else(|| binary.content_type.clone());
     let mut to_check = Map::new();
     for (k, v) in [
         ("pathParams", path_params),
@@ -420,7 +423,7 @@ fn plan(engine: &Engine, args: ExecuteArgs, found: Resolved) -> Result<Planned, 
         to_check.insert("body".into(), b);
     }
     let mut to_check = Value::Object(to_check);
-    let violations = engine.spec.validate(op, &mut to_check);
+    let violations = binary.keep(engine.spec.validate(op, &mut to_check));
     if !violations.is_empty() {
         let n = violations.len();
         return Err(ToolError::invalid(
@@ -450,6 +453,7 @@ fn plan(engine: &Engine, args: ExecuteArgs, found: Resolved) -> Result<Planned, 
         body: checked.remove("body"),
         content_type,
         accept,
+        uploads: binary.uploads,
     };
     let request = engine
         .upstream

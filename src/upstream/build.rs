@@ -1,6 +1,6 @@
 //! Building the request for one operation from validated arguments: the server URL (spec
 //! server, Swagger `host`/`basePath`, or `--upstream`), path interpolation that cannot change
-//! the route, query serialization, the headers an agent may set, and the body encoding.
+//! the route, query serialization, the headers an agent may set; the body is `body.rs`'s.
 //! Credentials are not part of a [`PreparedRequest`]: they are added when it is sent.
 
 use http::{HeaderName, HeaderValue, Method};
@@ -9,10 +9,12 @@ use serde_json::{Map, Value, json};
 use url::Url;
 
 use super::UpstreamError;
+use super::body::{Body, body};
 use super::config::{UpstreamConfig, redact_url};
 use super::encode;
 use super::headers;
-use crate::spec::{Dialect, Operation, ParamIn, Spec};
+use super::upload::Uploads;
+use crate::spec::{Operation, ParamIn, Spec};
 
 /// The `api_execute` request parts after validation: `{pathParams, query, headers, body}`
 /// (`tools` builds them from the typed arguments).
@@ -26,6 +28,9 @@ pub struct CallArgs {
     pub content_type: Option<String>,
     /// The response media type to ask for, one of the operation's `response_types`.
     pub accept: Option<String>,
+    /// Bytes for a binary body or multipart file parts (`tools::upload` decodes them); the
+    /// body's JSON holds a placeholder where they go.
+    pub uploads: Uploads,
 }
 
 /// The media type without parameters, lower-case: `application/json; charset=utf-8` →
@@ -49,14 +54,6 @@ pub struct PreparedRequest {
     /// Names of the configured headers `send` adds.
     pub(crate) credential_names: Vec<String>,
     pub(crate) body: Option<Body>,
-}
-
-#[derive(Clone)]
-pub(crate) struct Body {
-    pub bytes: Vec<u8>,
-    pub content_type: String,
-    /// How the dry run shows it: the JSON value, or the encoded text.
-    pub shown: Value,
 }
 
 impl PreparedRequest {
@@ -143,7 +140,13 @@ pub(crate) fn prepare(
         ));
     }
     let mut headers = headers(cfg, op, &args.headers)?;
-    let body = body(spec, op, args.body.as_ref(), args.content_type.as_deref())?;
+    let body = body(
+        spec,
+        op,
+        args.body.as_ref(),
+        args.content_type.as_deref(),
+        &args.uploads,
+    )?;
     if let Some(b) = &body {
         let ct = HeaderValue::from_str(&b.content_type)
             .map_err(|_| UpstreamError::Other(format!("bad content type {:?}", b.content_type)))?;
@@ -517,105 +520,6 @@ fn headers(
         }
     }
     Ok(out)
-}
-
-/// Encodes the body as the operation's preferred media type. Swagger 2.0 `formData`
-/// parameters are sent form-encoded even when the operation also lists JSON in `consumes`
-/// (Slack's Web API does): the parameters are form fields by definition.
-fn body(
-    spec: &Spec,
-    op: &Operation,
-    value: Option<&Value>,
-    asked: Option<&str>,
-) -> Result<Option<Body>, UpstreamError> {
-    let Some(rb) = &op.request_body else {
-        return match value {
-            Some(_) => Err(invalid(format!("body: {} takes no request body", op.key()))),
-            None => Ok(None),
-        };
-    };
-    let Some(value) = value else {
-        return if rb.required {
-            Err(invalid(format!(
-                "body: {} requires a request body",
-                op.key()
-            )))
-        } else {
-            Ok(None)
-        };
-    };
-    let form = rb.content.iter().find(|m| {
-        let ct = m.content_type.to_ascii_lowercase();
-        ct.starts_with("application/x-www-form-urlencoded") || ct.starts_with("multipart/form-data")
-    });
-    let media = match (asked, form) {
-        (Some(asked), _) => {
-            let wanted = media_essence(asked);
-            Some(
-                rb.content
-                    .iter()
-                    .find(|m| media_essence(&m.content_type) == wanted)
-                    .ok_or_else(|| {
-                        invalid(format!("contentType: {} does not take {asked:?}", op.key()))
-                    })?,
-            )
-        }
-        (None, Some(f)) if spec.dialect == Dialect::Swagger2 => Some(f),
-        (None, _) => rb.preferred(),
-    };
-    let declared = media
-        .map(|m| m.content_type.clone())
-        .unwrap_or_else(|| "application/json".into());
-    let ct = declared.to_ascii_lowercase();
-    let object = |what: &str| {
-        value.as_object().ok_or_else(|| {
-            invalid(format!(
-                "body: {} sends {what}; pass the body as an object of fields",
-                op.key()
-            ))
-        })
-    };
-    let body = if ct.contains("json") || ((ct.contains('*') || ct.is_empty()) && !value.is_string())
-    {
-        let content_type = if ct.contains('*') || ct.is_empty() {
-            "application/json".to_string()
-        } else {
-            declared
-        };
-        Body {
-            bytes: serde_json::to_vec(value).map_err(|e| UpstreamError::Other(e.to_string()))?,
-            content_type,
-            shown: value.clone(),
-        }
-    } else if ct.starts_with("application/x-www-form-urlencoded") {
-        let text = encode::form_body(object("application/x-www-form-urlencoded")?);
-        Body {
-            bytes: text.clone().into_bytes(),
-            content_type: "application/x-www-form-urlencoded".into(),
-            shown: Value::String(text),
-        }
-    } else if ct.starts_with("multipart/form-data") {
-        let fields = object("multipart/form-data")?;
-        let (bytes, boundary) = encode::multipart_body(fields);
-        Body {
-            bytes,
-            content_type: format!("multipart/form-data; boundary={boundary}"),
-            shown: Value::Object(fields.clone()),
-        }
-    } else {
-        let Value::String(text) = value else {
-            return Err(invalid(format!(
-                "body: {} sends {declared}; pass the body as a string",
-                op.key()
-            )));
-        };
-        Body {
-            bytes: text.clone().into_bytes(),
-            content_type: declared,
-            shown: value.clone(),
-        }
-    };
-    Ok(Some(body))
 }
 
 #[cfg(test)]

@@ -203,13 +203,43 @@ pub(crate) fn form_body(body: &Map<String, Value>) -> String {
     ser.finish()
 }
 
-/// A `multipart/form-data` body with one text part per top-level field (objects and arrays as
-/// JSON parts). Returns the bytes and the boundary.
-pub(crate) fn multipart_body(body: &Map<String, Value>) -> (Vec<u8>, String) {
+/// The media type of a file part that names none.
+pub(crate) const DEFAULT_PART_TYPE: &str = "application/octet-stream";
+
+/// A `multipart/form-data` body with one part per top-level field, in the body's order: a
+/// field `files` names becomes its file part(s) (`filename`, default the field name, and
+/// `Content-Type`, default `application/octet-stream`), any other a text part (objects and
+/// arrays as JSON parts). Returns the bytes and the boundary. Field names lose quotes and line
+/// breaks; filenames and part types were checked when the call was typed.
+pub(crate) fn multipart_body(
+    body: &Map<String, Value>,
+    files: &[(String, super::upload::Upload)],
+) -> (Vec<u8>, String) {
     let boundary = format!("apigate-{}", uuid::Uuid::new_v4().simple());
-    let mut out = Vec::new();
+    let size: usize = files.iter().map(|(_, f)| f.bytes.len() + 256).sum();
+    let mut out = Vec::with_capacity(size + 256 * body.len());
+    let clean = |s: &str| s.replace(['"', '\r', '\n'], "_");
     for (k, v) in body {
-        let name = k.replace(['"', '\r', '\n'], "_");
+        let name = clean(k);
+        let mut sent_files = false;
+        for (_, file) in files.iter().filter(|(field, _)| field == k) {
+            sent_files = true;
+            let filename = clean(file.filename.as_deref().unwrap_or(k));
+            let part_type = file.content_type.as_deref().unwrap_or(DEFAULT_PART_TYPE);
+            out.extend_from_slice(format!("--{boundary}\r\n").as_bytes());
+            out.extend_from_slice(
+                format!(
+                    "Content-Disposition: form-data; name=\"{name}\"; filename=\"{filename}\"\r\n\
+                     Content-Type: {part_type}\r\n\r\n"
+                )
+                .as_bytes(),
+            );
+            out.extend_from_slice(&file.bytes);
+            out.extend_from_slice(b"\r\n");
+        }
+        if sent_files {
+            continue;
+        }
         out.extend_from_slice(format!("--{boundary}\r\n").as_bytes());
         out.extend_from_slice(
             format!("Content-Disposition: form-data; name=\"{name}\"\r\n").as_bytes(),

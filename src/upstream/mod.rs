@@ -9,6 +9,7 @@
 //! a body is cut to the budget ([`shown_body`]). Imports `spec` and `reqwest`; never axum, rmcp
 //! or tower.
 
+mod body;
 mod build;
 mod config;
 mod credentials;
@@ -20,6 +21,7 @@ mod oauth;
 mod redact;
 mod response;
 mod schemes;
+pub mod upload;
 
 use std::error::Error as _;
 use std::sync::Arc;
@@ -29,6 +31,7 @@ use url::Url;
 
 use crate::spec::{Operation, Spec};
 
+pub(crate) use body::choose_media;
 pub use build::{CallArgs, PreparedRequest, media_essence};
 pub use config::{
     ConfigError, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_READ_BYTES,

@@ -241,6 +241,7 @@ fn args(v: Value) -> CallArgs {
             .and_then(Value::as_str)
             .map(str::to_string),
         accept: v.get("accept").and_then(Value::as_str).map(str::to_string),
+        ..Default::default()
     }
 }
 
