@@ -5,6 +5,7 @@
 //! results look.
 
 pub mod args;
+pub mod binary_out;
 pub mod defs;
 pub mod error;
 mod method_override;
@@ -25,6 +26,7 @@ use crate::monitor::{Monitor, OperationRef, ToolCall};
 use crate::spec::Spec;
 use crate::store::Decision;
 use crate::upstream::Upstream;
+pub use binary_out::{BinaryOptions, BinaryOut};
 pub use error::{Code, ToolError};
 pub use ops::{Planned, Prepared};
 
@@ -59,6 +61,10 @@ pub struct Engine {
     pub limits: args::InputLimits,
     /// Signs an identity assertion into every upstream call (`--identity-header`).
     pub identity: Option<Arc<crate::identity::Identity>>,
+    /// Binary responses held for `resources/read` (in memory; production: in Postgres).
+    pub held: crate::held::HeldResponses,
+    /// How binary responses come back (`--max-image-bytes`, `--download-dir`).
+    pub binary: BinaryOptions,
 }
 
 /// Who is calling, as the transport knows it. Holds no secret but the session token the
@@ -80,6 +86,22 @@ pub struct Caller {
     pub cancelled: Option<CancellationToken>,
 }
 
+impl Caller {
+    /// Who owns the binary responses this caller's calls hold, and so who may read them: the
+    /// tier-1 API key (`key:<id>` for a key in the database, else the presented key's
+    /// fingerprint), or `local` for a transport with no key (stdio: one client per process).
+    /// Not the user session: `resources/read` carries no `_sessionToken`, and the key is
+    /// what a connection proves.
+    pub fn held_owner(&self) -> String {
+        if let Some(id) = self.key.as_ref().and_then(|k| k.key_id) {
+            return format!("key:{id}");
+        }
+        self.key_fingerprint
+            .clone()
+            .unwrap_or_else(|| "local".to_string())
+    }
+}
+
 /// What a tool call produced before it is shaped by an adapter.
 pub type ToolResult = Result<Value, ToolError>;
 
@@ -91,6 +113,8 @@ struct Trace {
     upstream_status: Option<u16>,
     /// Where the credentials the call sent came from (`server`, `session`, …).
     credential_sources: Vec<String>,
+    /// The bytes of a binary response, returned beside the result.
+    binary: Option<BinaryOut>,
 }
 
 impl Engine {
@@ -111,6 +135,8 @@ impl Engine {
             auth: None,
             limits: args::InputLimits::default(),
             identity: None,
+            held: crate::held::HeldResponses::in_memory(Default::default()),
+            binary: BinaryOptions::default(),
         }
     }
 
@@ -144,13 +170,20 @@ impl Engine {
         }
     }
 
-    /// Runs one tool call through the whole pipeline.
-    pub async fn call(
+    /// Runs one tool call through the whole pipeline; see [`Engine::call_with_binary`] for
+    /// the bytes of a binary response.
+    pub async fn call(&self, caller: &Caller, tool: &str, args: Map<String, Value>) -> ToolResult {
+        self.call_with_binary(caller, tool, args).await.0
+    }
+
+    /// Runs one tool call through the whole pipeline; with the bytes of an `api_execute`
+    /// binary response that travel beside the JSON result (`mcp::binary_content` adds them).
+    pub async fn call_with_binary(
         &self,
         caller: &Caller,
         tool: &str,
         mut args: Map<String, Value>,
-    ) -> ToolResult {
+    ) -> (ToolResult, Option<BinaryOut>) {
         let started = Instant::now();
         let started_at = chrono::Utc::now();
         // One id for the monitor's events and the audit row.
@@ -217,7 +250,9 @@ impl Engine {
             entry.error_code = result.as_ref().err().map(|e| e.code.as_str().to_string());
             auth.record_audit(entry).await;
         }
-        result
+        // A failed call returns no bytes.
+        let binary = trace.binary.filter(|_| result.is_ok());
+        (result, binary)
     }
 
     /// Takes one call from the bucket of the key the call comes with (the connection's key in
@@ -359,6 +394,10 @@ impl Engine {
             }
         }
         // 6. Run.
+        let mut delivery = ops::Delivery {
+            owner: caller.held_owner(),
+            binary: None,
+        };
         let result = ops::run(
             self,
             principal,
@@ -366,8 +405,10 @@ impl Engine {
             call_id,
             &mut trace.upstream_status,
             &mut trace.credential_sources,
+            &mut delivery,
         )
         .await;
+        trace.binary = delivery.binary;
         // 7. Tell the monitor.
         if let Some(monitor) = &self.monitor {
             match &result {

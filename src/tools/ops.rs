@@ -436,6 +436,13 @@ pub fn credential_sources(engine: &Engine, call: &CallCredentials) -> Vec<String
         .collect()
 }
 
+/// Where a binary response goes: held for `owner`, and the bytes that travel beside the
+/// result (`binary_out`).
+pub struct Delivery {
+    pub owner: String,
+    pub binary: Option<super::BinaryOut>,
+}
+
 pub async fn run(
     engine: &Engine,
     principal: &Principal,
@@ -443,6 +450,7 @@ pub async fn run(
     call_id: &str,
     upstream_status: &mut Option<u16>,
     sources: &mut Vec<String>,
+    delivery: &mut Delivery,
 ) -> ToolResult {
     match prepared {
         Prepared::Discover(d) => {
@@ -514,6 +522,10 @@ pub async fn run(
                 return Err(e);
             }
             let mut value = value;
+            if let (Some(binary), Some(body)) = (&response.binary, value.get_mut("body")) {
+                delivery.binary =
+                    super::binary_out::deliver(engine, &delivery.owner, binary, body).await;
+            }
             if let Value::Object(m) = &mut value {
                 // Which operation answered, and with which method: the MCP adapter marks the
                 // results of safe methods as read-only.

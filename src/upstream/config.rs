@@ -16,6 +16,9 @@ use super::redact::{Secrets, SecretsError};
 
 /// Default response body budget (64 KiB).
 pub const DEFAULT_MAX_BODY_BYTES: usize = 64 * 1024;
+/// Default cap on the bytes read of one response that is not shown as text (a binary
+/// download): 16 MiB.
+pub const DEFAULT_MAX_READ_BYTES: usize = 16 * 1024 * 1024;
 /// Default connect timeout.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default total timeout (connect, send, and reading the whole response).
@@ -69,6 +72,10 @@ pub struct UpstreamConfig {
     pub timeout: Duration,
     /// Response bodies beyond this many bytes are cut (JSON at a valid boundary).
     pub max_body_bytes: usize,
+    /// `--max-read-bytes`: how much of a response is read at most. A binary response (not text
+    /// by type and content) is read up to this many bytes and handed on whole; beyond it, it is
+    /// described (type, size so far), never passed on in part.
+    pub max_read_bytes: usize,
     /// Same-origin redirects followed before giving up.
     pub max_redirects: usize,
     /// OAuth client credentials (`--upstream-oauth-*`): a token on every call.
@@ -86,6 +93,7 @@ impl Default for UpstreamConfig {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             timeout: DEFAULT_TIMEOUT,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            max_read_bytes: DEFAULT_MAX_READ_BYTES,
             max_redirects: DEFAULT_MAX_REDIRECTS,
             oauth: None,
             schemes: super::schemes::SchemeCredentials::default(),
@@ -106,6 +114,7 @@ impl fmt::Debug for UpstreamConfig {
             .field("connect_timeout", &self.connect_timeout)
             .field("timeout", &self.timeout)
             .field("max_body_bytes", &self.max_body_bytes)
+            .field("max_read_bytes", &self.max_read_bytes)
             .field("max_redirects", &self.max_redirects)
             .field("oauth", &self.oauth)
             .field("schemes", &self.schemes)

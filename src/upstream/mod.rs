@@ -9,6 +9,7 @@
 //! a body is cut to the budget ([`shown_body`]). Imports `spec` and `reqwest`; never axum, rmcp
 //! or tower.
 
+mod binary;
 mod build;
 mod config;
 mod credentials;
@@ -28,10 +29,11 @@ use url::Url;
 
 use crate::spec::{Operation, Spec};
 
+pub use binary::{BinaryBody, may_be_binary, sha256_hex};
 pub use build::{CallArgs, PreparedRequest, media_essence};
 pub use config::{
-    ConfigError, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_REDIRECTS,
-    DEFAULT_TIMEOUT, UpstreamConfig,
+    ConfigError, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_READ_BYTES,
+    DEFAULT_MAX_REDIRECTS, DEFAULT_TIMEOUT, UpstreamConfig,
 };
 pub use credentials::{ASSERTION_SOURCE, CallCredentials};
 pub use decode::{DecodeError, MAX_LAYERS};
@@ -333,20 +335,45 @@ impl Upstream {
         // The client never decompresses (no decompression feature): apigate decodes within
         // the budget.
         let content_encoding = header(http::header::CONTENT_ENCODING);
-        let (bytes, raw_truncated) = response::read_limited(&mut resp, self.cfg.max_body_bytes)
+        // A body that may be binary is read up to `--max-read-bytes`, so that a download comes
+        // back whole; text only up to the budget.
+        let may_be_binary = binary::may_be_binary(content_type.as_deref());
+        let limit = if may_be_binary {
+            self.cfg.max_read_bytes.max(self.cfg.max_body_bytes)
+        } else {
+            self.cfg.max_body_bytes
+        };
+        let (bytes, raw_truncated) = response::read_limited(&mut resp, limit)
             .await
             .map_err(|e| self.map_error(e, &secrets))?;
         // Stop reading: dropping the response closes the connection if bytes are left.
         drop(resp);
         let raw_len = bytes.len();
-        let shown = response::shown_response(
-            bytes,
-            raw_truncated,
-            content_type.as_deref(),
-            content_encoding.as_deref(),
-            self.cfg.max_body_bytes,
-            &secrets,
-        );
+        let (shown, binary) = if may_be_binary {
+            let limits = binary::Limits {
+                text: self.cfg.max_body_bytes,
+                read: limit,
+            };
+            let c = binary::classify(
+                bytes,
+                raw_truncated,
+                content_type.as_deref(),
+                content_encoding.as_deref(),
+                &limits,
+                &secrets,
+            );
+            (c.shown, c.binary)
+        } else {
+            let shown = response::shown_response(
+                bytes,
+                raw_truncated,
+                content_type.as_deref(),
+                content_encoding.as_deref(),
+                self.cfg.max_body_bytes,
+                &secrets,
+            );
+            (shown, None)
+        };
         if shown.transformed {
             safe_headers.remove("content-length");
         }
@@ -364,6 +391,7 @@ impl Upstream {
             body,
             truncated,
             duration_ms,
+            binary,
         })
     }
 

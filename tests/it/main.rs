@@ -4,6 +4,7 @@
 mod admin_http;
 mod attacks;
 mod auth;
+mod binary_out;
 mod cli_admin;
 mod conform;
 mod db;
