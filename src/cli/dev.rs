@@ -616,4 +616,46 @@ mod tests {
                 .is_none()
         );
     }
+
+    /// The binary-out flags: their defaults, and values past their caps refused.
+    #[test]
+    fn binary_flags_have_defaults_and_caps() {
+        use clap::Parser as _;
+        let parse = |extra: &[&str]| {
+            let mut all = vec!["apigate", "dev", "--spec", "x.json"];
+            all.extend_from_slice(extra);
+            match crate::cli::Cli::try_parse_from(all).map(|c| c.command) {
+                Ok(crate::cli::Command::Dev(d)) => Ok(d),
+                Ok(other) => panic!("{other:?}"),
+                Err(e) => Err(e),
+            }
+        };
+        let d = parse(&[]).unwrap();
+        assert_eq!(d.engine.max_read_bytes, 16 * 1024 * 1024);
+        assert_eq!(d.engine.binary.max_image_bytes, 1024 * 1024);
+        assert_eq!(d.engine.binary.max_held_bytes, 64 * 1024 * 1024);
+        assert_eq!(d.engine.binary.response_ttl, Duration::from_secs(600));
+        assert!(d.download_dir.is_none());
+        let d = parse(&[
+            "--max-read-bytes",
+            "1000",
+            "--response-ttl",
+            "30s",
+            "--download-dir",
+            "/tmp",
+        ])
+        .unwrap();
+        assert_eq!(d.engine.max_read_bytes, 1000);
+        assert_eq!(d.engine.binary.response_ttl, Duration::from_secs(30));
+        for bad in [
+            ["--max-read-bytes", "0"],
+            ["--max-read-bytes", "2000000000"],
+            ["--max-read-bytes", "-1"],
+            ["--max-image-bytes", "2000000000"],
+            ["--max-held-bytes", "0"],
+            ["--response-ttl", "soon"],
+        ] {
+            assert!(parse(&bad).is_err(), "{bad:?}");
+        }
+    }
 }

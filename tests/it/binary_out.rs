@@ -516,3 +516,123 @@ async fn a_held_response_is_read_through_a_second_replica() {
         .unwrap();
     assert_eq!(rows, 1);
 }
+
+/// GitHub's "download a repository archive (zip)" as an agent calls it through the real
+/// GitHub spec: the API redirects (on its own origin here: apigate follows no other) and the
+/// archive comes back as a resource whose bytes read back exactly.
+#[tokio::test]
+async fn a_github_zipball_comes_back_as_a_resource() {
+    async fn zipball(
+        Path((owner, repo, r#ref)): Path<(String, String, String)>,
+    ) -> axum::response::Response {
+        axum::response::Redirect::to(&format!("/_codeload/{owner}/{repo}/{ref}.zip"))
+            .into_response()
+    }
+    async fn codeload() -> axum::response::Response {
+        (
+            [(header::CONTENT_TYPE, "application/zip")],
+            noise(ZIP_LEN, 42),
+        )
+            .into_response()
+    }
+    let app = Router::new()
+        .route(
+            "/repos/{owner}/{repo}/zipball/{ref}",
+            axum::routing::get(zipball),
+        )
+        .route(
+            "/_codeload/{owner}/{repo}/{file}",
+            axum::routing::get(codeload),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let server = Server::start(
+        engine_args(
+            &spec_path("github-rest-3.0.json"),
+            Some(format!("http://{addr}")),
+        ),
+        false,
+    )
+    .await;
+    let client = server.client().await;
+    let args = json!({"operationId": "repos/download-zipball-archive",
+        "pathParams": {"owner": "octo", "repo": "hello", "ref": "main"}});
+    let Value::Object(map) = args else {
+        unreachable!()
+    };
+    let result = client
+        .call_tool(CallToolRequestParams::new("api_execute").with_arguments(map))
+        .await
+        .unwrap();
+    let v = structured(&result);
+    assert_eq!(v["status"], 200, "{v}");
+    assert_eq!(v["body"]["bytes"], ZIP_LEN);
+    let (uri, ..) = link(&result).expect("link");
+    let bytes = read(&client, &uri).await.unwrap();
+    assert_eq!(bytes, noise(ZIP_LEN, 42));
+    assert_eq!(v["body"]["sha256"], sha256(&bytes));
+}
+
+/// Production: an expired row is not read (the database's clock decides), and the next write
+/// through any replica deletes it.
+#[tokio::test]
+async fn expired_rows_are_not_read_and_are_purged_on_the_next_write() {
+    let db = TestDb::new().await;
+    let upstream = start_upstream().await;
+    let mut a = args(&upstream);
+    a.binary.response_ttl = Duration::from_millis(300);
+    let opts = Options {
+        stateless: true,
+        ..Options::petstore()
+    };
+    let server = Prod::start_with(&db.url, a, opts).await;
+    let key = server
+        .auth
+        .create_key(NewKey {
+            name: "agent".into(),
+            features: vec!["apigate.*".into()],
+            ..NewKey::default()
+        })
+        .await
+        .unwrap()
+        .key;
+    let session = server
+        .auth
+        .create_session(NewSession {
+            user_id: "u-1".into(),
+            features: vec!["apigate.*".into()],
+            ..NewSession::default()
+        })
+        .await
+        .unwrap()
+        .token;
+    let client = server.client(&key, Some(&session)).await;
+    let pool = sqlx::PgPool::connect(&db.url).await.unwrap();
+    let ids = || async {
+        sqlx::query_scalar::<_, String>("SELECT id FROM held_responses ORDER BY seq")
+            .fetch_all(&pool)
+            .await
+            .unwrap()
+    };
+    let first = link(&execute(&client, "downloadArchive", "one").await)
+        .expect("link")
+        .0;
+    assert_eq!(ids().await.len(), 1);
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_not_found("expired", &client, read(&client, &first).await);
+    assert!(
+        client
+            .list_resources(None)
+            .await
+            .unwrap()
+            .resources
+            .is_empty()
+    );
+    let second = link(&execute(&client, "downloadArchive", "two").await)
+        .expect("link")
+        .0;
+    let left = ids().await;
+    assert_eq!(left.len(), 1, "the expired row is gone");
+    assert!(second.ends_with(&left[0]));
+}
