@@ -50,15 +50,13 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 /// Whether a response of this `Content-Type` may be binary, and so is read up to
-/// `--max-read-bytes` rather than the text budget: no type, or one that names neither text,
-/// JSON, XML, YAML, a form nor a script. Its content decides afterwards.
+/// `--max-read-bytes` rather than the text budget: a type that names neither text, JSON, XML,
+/// YAML, a form nor a script. Its content decides afterwards. A response with no type is
+/// shown as before (text, JSON, or small binary as base64 within the budget).
 pub fn may_be_binary(content_type: Option<&str>) -> bool {
-    let Some(ct) = content_type else {
-        return true;
-    };
-    let essence = essence(ct);
+    let essence = essence(content_type.unwrap_or_default());
     if essence.is_empty() {
-        return true;
+        return false;
     }
     let textual = essence.starts_with("text/")
         || [
@@ -238,12 +236,11 @@ mod tests {
         for ct in [
             "image/png",
             "application/zip",
-            "application/octet-stream",
-            "",
+            "application/octet-stream; x=1",
         ] {
             assert!(may_be_binary(Some(ct)), "{ct}");
         }
-        assert!(may_be_binary(None));
+        assert!(!may_be_binary(None) && !may_be_binary(Some(" ")));
     }
 
     fn limits() -> Limits {
@@ -304,7 +301,14 @@ mod tests {
         let mut bin: Vec<u8> = vec![0, 1, 2, 0xff];
         bin.extend_from_slice(b"sk_live_abcdef");
         let secrets = Secrets::new(["sk_live_abcdef"]).unwrap();
-        let c = classify(bin, false, None, None, &limits(), &secrets);
+        let c = classify(
+            bin,
+            false,
+            Some("application/octet-stream"),
+            None,
+            &limits(),
+            &secrets,
+        );
         assert!(c.binary.is_none());
         assert!(
             c.shown.body["note"]

@@ -235,7 +235,7 @@ fn shown_body_transcoded(
 /// and escape.
 pub(super) fn is_text(bytes: &[u8], truncated: bool, ct: &str) -> bool {
     let utf8 = decode::to_utf8(bytes, truncated, ct);
-    as_text(utf8.as_deref().unwrap_or(bytes), truncated).is_some()
+    text_str(utf8.as_deref().unwrap_or(bytes), truncated).is_some()
 }
 
 /// Whether binary `bytes` hold a credential: as they are, or with their NUL bytes taken out
@@ -280,6 +280,11 @@ fn body_value(bytes: &[u8], truncated: bool, ct: &str, secrets: &Secrets) -> Opt
 /// characters other than tab, line feed, form feed, carriage return and escape (each would
 /// come back as a six-byte `\u00XX`).
 fn as_text(bytes: &[u8], truncated: bool) -> Option<String> {
+    text_str(bytes, truncated).map(str::to_string)
+}
+
+/// [`as_text`] without the copy.
+fn text_str(bytes: &[u8], truncated: bool) -> Option<&str> {
     let text = match std::str::from_utf8(bytes) {
         Ok(s) => s,
         // Cut in the middle of a character: drop the partial character.
@@ -291,7 +296,7 @@ fn as_text(bytes: &[u8], truncated: bool) -> Option<String> {
     let binary = text
         .bytes()
         .any(|b| b < 0x20 && !matches!(b, b'\t' | b'\n' | 0x0c | b'\r' | 0x1b));
-    (!binary).then(|| text.to_string())
+    (!binary).then_some(text)
 }
 
 /// A binary body as `{contentType, bytes, base64?}`: base64 only for a complete body whose
