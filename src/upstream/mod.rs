@@ -6,8 +6,9 @@
 //! no other host is ever contacted. Credentials live in [`UpstreamConfig`] and are added at
 //! send time: a [`PreparedRequest`] (the dry-run view) never holds them, no error message or
 //! log line shows them, and every form of them is scrubbed from responses ([`Secrets`]) before
-//! a body is cut to the budget ([`shown_body`]). Imports `spec` and `reqwest`; never axum, rmcp
-//! or tower.
+//! a body is cut to the budget ([`shown_body`]). A binary answer is read whole up to
+//! `--max-read-bytes` and handed on beside its description ([`BinaryBody`]). Imports `spec` and
+//! `reqwest`; never axum, rmcp or tower.
 
 mod binary;
 mod build;
