@@ -462,30 +462,8 @@ async fn a_held_response_is_read_through_a_second_replica() {
     };
     let a = start().await;
     let b = start().await;
-    let key = |name: &'static str| {
-        let auth = a.auth.clone();
-        async move {
-            auth.create_key(NewKey {
-                name: name.into(),
-                features: vec!["apigate.*".into()],
-                ..NewKey::default()
-            })
-            .await
-            .unwrap()
-            .key
-        }
-    };
-    let (agent, other) = (key("agent").await, key("other").await);
-    let session = a
-        .auth
-        .create_session(NewSession {
-            user_id: "u-1".into(),
-            features: vec!["apigate.*".into()],
-            ..NewSession::default()
-        })
-        .await
-        .unwrap()
-        .token;
+    let (agent, session) = key_and_session(&a, "agent").await;
+    let (other, _) = key_and_session(&a, "other").await;
     let on_a = a.client(&agent, Some(&session)).await;
     let result = execute(&on_a, "downloadArchive", "release").await;
     let v = structured(&result);
@@ -587,26 +565,7 @@ async fn expired_rows_are_not_read_and_are_purged_on_the_next_write() {
         ..Options::petstore()
     };
     let server = Prod::start_with(&db.url, a, opts).await;
-    let key = server
-        .auth
-        .create_key(NewKey {
-            name: "agent".into(),
-            features: vec!["apigate.*".into()],
-            ..NewKey::default()
-        })
-        .await
-        .unwrap()
-        .key;
-    let session = server
-        .auth
-        .create_session(NewSession {
-            user_id: "u-1".into(),
-            features: vec!["apigate.*".into()],
-            ..NewSession::default()
-        })
-        .await
-        .unwrap()
-        .token;
+    let (key, session) = key_and_session(&server, "agent").await;
     let client = server.client(&key, Some(&session)).await;
     let pool = sqlx::PgPool::connect(&db.url).await.unwrap();
     let ids = || async {
@@ -635,4 +594,77 @@ async fn expired_rows_are_not_read_and_are_purged_on_the_next_write() {
     let left = ids().await;
     assert_eq!(left.len(), 1, "the expired row is gone");
     assert!(second.ends_with(&left[0]));
+}
+
+/// A key holding every apigate feature, and a session for it, made through `server`.
+async fn key_and_session(server: &Prod, name: &str) -> (String, String) {
+    let key = server
+        .auth
+        .create_key(NewKey {
+            name: name.into(),
+            features: vec!["apigate.*".into()],
+            ..NewKey::default()
+        })
+        .await
+        .unwrap()
+        .key;
+    let session = server
+        .auth
+        .create_session(NewSession {
+            user_id: "u-1".into(),
+            features: vec!["apigate.*".into()],
+            ..NewSession::default()
+        })
+        .await
+        .unwrap()
+        .token;
+    (key, session)
+}
+
+/// Production: the per-key bound holds across replicas (each write, on either, drops the key's
+/// oldest rows), and another key's responses are not counted against it.
+#[tokio::test]
+async fn the_per_key_bound_holds_across_replicas() {
+    let db = TestDb::new().await;
+    let upstream = start_upstream().await;
+    let start = || async {
+        let mut a = args(&upstream);
+        a.binary.max_held_bytes = 2 * ZIP_LEN + 1000;
+        let opts = Options {
+            stateless: true,
+            ..Options::petstore()
+        };
+        Prod::start_with(&db.url, a, opts).await
+    };
+    let (a, b) = (start().await, start().await);
+    let (key, session) = key_and_session(&a, "agent").await;
+    let (other, other_session) = key_and_session(&a, "other").await;
+    let on_a = a.client(&key, Some(&session)).await;
+    let on_b = b.client(&key, Some(&session)).await;
+    let foreign = b.client(&other, Some(&other_session)).await;
+    let kept = link(&execute(&foreign, "downloadArchive", "theirs").await)
+        .expect("link")
+        .0;
+    let mut uris = Vec::new();
+    for (client, name) in [(&on_a, "one"), (&on_b, "two"), (&on_a, "three")] {
+        uris.push(
+            link(&execute(client, "downloadArchive", name).await)
+                .expect("link")
+                .0,
+        );
+    }
+    assert_not_found("oldest", &on_b, read(&on_b, &uris[0]).await);
+    for uri in &uris[1..] {
+        assert_eq!(read(&on_b, uri).await.unwrap().len(), ZIP_LEN);
+    }
+    let listed: Vec<String> = on_a
+        .list_resources(None)
+        .await
+        .unwrap()
+        .resources
+        .into_iter()
+        .map(|r| r.uri)
+        .collect();
+    assert_eq!(listed, uris[1..]);
+    assert_eq!(read(&foreign, &kept).await.unwrap().len(), ZIP_LEN);
 }
