@@ -487,7 +487,7 @@ async fn a_held_response_is_read_through_a_second_replica() {
             .is_empty()
     );
 
-    // The per-key bound holds across replicas: rows in the table are the key's latest.
+    // One row in the shared table: held once, by A, and read by B from there.
     let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM held_responses")
         .fetch_one(&sqlx::PgPool::connect(&db.url).await.unwrap())
         .await
