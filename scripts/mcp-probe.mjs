@@ -1,7 +1,9 @@
 // scripts/mcp-probe.mjs — raw JSON-RPC probes of an apigate Streamable HTTP endpoint, for
 // scripts/conformance.sh: initializes (keeping the Mcp-Session-Id when the server issues one),
-// then checks that every method apigate does not serve answers -32601 (Method not found) and
-// that a request without the API key gets 401 before any MCP handling. Exits 1 on a mismatch.
+// then checks that every method apigate does not serve answers -32601 (Method not found), that
+// the resources methods serve only held API responses (an empty list, one template, -32002 for
+// any other URI), and that a request without the API key gets 401 before any MCP handling.
+// Exits 1 on a mismatch.
 //
 // usage: node mcp-probe.mjs URL API_KEY
 const [url, key] = process.argv.slice(2);
@@ -61,9 +63,6 @@ if (session) await post({ jsonrpc: "2.0", method: "notifications/initialized" })
 const notServed = [
   ["prompts/list", {}],
   ["prompts/get", { name: "x" }],
-  ["resources/list", {}],
-  ["resources/templates/list", {}],
-  ["resources/read", { uri: "file:///x" }],
   ["resources/subscribe", { uri: "file:///x" }],
   ["resources/unsubscribe", { uri: "file:///x" }],
   ["completion/complete", { ref: { type: "ref/prompt", name: "x" }, argument: { name: "a", value: "b" } }],
@@ -74,6 +73,20 @@ let id = 10;
 for (const [method, params] of notServed) {
   const r = await post({ jsonrpc: "2.0", id: ++id, method, params });
   check(r.message?.error?.code === -32601, `${method} -> -32601`, `HTTP ${r.status} ${JSON.stringify(r.message)}`);
+}
+// Resources are the binary API responses an api_execute result links to: none held yet.
+const resources = await post({ jsonrpc: "2.0", id: ++id, method: "resources/list", params: {} });
+check(
+  Array.isArray(resources.message?.result?.resources) && resources.message.result.resources.length === 0,
+  "resources/list -> []",
+  JSON.stringify(resources.message),
+);
+const templates = await post({ jsonrpc: "2.0", id: ++id, method: "resources/templates/list", params: {} });
+const uriTemplates = (templates.message?.result?.resourceTemplates || []).map((t) => t.uriTemplate).join(",");
+check(uriTemplates === "apigate://responses/{id}", "resources/templates/list", JSON.stringify(templates.message));
+for (const uri of ["file:///x", `apigate://responses/${"0".repeat(48)}`]) {
+  const r = await post({ jsonrpc: "2.0", id: ++id, method: "resources/read", params: { uri } });
+  check(r.message?.error?.code === -32002, `resources/read ${uri} -> -32002`, `HTTP ${r.status} ${JSON.stringify(r.message)}`);
 }
 const ping = await post({ jsonrpc: "2.0", id: ++id, method: "ping" });
 check(ping.message?.result && Object.keys(ping.message.result).length === 0, "ping -> {}", JSON.stringify(ping.message));

@@ -5,6 +5,7 @@
 pub mod auth;
 pub mod cli;
 pub mod heap;
+pub mod held;
 pub mod http;
 pub mod identity;
 pub mod index;

@@ -52,16 +52,52 @@ pub struct EngineArgs {
     /// Response bodies beyond this many bytes are cut (valid JSON, marked `truncated`).
     #[arg(long, default_value_t = 64 * 1024)]
     pub max_response_bytes: usize,
-    /// Response bodies are read up to this many bytes, so that `select` and a cut of whole
-    /// items see more than --max-response-bytes; beyond it a body is cut on reading.
-    #[arg(long, default_value_t = crate::upstream::DEFAULT_MAX_READ_BYTES)]
+    /// Response bodies are read up to this many bytes: so that `select` and a cut of whole
+    /// items see more than --max-response-bytes (beyond it a text body is cut on reading), and
+    /// a binary answer (a download) comes back whole (beyond it, it is described, never cut).
+    #[arg(long, default_value_t = crate::upstream::DEFAULT_MAX_READ_BYTES,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=MAX_READ_BYTES_CAP))]
     pub max_read_bytes: usize,
+    #[command(flatten)]
+    pub binary: BinaryArgs,
     #[command(flatten)]
     pub monitor: MonitorFlags,
     #[command(flatten)]
     pub ranking: super::index::RankingArgs,
     #[command(flatten)]
     pub limits: crate::tools::args::InputLimits,
+}
+
+/// The most `--max-read-bytes` may be (1 GiB): a response is held in memory while it is read.
+const MAX_READ_BYTES_CAP: u64 = 1 << 30;
+
+/// How binary responses come back: images as MCP image content, the rest as resource links
+/// the same API key reads with `resources/read`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct BinaryArgs {
+    /// PNG, JPEG, GIF and WebP responses up to this many bytes come back as MCP image
+    /// content; larger ones as a resource link.
+    #[arg(long, default_value_t = crate::tools::binary_out::DEFAULT_MAX_IMAGE_BYTES,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=MAX_READ_BYTES_CAP))]
+    pub max_image_bytes: usize,
+    /// How long a binary response stays readable through its resource link (10m, 1h; a bare
+    /// number is seconds).
+    #[arg(long, default_value = "10m", value_parser = crate::monitor::parse_duration)]
+    pub response_ttl: Duration,
+    /// The most bytes of binary responses held per API key; the oldest go first.
+    #[arg(long, default_value_t = crate::held::DEFAULT_MAX_HELD_BYTES,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=16 * MAX_READ_BYTES_CAP))]
+    pub max_held_bytes: usize,
+}
+
+impl Default for BinaryArgs {
+    fn default() -> Self {
+        BinaryArgs {
+            max_image_bytes: crate::tools::binary_out::DEFAULT_MAX_IMAGE_BYTES,
+            response_ttl: crate::held::DEFAULT_RESPONSE_TTL,
+            max_held_bytes: crate::held::DEFAULT_MAX_HELD_BYTES,
+        }
+    }
 }
 
 /// OAuth 2.0 client credentials for the upstream (RFC 6749 §4.4).
@@ -196,6 +232,11 @@ impl EngineArgs {
         }
         let mut engine = Engine::new(Arc::new(spec), index, upstream, monitor);
         engine.limits = self.limits;
+        engine.held = crate::held::HeldResponses::in_memory(crate::held::HeldConfig {
+            ttl: self.binary.response_ttl,
+            max_bytes_per_owner: self.binary.max_held_bytes,
+        });
+        engine.binary.max_image_bytes = self.binary.max_image_bytes;
         // Most of what loading the document took is free now (the spec keeps only what its
         // operations reach): give it back.
         crate::heap::release_freed();
@@ -329,6 +370,10 @@ pub struct DevArgs {
     /// --max-request-bytes. Development only: `serve` has no such flag.
     #[arg(long, value_name = "DIR")]
     pub upload_dir: Option<std::path::PathBuf>,
+    /// Also write every binary response to a new file in this folder (a generated name,
+    /// mode 0600, never overwriting) and return its path.
+    #[arg(long, value_name = "DIR")]
+    pub download_dir: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -443,6 +488,11 @@ fn points_at(url: &str, listen: SocketAddr) -> bool {
 pub async fn run_dev(args: DevArgs) -> anyhow::Result<ExitCode> {
     let mut engine = args.engine.build().await?;
     engine.rules = args.access.rules()?;
+    if let Some(dir) = &args.download_dir {
+        let dir = crate::tools::binary_out::download_dir(dir)?;
+        tracing::info!(dir = %dir.display(), "binary responses are also written to --download-dir");
+        engine.binary.download_dir = Some(dir);
+    }
     let listener = tokio::net::TcpListener::bind(args.http.listen)
         .await
         .with_context(|| format!("cannot listen on {}", args.http.listen))?;
@@ -579,5 +629,47 @@ mod tests {
                 .matching
                 .is_none()
         );
+    }
+
+    /// The binary-out flags: their defaults, and values past their caps refused.
+    #[test]
+    fn binary_flags_have_defaults_and_caps() {
+        use clap::Parser as _;
+        let parse = |extra: &[&str]| {
+            let mut all = vec!["apigate", "dev", "--spec", "x.json"];
+            all.extend_from_slice(extra);
+            match crate::cli::Cli::try_parse_from(all).map(|c| c.command) {
+                Ok(crate::cli::Command::Dev(d)) => Ok(d),
+                Ok(other) => panic!("{other:?}"),
+                Err(e) => Err(e),
+            }
+        };
+        let d = parse(&[]).unwrap();
+        assert_eq!(d.engine.max_read_bytes, 16 * 1024 * 1024);
+        assert_eq!(d.engine.binary.max_image_bytes, 1024 * 1024);
+        assert_eq!(d.engine.binary.max_held_bytes, 64 * 1024 * 1024);
+        assert_eq!(d.engine.binary.response_ttl, Duration::from_secs(600));
+        assert!(d.download_dir.is_none());
+        let d = parse(&[
+            "--max-read-bytes",
+            "1000",
+            "--response-ttl",
+            "30s",
+            "--download-dir",
+            "/tmp",
+        ])
+        .unwrap();
+        assert_eq!(d.engine.max_read_bytes, 1000);
+        assert_eq!(d.engine.binary.response_ttl, Duration::from_secs(30));
+        for bad in [
+            ["--max-read-bytes", "0"],
+            ["--max-read-bytes", "2000000000"],
+            ["--max-read-bytes", "-1"],
+            ["--max-image-bytes", "2000000000"],
+            ["--max-held-bytes", "0"],
+            ["--response-ttl", "soon"],
+        ] {
+            assert!(parse(&bad).is_err(), "{bad:?}");
+        }
     }
 }

@@ -147,6 +147,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     engine.access = Access::Sessions;
     engine.rules = args.access.rules()?;
     engine.auth = Some(auth.clone());
+    // Replicas share one database: a response held by one is read through any.
+    engine.held = engine.held.in_database(auth.store().clone());
     let listener = tokio::net::TcpListener::bind(args.http.listen)
         .await
         .with_context(|| format!("cannot listen on {}", args.http.listen))?;

@@ -1,15 +1,20 @@
 //! Thin rmcp adapter: the tool list, call dispatch to [`Engine::call`], and mapping results to
 //! MCP (`structuredContent` + a JSON text block; `isError: true` for tool failures). Protocol
-//! errors are left to rmcp, which uses them only for malformed JSON-RPC.
+//! errors are left to rmcp, which uses them only for malformed JSON-RPC. The `resources`
+//! capability serves binary API responses only (`resources`).
+
+mod resources;
+
+pub use resources::binary_content;
 
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestMethod,
     CompleteRequestParams, CompleteResult, Implementation, ListPromptsRequestMethod,
-    ListPromptsResult, ListResourceTemplatesRequestMethod, ListResourceTemplatesResult,
-    ListResourcesRequestMethod, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig, ServerResult, Tool,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    ServerConfig, ServerResult, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -244,7 +249,13 @@ impl McpServer {
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
         let title = &self.engine.spec.title;
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        // Resources are binary API responses an `api_execute` result linked to (no
+        // subscriptions, no list-changed notifications).
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_resources()
+            .build();
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("apigate", env!("CARGO_PKG_VERSION")))
             .with_instructions(format!(
                 "apigate gives you {}: find an operation with api_discover, read its parameters \
@@ -282,12 +293,18 @@ impl ServerHandler for McpServer {
         let mut caller = self.caller(&context.extensions);
         caller.cancelled = Some(context.ct.clone());
         let args = request.arguments.unwrap_or_default();
-        let result = self.engine.call(&caller, &request.name, args).await;
-        let result = call_tool_result(&request.name, result);
+        let (result, binary) = self
+            .engine
+            .call_with_binary(&caller, &request.name, args)
+            .await;
+        let mut result = call_tool_result(&request.name, result);
+        if let Some(binary) = binary {
+            binary_content(&mut result, binary);
+        }
         Ok(result.into())
     }
 
-    // Only `tools` is advertised, so the other list methods answer -32601 (Method not found)
+    // `prompts` and `completions` are not advertised, so they answer -32601 (Method not found)
     // as the spec asks, instead of rmcp's default empty lists.
     async fn list_prompts(
         &self,
@@ -300,9 +317,9 @@ impl ServerHandler for McpServer {
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        Err(ErrorData::method_not_found::<ListResourcesRequestMethod>())
+        resources::list(&self.engine, &self.caller(&context.extensions)).await
     }
 
     async fn list_resource_templates(
@@ -310,9 +327,18 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        Err(ErrorData::method_not_found::<
-            ListResourceTemplatesRequestMethod,
-        >())
+        Ok(resources::templates())
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let caller = self.caller(&context.extensions);
+        resources::read(&self.engine, &caller, &request.uri)
+            .await
+            .map(Into::into)
     }
 
     async fn complete(

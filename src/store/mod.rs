@@ -1,5 +1,5 @@
 //! The only sqlx user: pool, embedded migrations, queries for `api_keys`, `roles`, `audit_log`,
-//! and the `LISTEN/NOTIFY` channel that tells every instance to drop cached credentials.
+//! `held_responses` (in `responses`), and the `LISTEN/NOTIFY` channel that tells every instance to drop cached credentials.
 //! Knows nothing about argon2, features or HTTP: it stores and returns rows.
 
 use std::fmt;
@@ -10,6 +10,8 @@ use chrono::{DateTime, Utc};
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
 use sqlx::{ConnectOptions, Connection, FromRow, PgPool};
 use uuid::Uuid;
+
+mod responses;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!();
 

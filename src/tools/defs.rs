@@ -124,7 +124,18 @@ pub fn output_schema(name: &str) -> Value {
                     "description": "The API's answer (4xx included: `ok` is false).",
                     "properties": {
                         "status": {"type": "integer"}, "ok": {"type": "boolean"},
-                        "headers": {"type": "object"}, "body": {},
+                        "headers": {"type": "object"},
+                        "body": {
+                            "description": "Parsed JSON, text, or null. A binary answer (a type \
+                                that is not text, and bytes that are not text) is described: \
+                                {contentType, bytes, sha256, returnedAs, uri?, expiresAt?, file?, \
+                                note?}. returnedAs `image`: the bytes are an image content item \
+                                of this result; `resource_link`: a resource_link item, `uri` \
+                                (apigate://responses/<id>) readable with resources/read by the \
+                                same API key until `expiresAt`. `file`: where `apigate dev \
+                                --download-dir` wrote it. `note`: why nothing was returned (over \
+                                --max-read-bytes, a credential inside, over --max-held-bytes)."
+                        },
                         "truncated": {"type": "boolean", "description": "Something of the body is not shown (see `cut` and `note`)."},
                         "durationMs": {"type": "integer"},
                         "operationId": {"type": "string"}, "method": {"type": "string"},
@@ -221,6 +232,9 @@ pub fn definition(name: &str, api_title: &str) -> Option<Value> {
                  page, `next` holds the arguments to call it, and `pages: N` (GET) fetches N \
                  pages as one list. `ok` is false when the API answered 4xx (read its \
                  body); 5xx answers, timeouts and connection failures come back as errors. \
+                 A binary answer (a download, an image) is described in `body` (type, size, \
+                 sha256) and its bytes come as an image, or a resource link the client reads \
+                 with resources/read (`body.uri`). \
                  Step 3 of 3. Calls with GET, HEAD or OPTIONS only read; POST, PUT, PATCH, \
                  DELETE and TRACE may change real data (api_discover marks them `mutating`); \
                  each result's `_meta` says which: `apigate/readOnly`."),

@@ -5,6 +5,7 @@
 //! results look.
 
 pub mod args;
+pub mod binary_out;
 pub mod defs;
 pub mod error;
 mod method_override;
@@ -29,6 +30,7 @@ use crate::monitor::{Monitor, OperationRef, ToolCall};
 use crate::spec::Spec;
 use crate::store::Decision;
 use crate::upstream::Upstream;
+pub use binary_out::{BinaryOptions, BinaryOut};
 pub use error::{Code, ToolError};
 use ops::Ran;
 pub use ops::{Planned, Prepared};
@@ -67,6 +69,10 @@ pub struct Engine {
     /// Where `{"file": NAME}` uploads are read from (`apigate dev --upload-dir`; never in
     /// production).
     pub upload_dir: Option<Arc<upload::UploadDir>>,
+    /// Binary responses held for `resources/read` (in memory; production: in Postgres).
+    pub held: crate::held::HeldResponses,
+    /// How binary responses come back (`--max-image-bytes`, `--download-dir`).
+    pub binary: BinaryOptions,
 }
 
 /// Who is calling, as the transport knows it. Holds no secret but the session token the
@@ -86,6 +92,22 @@ pub struct Caller {
     /// its session closes). A call still waiting for the monitor then stops waiting and
     /// never runs, so a late approval cannot execute it.
     pub cancelled: Option<CancellationToken>,
+}
+
+impl Caller {
+    /// Who owns the binary responses this caller's calls hold, and so who may read them: the
+    /// tier-1 API key (`key:<id>` for a key in the database, else the presented key's
+    /// fingerprint), or `local` for a transport with no key (stdio: one client per process).
+    /// Not the user session: `resources/read` carries no `_sessionToken`, and the key is
+    /// what a connection proves.
+    pub fn held_owner(&self) -> String {
+        if let Some(id) = self.key.as_ref().and_then(|k| k.key_id) {
+            return format!("key:{id}");
+        }
+        self.key_fingerprint
+            .clone()
+            .unwrap_or_else(|| "local".to_string())
+    }
 }
 
 /// What a tool call produced before it is shaped by an adapter.
@@ -120,6 +142,8 @@ impl Engine {
             limits: args::InputLimits::default(),
             identity: None,
             upload_dir: None,
+            held: crate::held::HeldResponses::in_memory(Default::default()),
+            binary: BinaryOptions::default(),
         }
     }
 
@@ -153,15 +177,23 @@ impl Engine {
         }
     }
 
-    /// Runs one tool call through the whole pipeline. An `api_execute` with `pages` runs the
-    /// pipeline once per page: each page is a call of its own to the monitor, the audit log
-    /// and the session's rate limit, and the pages end as one result (`result::finish`).
-    pub async fn call(
+    /// Runs one tool call through the whole pipeline; see [`Engine::call_with_binary`] for
+    /// the bytes of a binary response.
+    pub async fn call(&self, caller: &Caller, tool: &str, args: Map<String, Value>) -> ToolResult {
+        self.call_with_binary(caller, tool, args).await.0
+    }
+
+    /// Runs one tool call through the whole pipeline, with the bytes of an `api_execute`
+    /// binary response that travel beside the JSON result (`mcp::binary_content` adds them).
+    /// An `api_execute` with `pages` runs the pipeline once per page: each page is a call of
+    /// its own to the monitor, the audit log and the session's rate limit, and the pages end
+    /// as one result (`result::finish`).
+    pub async fn call_with_binary(
         &self,
         caller: &Caller,
         tool: &str,
         mut args: Map<String, Value>,
-    ) -> ToolResult {
+    ) -> (ToolResult, Option<BinaryOut>) {
         // Never let a session token travel further than this point.
         let token = take_session_token(&mut args);
         // The key's rate limit is spent before the session is checked, so calls with a
@@ -170,10 +202,13 @@ impl Engine {
             Ok(()) => self.principal(caller, token).await,
             Err(e) => Err(e),
         };
-        let first = match self.call_once(caller, &principal, tool, args).await? {
-            Ran::Done(v) => return Ok(v),
-            Ran::Page(p) => p,
+        let mut first = match self.call_once(caller, &principal, tool, args).await {
+            Ok(Ran::Done(v)) => return (Ok(v), None),
+            Ok(Ran::Page(p)) => p,
+            Err(e) => return (Err(e), None),
         };
+        // A binary answer is no list: it is the only page.
+        let binary = first.binary.take();
         let asked = first.planned.pages;
         let mut pages = vec![*first];
         let mut stopped = None;
@@ -218,7 +253,10 @@ impl Engine {
                 }
             }
         }
-        result::finish(self, pages, stopped)
+        let result = result::finish(self, pages, stopped);
+        // A failed call returns no bytes.
+        let binary = binary.filter(|_| result.is_ok());
+        (result, binary)
     }
 
     /// One pass of the pipeline, with its metrics and audit row.
@@ -436,6 +474,7 @@ impl Engine {
             call_id,
             &mut trace.upstream_status,
             &mut trace.credential_sources,
+            &caller.held_owner(),
         )
         .await;
         // 7. Tell the monitor.

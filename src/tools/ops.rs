@@ -76,6 +76,8 @@ pub struct Page {
     pub list: Option<String>,
     /// The query of the next page, when the response shows one.
     pub next: Option<Map<String, Value>>,
+    /// The bytes of a binary answer, which travel beside the result (image or resource link).
+    pub binary: Option<super::BinaryOut>,
 }
 
 /// What running a validated call produced.
@@ -578,6 +580,7 @@ pub async fn run(
     call_id: &str,
     upstream_status: &mut Option<u16>,
     sources: &mut Vec<String>,
+    owner: &str,
 ) -> Result<Ran, ToolError> {
     match prepared {
         Prepared::Execute(planned) if !planned.dry_run => fetch(
@@ -587,6 +590,7 @@ pub async fn run(
             call_id,
             upstream_status,
             sources,
+            owner,
         )
         .await
         .map(|p| Ran::Page(Box::new(p))),
@@ -594,7 +598,8 @@ pub async fn run(
     }
 }
 
-/// Sends a planned `api_execute` request and reads its answer (one page).
+/// Sends a planned `api_execute` request and reads its answer (one page). A binary answer is
+/// held for `owner` or made an image (`binary_out::deliver`), its bytes kept beside the page.
 async fn fetch(
     engine: &Engine,
     principal: &Principal,
@@ -602,6 +607,7 @@ async fn fetch(
     call_id: &str,
     upstream_status: &mut Option<u16>,
     sources: &mut Vec<String>,
+    owner: &str,
 ) -> Result<Page, ToolError> {
     let op = &engine.spec.operations[planned.op];
     let credentials = call_credentials(engine, principal, op, &planned.request, call_id)?;
@@ -637,6 +643,10 @@ async fn fetch(
         }
         return Err(e);
     }
+    let binary = match response.binary.take() {
+        Some(b) => super::binary_out::deliver(engine, owner, &b, &mut response.body).await,
+        None => None,
+    };
     let list = if response.ok && !response.truncated {
         crate::upstream::list_pointer(&response.body)
     } else {
@@ -661,6 +671,7 @@ async fn fetch(
         secrets: fetched.secrets,
         list,
         next,
+        binary,
     })
 }
 

@@ -17,7 +17,7 @@ use super::redact::{Secrets, SecretsError};
 /// Default response body budget (64 KiB).
 pub const DEFAULT_MAX_BODY_BYTES: usize = 64 * 1024;
 /// Default read budget (16 MiB): how much of a response is read, for `select` and a cut of
-/// whole items, before the shown budget applies.
+/// whole items before the shown budget applies, and for a binary download returned whole.
 pub const DEFAULT_MAX_READ_BYTES: usize = 16 * 1024 * 1024;
 /// Default connect timeout.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -73,8 +73,9 @@ pub struct UpstreamConfig {
     /// Response bodies beyond this many bytes are cut (JSON at a valid boundary).
     pub max_body_bytes: usize,
     /// Response bodies are read up to this many bytes (`--max-read-bytes`), so that `select`
-    /// and a cut of whole items see more than the shown budget; beyond it they are cut on
-    /// reading (a valid JSON prefix).
+    /// and a cut of whole items see more than the shown budget (beyond it a text body is cut on
+    /// reading: a valid JSON prefix); a binary response (not text by type and content) is read
+    /// up to this many bytes and handed on whole, or described, never passed on in part.
     pub max_read_bytes: usize,
     /// Same-origin redirects followed before giving up.
     pub max_redirects: usize,

@@ -6,9 +6,11 @@
 //! no other host is ever contacted. Credentials live in [`UpstreamConfig`] and are added at
 //! send time: a [`PreparedRequest`] (the dry-run view) never holds them, no error message or
 //! log line shows them, and every form of them is scrubbed from responses ([`Secrets`]) before
-//! a body is cut to the budget ([`shown_body`]). Imports `spec` and `reqwest`; never axum, rmcp
-//! or tower.
+//! a body is cut to the budget ([`shown_body`]). A binary answer is read whole up to
+//! `--max-read-bytes` and handed on beside its description ([`BinaryBody`]). Imports `spec` and
+//! `reqwest`; never axum, rmcp or tower.
 
+mod binary;
 mod body;
 mod build;
 mod config;
@@ -31,6 +33,7 @@ use url::Url;
 
 use crate::spec::{Operation, Spec};
 
+pub use binary::{BinaryBody, may_be_binary, sha256_hex};
 pub(crate) use body::choose_media;
 pub use build::{CallArgs, PreparedRequest, media_essence};
 pub use config::{
@@ -372,22 +375,41 @@ impl Upstream {
         // the budget.
         let content_encoding = header(http::header::CONTENT_ENCODING);
         // Read past the shown budget, so that `select` and a cut of whole items see the whole
-        // body: what the agent is shown is fitted later.
-        let (bytes, raw_truncated) = response::read_limited(&mut resp, self.cfg.max_read_bytes)
+        // body (what the agent is shown is fitted later), and a download comes back whole.
+        let limit = self.cfg.max_read_bytes.max(self.cfg.max_body_bytes);
+        let may_be_binary = binary::may_be_binary(content_type.as_deref());
+        let (bytes, raw_truncated) = response::read_limited(&mut resp, limit)
             .await
             .map_err(|e| self.map_error(e, &secrets))?;
         // Stop reading: dropping the response closes the connection if bytes are left.
         drop(resp);
         let raw_len = bytes.len();
-        let shown = response::read_response(
-            bytes,
-            raw_truncated,
-            content_type.as_deref(),
-            content_encoding.as_deref(),
-            self.cfg.max_read_bytes,
-            self.cfg.max_body_bytes,
-            &secrets,
-        );
+        let (shown, binary) = if may_be_binary {
+            let limits = binary::Limits {
+                text: self.cfg.max_body_bytes,
+                read: limit,
+            };
+            let c = binary::classify(
+                bytes,
+                raw_truncated,
+                content_type.as_deref(),
+                content_encoding.as_deref(),
+                &limits,
+                &secrets,
+            );
+            (c.shown, c.binary)
+        } else {
+            let shown = response::read_response(
+                bytes,
+                raw_truncated,
+                content_type.as_deref(),
+                content_encoding.as_deref(),
+                limit,
+                self.cfg.max_body_bytes,
+                &secrets,
+            );
+            (shown, None)
+        };
         if shown.transformed {
             safe_headers.remove("content-length");
         }
@@ -406,6 +428,7 @@ impl Upstream {
                 body,
                 truncated,
                 duration_ms,
+                binary,
             },
             secrets,
         })

@@ -25,6 +25,12 @@ pub struct UpstreamResponse {
     /// The body was longer than the budget and was cut.
     pub truncated: bool,
     pub duration_ms: u64,
+    /// The whole body when it is binary (not text by type and content), complete, within
+    /// `--max-read-bytes` and free of credentials; `body` then describes it
+    /// (`{contentType, bytes, sha256}`). Never serialized: `tools::binary_out` decides how it
+    /// reaches the client.
+    #[serde(skip)]
+    pub binary: Option<super::binary::BinaryBody>,
 }
 
 /// Response headers an agent may see. Everything else (cookies, internal routing headers,
@@ -246,9 +252,18 @@ fn shown_body_transcoded(
     (body, utf8.is_some())
 }
 
+/// Whether `bytes` (no content encoding left; `truncated` when cut short) are text as
+/// [`shown_body`] would show them: UTF-8 (or UTF-16/32 by a byte-order mark or `charset` of
+/// `ct`) without control characters other than tab, line feed, form feed, carriage return
+/// and escape.
+pub(super) fn is_text(bytes: &[u8], truncated: bool, ct: &str) -> bool {
+    let utf8 = decode::to_utf8(bytes, truncated, ct);
+    text_str(utf8.as_deref().unwrap_or(bytes), truncated).is_some()
+}
+
 /// Whether binary `bytes` hold a credential: as they are, or with their NUL bytes taken out
 /// (the ASCII of a credential in UTF-16 or UTF-32 text that did not decode as such).
-fn holds_secret(bytes: &[u8], secrets: &Secrets) -> bool {
+pub(super) fn holds_secret(bytes: &[u8], secrets: &Secrets) -> bool {
     if secrets.is_empty() {
         return false;
     }
@@ -288,6 +303,11 @@ fn body_value(bytes: &[u8], truncated: bool, ct: &str, secrets: &Secrets) -> Opt
 /// characters other than tab, line feed, form feed, carriage return and escape (each would
 /// come back as a six-byte `\u00XX`).
 fn as_text(bytes: &[u8], truncated: bool) -> Option<String> {
+    text_str(bytes, truncated).map(str::to_string)
+}
+
+/// [`as_text`] without the copy.
+fn text_str(bytes: &[u8], truncated: bool) -> Option<&str> {
     let text = match std::str::from_utf8(bytes) {
         Ok(s) => s,
         // Cut in the middle of a character: drop the partial character.
@@ -299,7 +319,7 @@ fn as_text(bytes: &[u8], truncated: bool) -> Option<String> {
     let binary = text
         .bytes()
         .any(|b| b < 0x20 && !matches!(b, b'\t' | b'\n' | 0x0c | b'\r' | 0x1b));
-    (!binary).then(|| text.to_string())
+    (!binary).then_some(text)
 }
 
 /// A binary body as `{contentType, bytes, base64?}`: base64 only for a complete body whose

@@ -1,6 +1,7 @@
 //! Protocol conformance details the official MCP suite (`scripts/conformance.sh`) also checks:
-//! a tools-only server answers the methods of capabilities it does not advertise with -32601
-//! (Method not found), over stateful and stateless Streamable HTTP; the `tools/list` served
+//! the server answers the methods of capabilities it does not advertise (prompts,
+//! completions) with -32601 (Method not found), and advertises `resources` for binary API
+//! responses only (an empty list until a call holds one), over stateful and stateless Streamable HTTP; the `tools/list` served
 //! from its serialized result, and the `api_discover` and `api_schema` calls the gate runs
 //! itself, are rmcp's answer; and sessions kept alive only by such answers do not expire
 //! while idle ones do.
@@ -30,14 +31,29 @@ async fn unadvertised_methods_are_not_found(stateless: bool) {
     let client = server.client().await;
     let caps = &client.peer_info().expect("initialized").capabilities;
     assert!(caps.tools.is_some());
-    assert!(caps.prompts.is_none() && caps.resources.is_none() && caps.completions.is_none());
+    assert!(caps.prompts.is_none() && caps.completions.is_none());
+    // Resources: held binary responses, without subscriptions or change notifications.
+    let resources = caps.resources.as_ref().expect("resources advertised");
+    assert!(resources.subscribe.is_none() && resources.list_changed.is_none());
+    assert!(
+        client
+            .list_resources(None)
+            .await
+            .unwrap()
+            .resources
+            .is_empty()
+    );
+    let templates = client.list_resource_templates(None).await.unwrap();
+    assert_eq!(
+        templates
+            .resource_templates
+            .iter()
+            .map(|t| t.uri_template.as_str())
+            .collect::<Vec<_>>(),
+        ["apigate://responses/{id}"]
+    );
 
     assert_method_not_found("prompts/list", client.list_prompts(None).await);
-    assert_method_not_found("resources/list", client.list_resources(None).await);
-    assert_method_not_found(
-        "resources/templates/list",
-        client.list_resource_templates(None).await,
-    );
     assert_method_not_found(
         "completion/complete",
         client

@@ -5,6 +5,7 @@ mod admin_http;
 mod attacks;
 mod auth;
 mod binary_in;
+mod binary_out;
 mod cli_admin;
 mod conform;
 mod db;

@@ -101,6 +101,7 @@ impl Prod {
         engine.access = Access::Sessions;
         engine.rules = rules;
         engine.auth = Some(auth.clone());
+        engine.held = engine.held.in_database(auth.store().clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let shutdown = CancellationToken::new();

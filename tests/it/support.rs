@@ -44,6 +44,7 @@ pub fn engine_args(spec: &str, upstream: Option<String>) -> EngineArgs {
         connect_timeout: std::time::Duration::from_secs(2),
         max_response_bytes: 64 * 1024,
         max_read_bytes: apigate::upstream::DEFAULT_MAX_READ_BYTES,
+        binary: Default::default(),
         monitor: apigate::cli::monitor::MonitorFlags {
             monitor: None,
             monitor_timeout: std::time::Duration::from_secs(2),
@@ -86,7 +87,17 @@ impl Server {
         options: impl FnOnce(&mut HttpOptions),
         limits: http::ConnLimits,
     ) -> Server {
-        let engine = Arc::new(args.build().await.expect("engine builds"));
+        let engine = args.build().await.expect("engine builds");
+        Server::start_engine(engine, options, limits).await
+    }
+
+    /// [`Server::start_custom`] with the engine built (and adjusted) by the test.
+    pub async fn start_engine(
+        engine: apigate::tools::Engine,
+        options: impl FnOnce(&mut HttpOptions),
+        limits: http::ConnLimits,
+    ) -> Server {
+        let engine = Arc::new(engine);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let shutdown = CancellationToken::new();

@@ -1005,7 +1005,8 @@ async fn body_less_writes_send_content_length_zero() {
 
 /// The agent picks the request body's media type among those declared (a Kubernetes-style
 /// merge patch instead of the first-listed JSON Patch) and the response's among those declared
-/// or documented (a GitHub-style diff); a binary answer comes back as type, size and base64.
+/// or documented (a GitHub-style diff); a binary answer comes back as type, size and digest,
+/// its bytes beside.
 #[tokio::test]
 async fn content_types_and_accept_are_chosen_among_the_declared_ones() {
     let srv = Server::start().await;
@@ -1098,8 +1099,15 @@ async fn content_types_and_accept_are_chosen_among_the_declared_ones() {
     )
     .await
     .unwrap();
+    // A binary body is handed on whole beside its description (`tools::binary_out` returns
+    // it as a resource), never as base64 in the JSON.
+    let sha256 = apigate::upstream::sha256_hex(&[0xff, 0x00, 0xfe, 0x10]);
     assert_eq!(
         done.body,
-        json!({"contentType": "application/octet-stream", "bytes": 4, "base64": "/wD+EA=="})
+        json!({"contentType": "application/octet-stream", "bytes": 4, "sha256": sha256})
+    );
+    assert_eq!(
+        &done.binary.expect("bytes").bytes[..],
+        &[0xff, 0x00, 0xfe, 0x10]
     );
 }
