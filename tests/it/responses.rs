@@ -85,7 +85,11 @@ async fn a_cut_list_keeps_whole_items_and_its_envelope() {
     );
     let before_items = before.as_array().unwrap();
     let partial = before_items.last().unwrap();
-    assert_ne!(partial, &page[before_items.len() - 1], "the old cut ends in a partial issue");
+    assert_ne!(
+        partial,
+        &page[before_items.len() - 1],
+        "the old cut ends in a partial issue"
+    );
     println!(
         "a 100-issue page: before {} issues (the last partial), body {} bytes; after {} whole \
          issues, body {} bytes, result text {text} bytes",
