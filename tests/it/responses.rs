@@ -99,6 +99,33 @@ async fn a_cut_list_keeps_whole_items_and_its_envelope() {
         r["body"].to_string().len()
     );
 
+    // Workflow runs: `total_count` stays beside the cut list.
+    let (err, r, _) = execute(
+        &client,
+        json!({"operationId": "actions/list-workflow-runs-for-repo",
+               "pathParams": {"owner": "octo", "repo": "hello"}, "query": {"per_page": 30}}),
+    )
+    .await;
+    assert!(!err, "{r}");
+    assert_eq!(r["body"]["total_count"], fixture_api::RUNS);
+    assert_eq!(r["cut"]["pointer"], "/workflow_runs");
+    let runs = r["body"]["workflow_runs"].as_array().unwrap();
+    assert_eq!(r["cut"]["shown"], runs.len());
+    assert_eq!(
+        runs[0],
+        fixture_api::workflow_run("octo", "hello", fixture_api::RUNS as u64)
+    );
+    // Five runs' status and conclusion, selected.
+    let (_, r, text) = execute(
+        &client,
+        json!({"operationId": "actions/list-workflow-runs-for-repo",
+               "pathParams": {"owner": "octo", "repo": "hello"}, "query": {"per_page": 5},
+               "select": "workflow_runs[].{id: id, status: status, conclusion: conclusion}"}),
+    )
+    .await;
+    assert_eq!(r["body"].as_array().unwrap().len(), 5, "{r}");
+    println!("five workflow runs' status and conclusion: {text} bytes of text");
+
     // Stripe: `has_more` and `url` come after `data` and stay; `next` resumes after the last
     // charge shown, so nothing is skipped.
     let server = serve("stripe.json", &api).await;
@@ -365,4 +392,29 @@ async fn a_monitor_sees_each_page_and_can_stop_it() {
         "{why}"
     );
     assert_eq!(r["next"]["query"]["page"], 3, "{r}");
+}
+
+#[tokio::test]
+async fn select_sees_only_the_scrubbed_body() {
+    // The petstore upstream echoes the user name; the configured credential is
+    // `Authorization: Bearer upstream-secret-token` (support::engine_args).
+    let upstream = crate::support::Upstream::start().await;
+    let server = Server::start(
+        engine_args(&spec_path("petstore-3.0.json"), Some(upstream.url())),
+        false,
+    )
+    .await;
+    let client = server.client().await;
+    for select in ["username", "[username, length(username)]", "to_string(@)"] {
+        let (err, r, _) = execute(
+            &client,
+            json!({"operationId": "getUserByName", "pathParams": {"username": "upstream-secret-token"},
+                   "select": select}),
+        )
+        .await;
+        assert!(!err, "{r}");
+        let text = r.to_string();
+        assert!(text.contains("[redacted]"), "{select}: {text}");
+        assert!(!text.contains("secret-token"), "{select}: {text}");
+    }
 }
