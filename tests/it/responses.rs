@@ -279,6 +279,16 @@ async fn select_that_matches_nothing_says_so() {
         r["note"].as_str().unwrap().contains("matched nothing"),
         "{r}"
     );
+    // api_schema teaches `select` with the body's own fields.
+    let (err, schema) =
+        crate::support::call(&client, "api_schema", json!({"operationId": ISSUES_OP})).await;
+    assert!(!err, "{schema}");
+    let lesson = schema["select"].as_str().unwrap();
+    assert!(
+        lesson.contains("`[].{number: number, title: title}`"),
+        "{lesson}"
+    );
+    println!("api_schema's lesson: {lesson}");
 }
 
 #[tokio::test]
