@@ -428,3 +428,36 @@ async fn select_sees_only_the_scrubbed_body() {
         assert!(!text.contains("secret-token"), "{select}: {text}");
     }
 }
+
+#[tokio::test]
+async fn a_body_over_the_read_budget_keeps_the_prefix_cut() {
+    let api = FixtureApi::start().await;
+    let mut args = engine_args(&spec_path("github-rest-3.0.json"), Some(api.url()));
+    args.max_read_bytes = 100 * 1024;
+    args.max_response_bytes = 16 * 1024;
+    let server = Server::start(args, false).await;
+    let client = server.client().await;
+    // 100 issues are about 500 KB: read to 100 KiB, then shown within 16 KiB.
+    let (err, r, _) = execute(&client, issues_args(json!({"per_page": 100}))).await;
+    assert!(!err, "{r}");
+    assert_eq!(r["truncated"], true);
+    assert!(r.get("cut").is_none(), "{r}");
+    assert!(
+        r.get("next").is_none(),
+        "no page is guessed from a cut body: {r}"
+    );
+    assert!(
+        r["note"].as_str().unwrap().contains("--max-read-bytes"),
+        "{r}"
+    );
+    let items = r["body"].as_array().unwrap();
+    assert!(!items.is_empty() && r["body"].to_string().len() <= 16 * 1024);
+    assert_eq!(items[0], fixture_api::issue("octo", "hello", ISSUES as u64));
+    // A select still runs, over what was read (about 20 issues).
+    let mut call = issues_args(json!({"per_page": 100}));
+    call["select"] = json!("[].number");
+    let (_, r, _) = execute(&client, call).await;
+    let n = r["body"].as_array().unwrap().len();
+    assert!((15..30).contains(&n), "{n}: {r}");
+    assert_eq!(r["truncated"], true);
+}
