@@ -10,6 +10,7 @@ pub mod defs;
 pub mod error;
 mod method_override;
 mod ops;
+mod page;
 mod pages;
 mod result;
 pub mod select;

@@ -5,20 +5,16 @@
 
 use serde_json::{Map, Value, json};
 
-use std::sync::Arc;
-
 use super::args::{self, DiscoverArgs, ExecuteArgs, NamesOperation, SchemaArgs};
 use super::defs;
+use super::page::Page;
 use super::select::{Select, SelectError};
 use super::{Code, Engine, ToolError, ToolResult};
 use crate::auth::Principal;
 use crate::index::Query;
 use crate::spec::Method;
 use crate::spec::{Detail, Operation, OperationName, ParamIn, Resolved, Violation};
-use crate::upstream::{
-    CallArgs, CallCredentials, PreparedRequest, Secrets, UpstreamResponse, headers, media_essence,
-    scalar,
-};
+use crate::upstream::{CallArgs, CallCredentials, PreparedRequest, headers, media_essence, scalar};
 
 /// A call's arguments, typed, with the operation they name found (or not) in the spec.
 pub enum Parsed {
@@ -65,67 +61,12 @@ pub struct Planned {
     pub pages: usize,
 }
 
-/// One page of an `api_execute` call as the upstream answered it: the body whole (up to
-/// `--max-read-bytes`), before `select` and the budget ([`super::result::finish`]).
-pub struct Page {
-    pub planned: Box<Planned>,
-    pub response: UpstreamResponse,
-    /// The credentials the body was scrubbed of, for cutting it.
-    pub secrets: Arc<Secrets>,
-    /// The pointer of the body's list, if it is one.
-    pub list: Option<String>,
-    /// The query of the next page, when the response shows one.
-    pub next: Option<Map<String, Value>>,
-    /// The bytes of a binary answer, which travel beside the result (image or resource link).
-    pub binary: Option<super::BinaryOut>,
-}
-
 /// What running a validated call produced.
 pub enum Ran {
     /// A finished result (`api_discover`, `api_schema`, a dry run).
     Done(Value),
     /// One page of an `api_execute` call, to be followed or finished.
     Page(Box<Page>),
-}
-
-impl Page {
-    /// The `api_execute` arguments that fetch the page after this one: with the call's
-    /// `select` and `pages` (what the result's `next` shows), or with neither, as one raw page
-    /// (how the pipeline fetches the following pages itself).
-    pub fn next_args(
-        &self,
-        engine: &Engine,
-        select: Option<&str>,
-        pages: usize,
-    ) -> Option<Map<String, Value>> {
-        let query = self.next.clone()?;
-        let p = &self.planned;
-        let mut args = Map::new();
-        args.insert(
-            "operationId".into(),
-            Value::String(engine.spec.operations[p.op].id.clone()),
-        );
-        if !p.call.path_params.is_empty() {
-            args.insert(
-                "pathParams".into(),
-                Value::Object(p.call.path_params.clone()),
-            );
-        }
-        args.insert("query".into(), Value::Object(query));
-        if !p.call.headers.is_empty() {
-            args.insert("headers".into(), Value::Object(p.call.headers.clone()));
-        }
-        if let Some(a) = &p.call.accept {
-            args.insert("accept".into(), Value::String(a.clone()));
-        }
-        if let Some(s) = select {
-            args.insert("select".into(), Value::String(s.to_string()));
-        }
-        if pages > 1 {
-            args.insert("pages".into(), Value::from(pages));
-        }
-        Some(args)
-    }
 }
 
 impl Prepared {
@@ -482,30 +423,6 @@ pub fn select_error(e: &SelectError) -> ToolError {
     )
 }
 
-/// `query` for the same call, if the operation accepts it: coerced and validated as `plan`
-/// does, so that a `next` is always a call that passes.
-fn valid_query(
-    engine: &Engine,
-    planned: &Planned,
-    query: Map<String, Value>,
-) -> Option<Map<String, Value>> {
-    let op = &engine.spec.operations[planned.op];
-    let mut to_check = json!({"query": query});
-    if !planned.call.path_params.is_empty() {
-        to_check["pathParams"] = Value::Object(planned.call.path_params.clone());
-    }
-    if !planned.call.headers.is_empty() {
-        to_check["headers"] = Value::Object(planned.call.headers.clone());
-    }
-    if !engine.spec.validate(op, &mut to_check).is_empty() {
-        return None;
-    }
-    match to_check["query"].take() {
-        Value::Object(q) if q != planned.call.query => Some(q),
-        _ => None,
-    }
-}
-
 /// The query's embedding when the index is hybrid: from the cache of recent queries, else
 /// computed on a blocking thread (a forward pass of the model takes milliseconds of CPU).
 async fn query_vector(engine: &Engine, text: &str) -> Option<std::sync::Arc<[f32]>> {
@@ -583,7 +500,7 @@ pub async fn run(
     owner: &str,
 ) -> Result<Ran, ToolError> {
     match prepared {
-        Prepared::Execute(planned) if !planned.dry_run => fetch(
+        Prepared::Execute(planned) if !planned.dry_run => super::page::fetch(
             engine,
             principal,
             planned,
@@ -596,83 +513,6 @@ pub async fn run(
         .map(|p| Ran::Page(Box::new(p))),
         other => done(engine, principal, other).await.map(Ran::Done),
     }
-}
-
-/// Sends a planned `api_execute` request and reads its answer (one page). A binary answer is
-/// held for `owner` or made an image (`binary_out::deliver`), its bytes kept beside the page.
-async fn fetch(
-    engine: &Engine,
-    principal: &Principal,
-    planned: Box<Planned>,
-    call_id: &str,
-    upstream_status: &mut Option<u16>,
-    sources: &mut Vec<String>,
-    owner: &str,
-) -> Result<Page, ToolError> {
-    let op = &engine.spec.operations[planned.op];
-    let credentials = call_credentials(engine, principal, op, &planned.request, call_id)?;
-    *sources = credential_sources(engine, &credentials);
-    let fetched = engine
-        .upstream
-        .fetch(&planned.request, &credentials)
-        .await
-        .map_err(|e| send_failure(engine, op, &planned.request, e))?;
-    let mut response = fetched.response;
-    *upstream_status = Some(response.status);
-    metrics::counter!("apigate_upstream_responses_total", "status" => response.status.to_string())
-        .increment(1);
-    if response.status >= 500 {
-        let fitted = crate::upstream::fit(
-            std::mem::take(&mut response.body),
-            engine.upstream.config().max_body_bytes,
-            !response.truncated,
-            &fetched.secrets,
-        );
-        response.body = fitted.body;
-        response.truncated = fitted.truncated;
-        let value = serde_json::to_value(&response).unwrap_or_default();
-        let mut e = ToolError::new(
-            Code::UpstreamError,
-            format!(
-                "the API answered HTTP {} for {} {}",
-                response.status, op.method, op.path
-            ),
-        );
-        if let Value::Object(m) = value {
-            e.details.extend(m);
-        }
-        return Err(e);
-    }
-    let binary = match response.binary.take() {
-        Some(b) => super::binary_out::deliver(engine, owner, &b, &mut response.body).await,
-        None => None,
-    };
-    let list = if response.ok && !response.truncated {
-        crate::upstream::list_pointer(&response.body)
-    } else {
-        None
-    };
-    let next = if response.ok && !response.truncated {
-        super::pages::next_query(
-            op,
-            planned.request.url(),
-            &planned.call.query,
-            &response.headers,
-            &response.body,
-            list.as_deref(),
-        )
-        .and_then(|q| valid_query(engine, &planned, q))
-    } else {
-        None
-    };
-    Ok(Page {
-        planned,
-        response,
-        secrets: fetched.secrets,
-        list,
-        next,
-        binary,
-    })
 }
 
 /// The tools whose result is complete at once.
@@ -733,7 +573,7 @@ async fn done(engine: &Engine, principal: &Principal, prepared: Prepared) -> Too
 /// (`--upstream-credential`), the session's own headers, then the signed identity assertion,
 /// each replacing an earlier header of the same name. Fails closed: a call whose assertion
 /// cannot be made is not sent.
-fn call_credentials(
+pub(super) fn call_credentials(
     engine: &Engine,
     principal: &Principal,
     op: &Operation,
@@ -838,7 +678,7 @@ fn security_view(engine: &Engine, principal: &Principal, op: &Operation) -> Opti
 
 /// A request that got no answer: says where it went (the origin, never credentials), whether
 /// it may have been applied (POST and PATCH are not idempotent), and how to fix the target.
-fn send_failure(
+pub(super) fn send_failure(
     engine: &Engine,
     op: &Operation,
     request: &PreparedRequest,

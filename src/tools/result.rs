@@ -7,7 +7,8 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::ops::{Page, select_error};
+use super::ops::select_error;
+use super::page::Page;
 use super::select::Select;
 use super::{Engine, ToolError, ToolResult};
 use crate::upstream::{Cut, UpstreamResponse, fit};

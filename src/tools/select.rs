@@ -87,9 +87,11 @@ pub fn lesson(described: &Value) -> Option<String> {
             .filter(|(n, t)| bare(n) && is_array(t) == arrays)
             .map(|(n, _)| n)
             .collect();
-        let rank = |n: &str| match n {
-            "id" | "number" | "name" | "title" | "status" | "state" => 0,
-            _ => 1,
+        let rank = |n: &str| {
+            ["number", "title", "name", "id", "status", "state"]
+                .iter()
+                .position(|p| *p == n)
+                .unwrap_or(usize::MAX)
         };
         names.sort_by_key(|n| rank(n));
         names.into_iter().take(2).cloned().collect()

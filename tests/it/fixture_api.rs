@@ -259,7 +259,7 @@ pub fn issue(owner: &str, repo: &str, number: u64) -> Value {
                "description": format!("Something about {name}")})
     };
     let mut labels = vec![label("bug", "d73a4a", 208045946)];
-    if number % 3 == 0 {
+    if number.is_multiple_of(3) {
         labels.push(label("enhancement", "a2eeef", 208045947));
     }
     let body = format!(
@@ -292,11 +292,11 @@ pub fn issue(owner: &str, repo: &str, number: u64) -> Value {
         "title": format!("#{number}: {}", words(number, 6)),
         "user": user(login, 1000 + number % 5),
         "labels": labels,
-        "state": if number % 4 == 0 { "closed" } else { "open" },
+        "state": if number.is_multiple_of(4) { "closed" } else { "open" },
         "locked": false,
         "assignee": null,
         "assignees": [],
-        "milestone": if number % 2 == 0 { milestone } else { Value::Null },
+        "milestone": if number.is_multiple_of(2) { milestone } else { Value::Null },
         "comments": number % 7,
         "created_at": format!("2026-{:02}-{:02}T10:{:02}:00Z", 1 + number % 12, 1 + number % 28, number % 60),
         "updated_at": format!("2026-{:02}-{:02}T12:{:02}:00Z", 1 + number % 12, 1 + number % 28, number % 60),
@@ -393,7 +393,7 @@ pub fn workflow_run(owner: &str, repo: &str, n: u64) -> Value {
         "id": id, "name": "Build", "node_id": format!("MDEyOldvcmtmbG93IFJ1bj{id}"),
         "head_branch": format!("feature-{n}"), "head_sha": sha,
         "path": ".github/workflows/build.yml@main", "display_title": words(n, 5),
-        "run_number": n, "event": if n % 2 == 0 { "push" } else { "pull_request" },
+        "run_number": n, "event": if n.is_multiple_of(2) { "push" } else { "pull_request" },
         "status": "completed", "conclusion": conclusion,
         "workflow_id": 159038, "check_suite_id": 414944374 + n,
         "check_suite_node_id": format!("MDEwOkNoZWNrU3VpdGU0MTQ5NDQzNz{n}"),

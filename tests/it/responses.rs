@@ -85,7 +85,11 @@ async fn a_cut_list_keeps_whole_items_and_its_envelope() {
     );
     let before_items = before.as_array().unwrap();
     let partial = before_items.last().unwrap();
-    assert_ne!(partial, &page[before_items.len() - 1], "the old cut ends in a partial issue");
+    assert_ne!(
+        partial,
+        &page[before_items.len() - 1],
+        "the old cut ends in a partial issue"
+    );
     println!(
         "a 100-issue page: before {} issues (the last partial), body {} bytes; after {} whole \
          issues, body {} bytes, result text {text} bytes",
@@ -94,6 +98,33 @@ async fn a_cut_list_keeps_whole_items_and_its_envelope() {
         items.len(),
         r["body"].to_string().len()
     );
+
+    // Workflow runs: `total_count` stays beside the cut list.
+    let (err, r, _) = execute(
+        &client,
+        json!({"operationId": "actions/list-workflow-runs-for-repo",
+               "pathParams": {"owner": "octo", "repo": "hello"}, "query": {"per_page": 30}}),
+    )
+    .await;
+    assert!(!err, "{r}");
+    assert_eq!(r["body"]["total_count"], fixture_api::RUNS);
+    assert_eq!(r["cut"]["pointer"], "/workflow_runs");
+    let runs = r["body"]["workflow_runs"].as_array().unwrap();
+    assert_eq!(r["cut"]["shown"], runs.len());
+    assert_eq!(
+        runs[0],
+        fixture_api::workflow_run("octo", "hello", fixture_api::RUNS as u64)
+    );
+    // Five runs' status and conclusion, selected.
+    let (_, r, text) = execute(
+        &client,
+        json!({"operationId": "actions/list-workflow-runs-for-repo",
+               "pathParams": {"owner": "octo", "repo": "hello"}, "query": {"per_page": 5},
+               "select": "workflow_runs[].{id: id, status: status, conclusion: conclusion}"}),
+    )
+    .await;
+    assert_eq!(r["body"].as_array().unwrap().len(), 5, "{r}");
+    println!("five workflow runs' status and conclusion: {text} bytes of text");
 
     // Stripe: `has_more` and `url` come after `data` and stay; `next` resumes after the last
     // charge shown, so nothing is skipped.
@@ -248,6 +279,16 @@ async fn select_that_matches_nothing_says_so() {
         r["note"].as_str().unwrap().contains("matched nothing"),
         "{r}"
     );
+    // api_schema teaches `select` with the body's own fields.
+    let (err, schema) =
+        crate::support::call(&client, "api_schema", json!({"operationId": ISSUES_OP})).await;
+    assert!(!err, "{schema}");
+    let lesson = schema["select"].as_str().unwrap();
+    assert!(
+        lesson.contains("`[].{number: number, title: title}`"),
+        "{lesson}"
+    );
+    println!("api_schema's lesson: {lesson}");
 }
 
 #[tokio::test]
@@ -361,4 +402,62 @@ async fn a_monitor_sees_each_page_and_can_stop_it() {
         "{why}"
     );
     assert_eq!(r["next"]["query"]["page"], 3, "{r}");
+}
+
+#[tokio::test]
+async fn select_sees_only_the_scrubbed_body() {
+    // The petstore upstream echoes the user name; the configured credential is
+    // `Authorization: Bearer upstream-secret-token` (support::engine_args).
+    let upstream = crate::support::Upstream::start().await;
+    let server = Server::start(
+        engine_args(&spec_path("petstore-3.0.json"), Some(upstream.url())),
+        false,
+    )
+    .await;
+    let client = server.client().await;
+    for select in ["username", "[username, length(username)]", "to_string(@)"] {
+        let (err, r, _) = execute(
+            &client,
+            json!({"operationId": "getUserByName", "pathParams": {"username": "upstream-secret-token"},
+                   "select": select}),
+        )
+        .await;
+        assert!(!err, "{r}");
+        let text = r.to_string();
+        assert!(text.contains("[redacted]"), "{select}: {text}");
+        assert!(!text.contains("secret-token"), "{select}: {text}");
+    }
+}
+
+#[tokio::test]
+async fn a_body_over_the_read_budget_keeps_the_prefix_cut() {
+    let api = FixtureApi::start().await;
+    let mut args = engine_args(&spec_path("github-rest-3.0.json"), Some(api.url()));
+    args.max_read_bytes = 100 * 1024;
+    args.max_response_bytes = 16 * 1024;
+    let server = Server::start(args, false).await;
+    let client = server.client().await;
+    // 100 issues are about 500 KB: read to 100 KiB, then shown within 16 KiB.
+    let (err, r, _) = execute(&client, issues_args(json!({"per_page": 100}))).await;
+    assert!(!err, "{r}");
+    assert_eq!(r["truncated"], true);
+    assert!(r.get("cut").is_none(), "{r}");
+    assert!(
+        r.get("next").is_none(),
+        "no page is guessed from a cut body: {r}"
+    );
+    assert!(
+        r["note"].as_str().unwrap().contains("--max-read-bytes"),
+        "{r}"
+    );
+    let items = r["body"].as_array().unwrap();
+    assert!(!items.is_empty() && r["body"].to_string().len() <= 16 * 1024);
+    assert_eq!(items[0], fixture_api::issue("octo", "hello", ISSUES as u64));
+    // A select still runs, over what was read (about 20 issues).
+    let mut call = issues_args(json!({"per_page": 100}));
+    call["select"] = json!("[].number");
+    let (_, r, _) = execute(&client, call).await;
+    let n = r["body"].as_array().unwrap().len();
+    assert!((15..30).contains(&n), "{n}: {r}");
+    assert_eq!(r["truncated"], true);
 }
