@@ -50,7 +50,7 @@ pub struct EngineArgs {
     #[arg(long, default_value = "10s", value_parser = crate::monitor::parse_duration)]
     pub connect_timeout: Duration,
     /// Response bodies beyond this many bytes are cut (valid JSON, marked `truncated`).
-    #[arg(long, default_value_t = 64 * 1024)]
+    #[arg(long, default_value_t = crate::upstream::DEFAULT_MAX_BODY_BYTES)]
     pub max_response_bytes: usize,
     /// Response bodies are read up to this many bytes: so that `select` and a cut of whole
     /// items see more than --max-response-bytes (beyond it a text body is cut on reading), and

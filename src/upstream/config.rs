@@ -14,8 +14,10 @@ use url::Url;
 
 use super::redact::{Secrets, SecretsError};
 
-/// Default response body budget (64 KiB).
-pub const DEFAULT_MAX_BODY_BYTES: usize = 64 * 1024;
+/// Default response body budget (40 KiB): a whole result, with its headers and `next`, stays
+/// under what Claude Code (50,000 characters) and OpenCode (51,200 bytes, or nothing at all for
+/// a one-line result) put in front of the model (docs/responses.md).
+pub const DEFAULT_MAX_BODY_BYTES: usize = 40 * 1024;
 /// Default read budget (16 MiB): how much of a response is read, for `select` and a cut of
 /// whole items before the shown budget applies, and for a binary download returned whole.
 pub const DEFAULT_MAX_READ_BYTES: usize = 16 * 1024 * 1024;

@@ -16,6 +16,8 @@
 //! - `GET /v1/charges?limit=&starting_after=&ending_before=`: a Stripe list `{object: "list",
 //!   data, has_more, url}` over [`CHARGES`] charges of about 2.3 KB each (newest first);
 //!   `limit` defaults to 10, between 1 and 100; an unknown cursor is Stripe's 400.
+//! - `GET /repos/{owner}/{repo}/issues/{number}`, `GET /v1/charges/{charge}`: one issue, one
+//!   charge (404 / Stripe's 400 for one that does not exist).
 //! - `POST /v1/charges`: creates nothing, answers a charge.
 //!
 //! Every request is recorded (`requests()`), so a test can say what the API saw.
@@ -61,8 +63,10 @@ impl FixtureApi {
         };
         let app = Router::new()
             .route("/repos/{owner}/{repo}/issues", get(issues))
+            .route("/repos/{owner}/{repo}/issues/{number}", get(one_issue))
             .route("/repos/{owner}/{repo}/actions/runs", get(runs))
             .route("/v1/charges", get(charges).post(create_charge))
+            .route("/v1/charges/{charge}", get(one_charge))
             .layer(axum::middleware::from_fn_with_state(state.clone(), record))
             .with_state(state);
         tokio::spawn(async move { axum::serve(listener, app).await });
@@ -151,6 +155,24 @@ async fn issues(
         Value::Array(items),
         link(&st.base, &uri, per_page, page, ISSUES),
     )
+}
+
+async fn one_issue(Path((owner, repo, number)): Path<(String, String, u64)>) -> Response {
+    if !(1..=ISSUES as u64).contains(&number) {
+        return (
+            StatusCode::NOT_FOUND,
+            axum::Json(json!({"message": "Not Found", "status": "404"})),
+        )
+            .into_response();
+    }
+    axum::Json(issue(&owner, &repo, number)).into_response()
+}
+
+async fn one_charge(Path(id): Path<String>) -> Response {
+    match (1..=CHARGES as u64).find(|n| charge_id(*n) == id) {
+        Some(n) => axum::Json(charge(n)).into_response(),
+        None => stripe_error("No such charge"),
+    }
 }
 
 async fn runs(

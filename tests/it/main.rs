@@ -28,5 +28,6 @@ mod scheme_credentials;
 mod session_credentials;
 mod spec;
 mod support;
+mod tasks;
 mod typed_args;
 mod upstream;

@@ -152,7 +152,15 @@ async fn ten_tasks_cost_close_to_the_bytes_their_answers_need() {
             if o.answer == expected {
                 "complete".to_string()
             } else {
-                format!("{} of {} items right", o.answer.iter().zip(&expected).take_while(|(a, b)| a == b).count(), expected.len())
+                format!(
+                    "{} of {} items right",
+                    o.answer
+                        .iter()
+                        .zip(&expected)
+                        .take_while(|(a, b)| a == b)
+                        .count(),
+                    expected.len()
+                )
             }
         };
         assert_eq!(
@@ -187,7 +195,11 @@ async fn ten_tasks_cost_close_to_the_bytes_their_answers_need() {
                 shaped.calls,
                 shaped.bytes
             ),
-            2 => assert!(shaped.bytes <= 2 * 1024, "five runs: {} bytes", shaped.bytes),
+            2 => assert!(
+                shaped.bytes <= 2 * 1024,
+                "five runs: {} bytes",
+                shaped.bytes
+            ),
             _ => {}
         }
     }
@@ -196,4 +208,35 @@ async fn ten_tasks_cost_close_to_the_bytes_their_answers_need() {
         total_after as f64 / total_before as f64
     ));
     println!("{table}");
+}
+
+/// A page as large as the API gives (100 issues, 490 KB), at the default budget, comes back as
+/// a result both clients put in front of the model whole: Claude Code replaces a result over
+/// 50,000 characters with a file path and a 2 KB preview, OpenCode one over 51,200 bytes with
+/// nothing but a file path (docs/responses.md).
+#[tokio::test]
+async fn a_full_page_at_the_default_budget_fits_what_both_clients_show() {
+    let api = FixtureApi::start().await;
+    let mut args = engine_args(&spec_path("github-rest-3.0.json"), Some(api.url()));
+    args.max_response_bytes = apigate::upstream::DEFAULT_MAX_BODY_BYTES;
+    let server = Server::start(args, false).await;
+    let client = server.client().await;
+    let (error, result, bytes) = execute(
+        &client,
+        &json!({"operationId": "issues/list-for-repo", "pathParams": {"owner": "octo", "repo": "hello"}, "query": {"per_page": 100}}),
+    )
+    .await;
+    assert!(!error, "{result}");
+    assert_eq!(result["truncated"], true);
+    assert!(
+        result["cut"]["shown"].as_u64().unwrap() >= 5,
+        "{}",
+        result["cut"]
+    );
+    assert!(result["next"].is_object(), "{result}");
+    assert!(bytes < 50_000, "{bytes} bytes of text");
+    assert!(
+        serde_json::to_string(&result).unwrap().chars().count() < 50_000,
+        "the structured form too"
+    );
 }
