@@ -131,6 +131,17 @@ pub fn finish(engine: &Engine, mut pages: Vec<Page>, stopped: Option<String>) ->
             resumes = true;
         }
     }
+    // A page number resumes after a cut too, when some page size puts a page boundary right
+    // after the last item shown: the shown items end at offset `o`, and a size `q` dividing `o`
+    // (at least half the items shown, so the pages stay useful) makes page `o / q + 1` start
+    // there. On a first page that is always `q = shown`.
+    if let (Some(c), Some(n), None, false) = (&fitted.cut, &mut next, select, resumes)
+        && let Some(Value::Object(q)) = n.get_mut("query")
+        && let Some(resumed) = resume_page(q, c.shown, fetched)
+    {
+        *q = resumed;
+        resumes = true;
+    }
     let note = note(
         matched_nothing,
         whole,
@@ -152,6 +163,39 @@ pub fn finish(engine: &Engine, mut pages: Vec<Page>, stopped: Option<String>) ->
         method: op.method.as_str().to_string(),
     })
     .unwrap_or_default())
+}
+
+/// Names of a page-size query parameter beside `page`.
+const PAGE_SIZES: [&str; 5] = ["per_page", "limit", "page_size", "pageSize", "size"];
+
+/// The next page's query after a cut left `shown` items of the `fetched` pages before `query`'s
+/// `page`: the same items from the first one not shown, by a page size that puts a page
+/// boundary there (see `finish`), or `None` when no size of at least half of `shown` does.
+fn resume_page(
+    query: &Map<String, Value>,
+    shown: usize,
+    fetched: usize,
+) -> Option<Map<String, Value>> {
+    let number = |v: &Value| {
+        v.as_u64()
+            .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+    };
+    let next_page = number(query.get("page")?)?;
+    let (size_name, size) = PAGE_SIZES
+        .iter()
+        .find_map(|n| Some((*n, number(query.get(*n)?)?)))?;
+    let first_page = next_page.checked_sub(fetched as u64)?.max(1);
+    let offset = (first_page - 1)
+        .checked_mul(size)?
+        .checked_add(shown as u64)?;
+    let shown = shown as u64;
+    let q = (shown.div_ceil(2).max(1)..=shown)
+        .rev()
+        .find(|q| offset % q == 0)?;
+    let mut out = query.clone();
+    out.insert("page".into(), Value::from(offset / q + 1));
+    out.insert(size_name.into(), Value::from(q));
+    Some(out)
 }
 
 /// The one sentence a result carries when something is not shown.
@@ -207,4 +251,51 @@ fn note(
          `select`."
             .to_string()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn query(v: Value) -> Map<String, Value> {
+        match v {
+            Value::Object(m) => m,
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn a_cut_page_resumes_right_after_the_last_item_shown() {
+        // Page 1 of 100, 13 shown: the next 13 start at item 14.
+        let next = query(json!({"per_page": 100, "page": 2, "state": "open"}));
+        assert_eq!(
+            resume_page(&next, 13, 1),
+            Some(query(json!({"per_page": 13, "page": 2, "state": "open"})))
+        );
+        // Pages 1-2 of 30 joined, 40 shown (offset 40): 40 per page, page 2 starts at item 41.
+        let next = query(json!({"per_page": "30", "page": "3"}));
+        assert_eq!(
+            resume_page(&next, 40, 2),
+            Some(query(json!({"per_page": 40, "page": 2})))
+        );
+        // Page 3 of 30, 12 shown: offset 72 = 6 × 12, so 12 per page, page 7.
+        let next = query(json!({"limit": 30, "page": 4}));
+        assert_eq!(
+            resume_page(&next, 12, 1),
+            Some(query(json!({"limit": 12, "page": 7})))
+        );
+        // Page 2 of 100, 11 shown: offset 111 = 3 × 37; no size from 6 to 11 divides it.
+        assert_eq!(
+            resume_page(&query(json!({"per_page": 100, "page": 3})), 11, 1),
+            None
+        );
+        // No page size, or nothing shown: nothing to compute.
+        assert_eq!(resume_page(&query(json!({"page": 2})), 10, 1), None);
+        assert_eq!(
+            resume_page(&query(json!({"per_page": 100, "page": 2})), 0, 1),
+            None
+        );
+    }
 }

@@ -250,7 +250,7 @@ mod tests {
     }
 
     #[test]
-    fn binary_is_handed_on_whole_text_is_cut_to_the_budget() {
+    fn binary_is_handed_on_whole_text_is_shown_as_text() {
         let bin: Vec<u8> = (0..=255u8).cycle().take(600).collect();
         let c = classify(
             bin.clone(),
@@ -264,7 +264,8 @@ mod tests {
         assert_eq!(&b.bytes[..], &bin[..]);
         assert_eq!(c.shown.body["sha256"], sha256_hex(&bin));
         assert!(!c.shown.truncated);
-        // Text labelled as a PNG is text, cut to the text budget.
+        // Text labelled as a PNG is text, read like any text answer (the response budget cuts
+        // it later, after `select`).
         let text = "hello ".repeat(50).into_bytes();
         let c = classify(
             text,
@@ -274,8 +275,8 @@ mod tests {
             &limits(),
             &Secrets::default(),
         );
-        assert!(c.binary.is_none() && c.shown.truncated);
-        assert!(c.shown.body.as_str().unwrap().len() <= 100);
+        assert!(c.binary.is_none() && !c.shown.truncated);
+        assert_eq!(c.shown.body.as_str(), Some("hello ".repeat(50).as_str()));
     }
 
     #[test]

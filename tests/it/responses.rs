@@ -461,3 +461,38 @@ async fn a_body_over_the_read_budget_keeps_the_prefix_cut() {
     assert!((15..30).contains(&n), "{n}: {r}");
     assert_eq!(r["truncated"], true);
 }
+
+/// A cut GitHub page (page numbers, not a cursor): `next` starts right after the last issue
+/// shown, by a page size that puts a page boundary there, so following it from a first page of
+/// 100 that shows only a few sees every issue exactly once (the old `page=2` skipped the rest).
+#[tokio::test]
+async fn next_after_a_cut_page_skips_nothing() {
+    let api = FixtureApi::start().await;
+    let server = serve("github-rest-3.0.json", &api).await;
+    let client = server.client().await;
+    let mut args = issues_args(json!({"per_page": 100}));
+    let mut seen = Vec::new();
+    let mut cuts = 0;
+    for _ in 0..40 {
+        let (err, r, _) = execute(&client, args.clone()).await;
+        assert!(!err, "{r}");
+        cuts += usize::from(r.get("cut").is_some());
+        if r.get("cut").is_some() {
+            assert!(r["note"].as_str().unwrap().contains("right after"), "{r}");
+        }
+        seen.extend(
+            r["body"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|i| i["number"].clone()),
+        );
+        match r.get("next") {
+            Some(n) => args = n.clone(),
+            None => break,
+        }
+    }
+    assert!(cuts >= 1, "the first page is cut");
+    let expected: Vec<Value> = (1..=ISSUES as u64).rev().map(Value::from).collect();
+    assert_eq!(seen, expected);
+}
