@@ -6,6 +6,7 @@
 
 pub mod args;
 pub mod binary_out;
+mod credentials;
 pub mod defs;
 pub mod error;
 mod method_override;

@@ -14,7 +14,7 @@ use crate::auth::Principal;
 use crate::index::Query;
 use crate::spec::Method;
 use crate::spec::{Detail, Operation, OperationName, ParamIn, Resolved, Violation};
-use crate::upstream::{CallArgs, CallCredentials, PreparedRequest, headers, media_essence, scalar};
+use crate::upstream::{CallArgs, PreparedRequest, headers, media_essence, scalar};
 
 /// A call's arguments, typed, with the operation they name found (or not) in the spec.
 pub enum Parsed {
@@ -457,39 +457,6 @@ fn short_summary(op: &Operation) -> String {
     }
 }
 
-/// The session's own upstream headers (source `session`), which replace configured
-/// `--upstream-header`s of the same name.
-pub fn session_credentials(principal: &Principal) -> CallCredentials {
-    let mut call = CallCredentials::default();
-    if let Some(up) = &principal.upstream {
-        for (name, value) in up.headers() {
-            call.set_header(name.clone(), value.clone(), "session");
-        }
-    }
-    call
-}
-
-/// Where the credentials of a call came from, for its audit row (never a value): `server`
-/// when a configured `--upstream-header` went out (one the call did not replace), `oauth` when
-/// the client-credentials token did (the call sets no `Authorization` of its own), then the
-/// call's own sources.
-pub fn credential_sources(engine: &Engine, call: &CallCredentials) -> Vec<String> {
-    let server_sent = engine
-        .upstream
-        .config()
-        .headers
-        .iter()
-        .any(|(n, _)| call.header(n).is_none());
-    let oauth_sent =
-        engine.upstream.oauth().is_some() && call.header(&http::header::AUTHORIZATION).is_none();
-    server_sent
-        .then(|| "server".to_string())
-        .into_iter()
-        .chain(oauth_sent.then(|| "oauth".to_string()))
-        .chain(call.sources())
-        .collect()
-}
-
 pub async fn run(
     engine: &Engine,
     principal: &Principal,
@@ -566,45 +533,6 @@ async fn done(engine: &Engine, principal: &Principal, prepared: Prepared) -> Too
             Ok(json!({"dryRun": true, "operationId": op.id, "request": view}))
         }
     }
-}
-
-/// The credentials one call carries on top of the configured `--upstream-header`s (and the
-/// OAuth token `send` adds): the credentials of the security schemes the operation requires
-/// (`--upstream-credential`), the session's own headers, then the signed identity assertion,
-/// each replacing an earlier header of the same name. Fails closed: a call whose assertion
-/// cannot be made is not sent.
-pub(super) fn call_credentials(
-    engine: &Engine,
-    principal: &Principal,
-    op: &Operation,
-    request: &PreparedRequest,
-    call_id: &str,
-) -> Result<CallCredentials, ToolError> {
-    let mut credentials = CallCredentials::default();
-    let schemes = &engine.upstream.config().schemes;
-    if !schemes.is_empty()
-        && let Some(requirement) = crate::spec::security_alternatives(op.security.as_ref())
-    {
-        schemes.apply(&requirement, &mut credentials);
-    }
-    credentials.extend(&session_credentials(principal));
-    if let Some(identity) = &engine.identity {
-        let facts = crate::identity::CallFacts {
-            call_id,
-            operation: &op.id,
-            method: op.method.as_str(),
-            url: request.url(),
-        };
-        let value = identity.header_value(principal, &facts).map_err(|e| {
-            tracing::error!(error = %e, "could not sign the identity assertion; the call is not sent");
-            ToolError::new(
-                Code::Internal,
-                "the server could not sign this call's identity assertion; it was not sent",
-            )
-        })?;
-        credentials.set_header(identity.header().clone(), value, crate::identity::SOURCE);
-    }
-    Ok(credentials)
 }
 
 /// `api_schema`'s `security`: the alternatives the operation accepts (any one will do), each

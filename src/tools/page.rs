@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use super::ops::{Planned, call_credentials, credential_sources, send_failure};
+use super::credentials::{call_credentials, credential_sources};
+use super::ops::{Planned, send_failure};
 use super::{Code, Engine, ToolError};
 use crate::auth::Principal;
 use crate::upstream::{Secrets, UpstreamResponse};

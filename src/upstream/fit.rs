@@ -8,8 +8,8 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use super::cut::cut_json;
 use super::redact::Secrets;
-use super::response::cut_json;
 
 /// What a structured cut left out: `shown` of the `total` items of the array at `pointer`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -15,6 +15,7 @@ mod body;
 mod build;
 mod config;
 mod credentials;
+mod cut;
 mod decode;
 mod encode;
 mod fit;
