@@ -83,6 +83,11 @@ pub struct EvalArgs {
     /// Print the report as JSON instead of tables.
     #[arg(long)]
     pub json: bool,
+    /// Print each query's ranking instead (one JSON object a line: the query, the rank of
+    /// its first expected operation, and its top 10 with their scores), to compare rankings
+    /// before and after a change.
+    #[arg(long, conflicts_with = "json")]
+    pub per_query: bool,
 }
 
 pub async fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
@@ -261,7 +266,13 @@ pub async fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
         }));
     }
     let report = crate::index::eval::run(&args.specs_dir, &args.queries, options).await?;
-    if args.json {
+    if args.per_query {
+        let mut out = String::new();
+        for r in &report.results {
+            writeln!(out, "{}", serde_json::to_string(r)?)?;
+        }
+        super::print(&out)?;
+    } else if args.json {
         super::print(&format!("{}\n", serde_json::to_string(&report)?))?;
     } else {
         super::print(&crate::index::eval::table(&report))?;

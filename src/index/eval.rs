@@ -59,6 +59,9 @@ pub struct QueryResult {
     pub all_in_top5: bool,
     /// The top three results as `METHOD /path` (prefixed by the spec file when pooled).
     pub top: Vec<String>,
+    /// The whole ranking (at most 10), each result named as in `top`, with its score:
+    /// what `apigate eval --per-query` prints, to compare rankings before and after a change.
+    pub ranked: Vec<(String, f32)>,
 }
 
 /// The whole evaluation: overall metrics flattened at the top level, then per spec and per
@@ -281,6 +284,7 @@ pub fn evaluate(
             rank,
             all_in_top5,
             top: hits.iter().take(3).map(|h| name(h.spec, h.op)).collect(),
+            ranked: hits.iter().map(|h| (name(h.spec, h.op), h.score)).collect(),
         });
     }
     let group = |key: &dyn Fn(&QueryResult) -> &str| {
