@@ -11,7 +11,7 @@ use tantivy::schema::{FAST, IndexRecordOption, Schema, TextFieldIndexing, TextOp
 use tantivy::tokenizer::{TextAnalyzer, WhitespaceTokenizer};
 
 use super::analyze::{self, Stems};
-use super::{DocMeta, FIELD_NAMES, FIELD_COUNT, Index, IndexError, ORD, TOKENIZER, Tuning};
+use super::{DocMeta, FIELD_COUNT, FIELD_NAMES, Index, IndexError, ORD, TOKENIZER, Tuning};
 use crate::spec::{Operation, Spec};
 
 impl Index {
