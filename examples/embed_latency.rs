@@ -7,8 +7,9 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use apigate::cli::eval;
 use apigate::index::background::{self, VectorDirs};
-use apigate::index::{Embedder, Index, Query, eval};
+use apigate::index::{Embedder, Index, Query};
 use apigate::spec::Spec;
 
 fn percentiles(name: &str, mut samples: Vec<Duration>) {

@@ -1,15 +1,14 @@
 //! Runs the retrieval evaluation on the curated specs until `apigate eval` exists:
 //! `cargo run --release --example eval -- [--pooled] [--json] [--ablate] [--ranks]
 //! [--specs DIR] [--queries FILE] [--ranker lexical|dense|hybrid --model DIR]
-//! [--base knob=value,…] [--try knob=value,… …]`; `--features OUT --queries A,B,…` writes the
-//! learned rerank's training data (`scripts/train-rerank.py`).
+//! [--base knob=value,…] [--try knob=value,… …]`.
 
 use std::path::PathBuf;
 
 use std::sync::Arc;
 
+use apigate::cli::eval;
 use apigate::index::background::VectorDirs;
-use apigate::index::eval;
 use apigate::index::{Embedder, Ranker, Tuning};
 
 #[tokio::main]
@@ -102,9 +101,6 @@ async fn main() -> anyhow::Result<()> {
         drop(index);
         return Ok(());
     }
-    if flag("--features") {
-        return dump_features(&args, &specs, ranker, model.clone(), flag("--pooled")).await;
-    }
     if flag("--sweep") {
         return sweep(&args, &specs, ranker, model.clone(), flag("--pooled")).await;
     }
@@ -160,7 +156,7 @@ async fn main() -> anyhow::Result<()> {
             (
                 "flat field weights".into(),
                 Tuning {
-                    fields: [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, base.fields[6]],
+                    fields: [1.0; apigate::index::FIELD_COUNT],
                     ..base
                 },
             ),
@@ -274,67 +270,32 @@ async fn sweep(
     Ok(())
 }
 
-fn knobs(mut t: Tuning, spec: &str) -> anyhow::Result<Tuning> {
+/// `base` with `knob=value,…` applied: the names of `apigate eval --set`, or short ones.
+fn knobs(base: Tuning, spec: &str) -> anyhow::Result<Tuning> {
+    let mut settings = Vec::new();
     for kv in spec.split(',') {
         let Some((k, v)) = kv.split_once('=') else {
             continue;
         };
-        let v: f32 = v.parse()?;
-        match k {
-            "syn" => t.synonym_weight = v,
-            "intent" => t.intent_boost = v,
-            "dep" => t.deprecated_factor = v,
-            "shape" => t.shape_boost = v,
-            "depth" => t.depth_penalty = v,
-            "coord" => t.coord = v,
-            "cdf" => t.common_df = v,
-            "altf" => t.alternative_fields = v as usize,
-            "aff" => t.spec_affinity = v,
-            "dw" => t.dense_weight = v,
-            "dc" => t.dense_candidates = v as usize,
+        let name = match k {
+            "syn" => "synonym_weight".to_string(),
+            "intent" => "intent_boost".into(),
+            "dep" => "deprecated_factor".into(),
+            "shape" => "shape_boost".into(),
+            "depth" => "depth_penalty".into(),
+            "cdf" => "common_df".into(),
+            "altf" => "alternative_fields".into(),
+            "aff" => "spec_affinity".into(),
+            "dw" => "dense_weight".into(),
+            "dc" => "dense_candidates".into(),
             f if f.starts_with('f') && f[1..].parse::<usize>().is_ok() => {
-                t.fields[f[1..].parse::<usize>()?] = v
+                format!("fields.{}", &f[1..])
             }
-            other => t.set(other, &v.to_string()).map_err(anyhow::Error::msg)?,
-        }
+            other => other.to_string(),
+        };
+        settings.push(format!("{name}={v}"));
     }
-    Ok(t)
-}
-
-/// `--features OUT`: one JSON line per query of every `--queries` file (per spec, and pooled
-/// too with `--pooled`): the first stage's candidates with their features and labels.
-async fn dump_features(
-    args: &[String],
-    specs: &std::path::Path,
-    ranker: Ranker,
-    model: Option<(Arc<Embedder>, VectorDirs)>,
-    pooled: bool,
-) -> anyhow::Result<()> {
-    use std::io::Write as _;
-    let value = |f: &str| arg(args, f);
-    let tuning = knobs(Tuning::default(), &value("--base"))?;
-    let mut out = std::io::BufWriter::new(std::fs::File::create(value("--features"))?);
-    for (set, files, loaded, queries) in load_sets(specs, &value("--queries")).await? {
-        for p in [false, true] {
-            if p && !pooled {
-                continue;
-            }
-            let options = eval::Options {
-                pooled: p,
-                ranker,
-                tuning,
-                model: model.clone(),
-                progress: None,
-            };
-            for mut row in eval::features(&files, &loaded, &queries, &options)? {
-                row["set"] = set.clone().into();
-                row["pooled"] = p.into();
-                writeln!(out, "{row}")?;
-            }
-        }
-    }
-    out.flush()?;
-    Ok(())
+    Ok(base.with_settings(&settings)?)
 }
 
 /// The value after flag `f`, or "".

@@ -6,7 +6,7 @@
 #   APIGATE_BIN=target/release/apigate MODEL=/var/tmp/apigate-model OUT_DIR=/tmp/eval scripts/eval-all.sh
 #
 # SETS (default: dev extra fresh blind), RANKERS (default: lexical dense hybrid) and EVAL_ARGS
-# (extra `apigate eval` arguments, e.g. "--set resource_boost=0") narrow or vary a run;
+# (extra `apigate eval` arguments, e.g. "--set coord=0") narrow or vary a run;
 # TABLES_ONLY=1 prints the tables from the reports already in OUT_DIR.
 # The blind set is measured here and never tuned on (tests/data/queries/README.md).
 set -euo pipefail

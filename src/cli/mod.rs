@@ -3,6 +3,7 @@
 pub mod admin;
 mod config;
 pub mod dev;
+pub mod eval;
 pub mod identity;
 pub mod index;
 pub mod monitor;

@@ -74,8 +74,9 @@ pub struct EvalArgs {
     #[arg(long)]
     pub dense_weight: Option<f32>,
     /// Change a ranking knob for this measurement, `NAME=VALUE` (the fields of
-    /// `index::Tuning`, `fields.N` for a field boost); repeatable. To measure what an idea is
-    /// worth, switch it off.
+    /// `index::Tuning`, `fields.N` for a field boost; `true`/`false` or 1/0 for a switch);
+    /// repeatable. To measure what an idea is worth, switch it off. An unknown knob, or one
+    /// of the dropped experiments, is an error.
     #[arg(long = "set", value_name = "NAME=VALUE")]
     pub set: Vec<String>,
     #[command(flatten)]
@@ -83,6 +84,11 @@ pub struct EvalArgs {
     /// Print the report as JSON instead of tables.
     #[arg(long)]
     pub json: bool,
+    /// Print each query's ranking instead (one JSON object a line: the query, the rank of
+    /// its first expected operation, and its top 10 with their scores), to compare rankings
+    /// before and after a change.
+    #[arg(long, conflicts_with = "json")]
+    pub per_query: bool,
 }
 
 pub async fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
@@ -226,21 +232,13 @@ pub async fn schema(args: SchemaArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub async fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
-    let mut options = crate::index::eval::Options::lexical(args.pooled);
+    let mut options = super::eval::Options::lexical(args.pooled);
     // What the server would use with the same flags: hybrid unless --ranker says otherwise.
     options.ranker = args.ranking.ranker();
     if let Some(w) = args.dense_weight {
         options.tuning.dense_weight = w;
     }
-    for kv in &args.set {
-        let (name, value) = kv
-            .split_once('=')
-            .with_context(|| format!("--set {kv:?}: expected NAME=VALUE"))?;
-        options
-            .tuning
-            .set(name.trim(), value.trim())
-            .map_err(anyhow::Error::msg)?;
-    }
+    options.tuning = options.tuning.with_settings(&args.set).context("--set")?;
     if options.ranker != crate::index::Ranker::Lexical {
         let embedder = args
             .ranking
@@ -260,11 +258,17 @@ pub async fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
             }
         }));
     }
-    let report = crate::index::eval::run(&args.specs_dir, &args.queries, options).await?;
-    if args.json {
+    let report = super::eval::run(&args.specs_dir, &args.queries, options).await?;
+    if args.per_query {
+        let mut out = String::new();
+        for r in &report.results {
+            writeln!(out, "{}", serde_json::to_string(r)?)?;
+        }
+        super::print(&out)?;
+    } else if args.json {
         super::print(&format!("{}\n", serde_json::to_string(&report)?))?;
     } else {
-        super::print(&crate::index::eval::table(&report))?;
+        super::print(&super::eval::table(&report))?;
     }
     Ok(ExitCode::SUCCESS)
 }

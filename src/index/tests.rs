@@ -1,6 +1,9 @@
 //! Unit tests of ranking on small inline documents.
 
+use super::build::embedding_text;
+use super::fusion::lexical_confidence;
 use super::*;
+use crate::spec::Spec;
 
 const PETS: &str = r#"{
   "openapi": "3.0.0",
@@ -146,14 +149,13 @@ fn lexical_confidence_is_the_best_coverage_share() {
 
 #[test]
 fn the_embedded_text_adds_a_description_sentence_only_when_it_says_more() {
-    let texts = |summary: &str, description: &str| -> [String; 7] {
+    let texts = |summary: &str, description: &str| -> [String; FIELD_COUNT] {
         [
             summary.into(),
             "listPets".into(),
             "pets".into(),
             "pets Petstore".into(),
             description.into(),
-            String::new(),
             String::new(),
         ]
     };
@@ -224,93 +226,6 @@ fn a_small_single_resource_spec_ranks_by_its_common_words() {
 }
 
 #[test]
-fn knobs_are_set_by_name() {
-    let mut t = Tuning::default();
-    t.set("dense_weight", "0.6").unwrap();
-    t.set("fields.6", "0.2").unwrap();
-    t.set("synonyms", "0").unwrap();
-    assert_eq!(t.dense_weight, 0.6);
-    assert_eq!(t.fields[KNOWLEDGE], 0.2);
-    assert!(!t.synonyms);
-    assert!(t.set("no_such_knob", "1").is_err());
-    assert!(t.set("fields.7", "1").is_err());
-    assert!(t.set("coord", "high").is_err());
-}
-
-#[test]
-fn the_resource_is_the_last_literal_segment_without_verbs() {
-    let mut stems = Stems::new();
-    assert_eq!(
-        resource_terms("/repos/{owner}/{repo}/issues/{issue_number}", &mut stems),
-        ["issu"]
-    );
-    assert_eq!(
-        resource_terms("/chat.postMessage", &mut stems),
-        ["chat", "messag"]
-    );
-    assert!(resource_terms("/{id}", &mut stems).is_empty());
-}
-
-#[test]
-fn every_experimental_knob_keeps_search_working() {
-    let s = spec();
-    for (k, v) in [
-        ("fields.6", "0.3"),
-        ("resource_boost", "0.2"),
-        ("literal_penalty", "0.5"),
-        ("spec_route", "1"),
-    ] {
-        let mut t = Tuning::default();
-        t.set(k, v).unwrap();
-        let index = Index::build_with(&[&s], t).unwrap();
-        assert_eq!(
-            top(&index, &s, &Query::text("remove a pet", 5))[0],
-            "deletePet",
-            "{k}={v}"
-        );
-    }
-}
-
-#[test]
-fn the_shipped_learned_rerank_fits_its_features_and_only_reorders_the_first_stage() {
-    assert!(
-        learned::model().is_some(),
-        "learned.json does not fit FEATURES"
-    );
-    let spec = spec();
-    let plain = Index::build(&[&spec]).unwrap();
-    let learned = Index::build_with(
-        &[&spec],
-        Tuning {
-            learned_rerank: 1.0,
-            ..Tuning::default()
-        },
-    )
-    .unwrap();
-    let q = Query::text("delete a pet", 10);
-    let (a, total_a) = plain.search_total(&q);
-    let (b, total_b) = learned.search_total(&q);
-    assert_eq!(total_a, total_b);
-    // The same scores in the same order; the same operations, perhaps in another order.
-    let scores = |h: &[Hit]| h.iter().map(|h| h.score).collect::<Vec<_>>();
-    assert_eq!(scores(&a), scores(&b));
-    let mut ops_a: Vec<usize> = a.iter().map(|h| h.op).collect();
-    let mut ops_b: Vec<usize> = b.iter().map(|h| h.op).collect();
-    ops_a.sort_unstable();
-    ops_b.sort_unstable();
-    assert_eq!(ops_a, ops_b);
-    let candidates = plain.candidates(&q);
-    assert_eq!(
-        candidates.len(),
-        total_a.min(Tuning::default().rerank_depth)
-    );
-    assert_eq!(
-        candidates[0].1[0], 1.0,
-        "the best candidate's stage feature is 1"
-    );
-}
-
-#[test]
 fn pooled_affinity_prefers_the_smaller_api_when_both_match_alike() {
     // The same pet operations, once alone and once among 40 unrelated ones: a large API has
     // more chances of a strong match by accident, so on equal evidence the small one leads.
@@ -323,13 +238,15 @@ fn pooled_affinity_prefers_the_smaller_api_when_both_match_alike() {
     let big = Spec::from_bytes(padded.to_string().as_bytes(), "big.json").unwrap();
     let small = spec();
     let q = Query::text("delete a pet", 5);
-    let first_spec = |affinity_size: &str| {
-        let mut t = Tuning::default();
-        t.set("affinity_size", affinity_size).unwrap();
+    let first_spec = |affinity_size: f32| {
+        let t = Tuning {
+            affinity_size,
+            ..Tuning::default()
+        };
         let index = Index::build_with(&[&big, &small], t).unwrap();
         index.search(&q)[0].spec
     };
     // Without the size term the two tie and document order puts the big API first.
-    assert_eq!(first_spec("0"), 0);
-    assert_eq!(first_spec("0.05"), 1);
+    assert_eq!(first_spec(0.0), 0);
+    assert_eq!(first_spec(0.05), 1);
 }

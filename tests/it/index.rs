@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use apigate::index::eval;
+use apigate::cli::eval;
 
 /// `tests/data`: the specs (`specs/`) and the query sets (`queries/dev.jsonl`).
 fn data() -> PathBuf {
@@ -52,6 +52,65 @@ async fn pooled_dev_set_recall_stays_above_the_floor() {
         assert!(json.get(key).is_some(), "missing {key}");
     }
     assert!(json["per_spec"]["github-rest-3.0.json"]["recall@5"].is_number());
+}
+
+/// `apigate eval --set` as a user types it: a knob that stays changes the ranking (each
+/// query's top 10 printed by `--per-query`), a dropped experiment or an unknown knob is an
+/// error naming it, and nothing is printed on stdout then.
+#[tokio::test]
+async fn eval_set_changes_a_knob_and_refuses_dropped_ones() {
+    let dir = data();
+    let eval = |set: &[&str]| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_apigate"));
+        cmd.arg("eval")
+            .arg("--specs-dir")
+            .arg(dir.join("specs"))
+            .arg("--queries")
+            .arg(dir.join("queries/dev.jsonl"))
+            .args(["--ranker", "lexical", "--per-query"]);
+        for s in set {
+            cmd.args(["--set", s]);
+        }
+        cmd.output().unwrap()
+    };
+    let lines = |out: &std::process::Output| -> Vec<serde_json::Value> {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let plain = lines(&eval(&[]));
+    assert_eq!(plain.len(), 60);
+    assert!(
+        plain
+            .iter()
+            .all(|q| q["ranked"].as_array().is_some_and(|r| !r.is_empty()))
+    );
+    let same = lines(&eval(&["synonyms=true", "fields.0=2.5"]));
+    assert_eq!(plain, same, "the production values again rank the same");
+    let changed = lines(&eval(&["synonyms=0", "fields.0=0"]));
+    assert_ne!(plain, changed);
+    for (setting, says) in [
+        (
+            "resource_boost=0.1",
+            "resource_boost: a ranking experiment that was measured, dropped",
+        ),
+        ("learned_rerank=1", "learned_rerank: a ranking experiment"),
+        ("fields.6=0.2", "fields.6: there are 6 field boosts"),
+        ("no_such_knob=1", "unknown field `no_such_knob`"),
+        ("coord=high", "invalid type: string \"high\""),
+    ] {
+        let out = eval(&[setting]);
+        assert!(!out.status.success(), "{setting}");
+        assert!(out.stdout.is_empty(), "{setting}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(says), "{setting}: {stderr}");
+    }
 }
 
 // Measured (per spec: R@5 0.950, MRR@10 0.767; pooled: R@5 0.783) minus a small margin.

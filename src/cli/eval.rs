@@ -1,7 +1,8 @@
 //! Retrieval quality of the index on a query file (`tests/data/queries/dev.jsonl` format): recall@1,
 //! recall@5, MRR@10 and all@5, overall, per spec and per kind, for the lexical, dense or
-//! hybrid ranker. Loads specs, ranks, and returns a [`Report`]; the CLI prints it with
-//! [`table`] or as JSON.
+//! hybrid ranker. Loads specs, ranks, and returns a [`Report`]; `apigate eval` prints it with
+//! [`table`] or as JSON. A measuring tool, not part of serving: the integration tests and
+//! `examples/eval.rs` use it too.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -11,8 +12,8 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
 
-use super::background::{self, VectorDirs};
-use super::{Embedder, Index, Query, Ranker, Tuning};
+use crate::index::background::{self, VectorDirs};
+use crate::index::{Embedder, Index, ModelId, Query, Ranker, Tuning};
 use crate::spec::Spec;
 
 /// One line of a query file.
@@ -59,6 +60,9 @@ pub struct QueryResult {
     pub all_in_top5: bool,
     /// The top three results as `METHOD /path` (prefixed by the spec file when pooled).
     pub top: Vec<String>,
+    /// The whole ranking (at most 10), each result named as in `top`, with its score:
+    /// what `apigate eval --per-query` prints, to compare rankings before and after a change.
+    pub ranked: Vec<(String, f32)>,
 }
 
 /// The whole evaluation: overall metrics flattened at the top level, then per spec and per
@@ -67,7 +71,7 @@ pub struct QueryResult {
 pub struct Report {
     pub ranker: Ranker,
     /// The embedding model (name and hash of its files) when the ranker uses one.
-    pub model: Option<super::ModelId>,
+    pub model: Option<ModelId>,
     #[serde(flatten)]
     pub overall: Metrics,
     pub per_spec: BTreeMap<String, Metrics>,
@@ -127,7 +131,6 @@ pub async fn run(
     evaluate(&files, &specs, &queries, &options)
 }
 
-/// Ranks `queries` against already-loaded `specs` (named by `files`, same order).
 /// The indexes `options` asks for (one pooled, or one per spec), hybrid when the ranker
 /// needs the model.
 fn build_indexes(specs: &[Spec], options: &Options, tuning: Tuning) -> anyhow::Result<Vec<Index>> {
@@ -159,57 +162,8 @@ fn build_indexes(specs: &[Spec], options: &Options, tuning: Tuning) -> anyhow::R
     Ok(indexes)
 }
 
-/// For each query, the first stage's best `rerank_depth` operations with the learned
-/// rerank's features, and which of them are expected: the training data of
-/// `scripts/train-rerank.py` (one JSON object per query).
-pub fn features(
-    files: &[String],
-    specs: &[Spec],
-    queries: &[EvalQuery],
-    options: &Options,
-) -> anyhow::Result<Vec<serde_json::Value>> {
-    let indexes = build_indexes(specs, options, options.tuning)?;
-    let position: HashMap<&str, usize> = files
-        .iter()
-        .enumerate()
-        .map(|(i, f)| (f.as_str(), i))
-        .collect();
-    let mut out = Vec::with_capacity(queries.len());
-    for q in queries {
-        let Some(&si) = position.get(q.spec.as_str()) else {
-            bail!("query {}: spec {} was not loaded", q.id, q.spec);
-        };
-        let (index, base) = if options.pooled {
-            (&indexes[0], None)
-        } else {
-            (&indexes[si], Some(si))
-        };
-        let vector = match options.ranker {
-            Ranker::Lexical => None,
-            _ => index.query_vector(&q.query),
-        };
-        let candidates = index.candidates(&Query {
-            vector: vector.as_deref(),
-            ..Query::text(&q.query, 10)
-        });
-        let rows: Vec<serde_json::Value> = candidates
-            .iter()
-            .map(|(h, f)| {
-                let s = base.unwrap_or(h.spec);
-                let expected = s == si && q.expected.contains(&specs[s].operations[h.op].key());
-                serde_json::json!({"expected": expected, "features": f.to_vec()})
-            })
-            .collect();
-        out.push(serde_json::json!({
-            "id": q.id,
-            "spec": q.spec,
-            "kind": q.kind,
-            "candidates": rows,
-        }));
-    }
-    Ok(out)
-}
-
+/// Ranks `queries` against already-loaded `specs` (named by `files`, same order) and scores
+/// the rankings.
 pub fn evaluate(
     files: &[String],
     specs: &[Spec],
@@ -281,6 +235,7 @@ pub fn evaluate(
             rank,
             all_in_top5,
             top: hits.iter().take(3).map(|h| name(h.spec, h.op)).collect(),
+            ranked: hits.iter().map(|h| (name(h.spec, h.op), h.score)).collect(),
         });
     }
     let group = |key: &dyn Fn(&QueryResult) -> &str| {
