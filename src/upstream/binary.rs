@@ -110,36 +110,25 @@ pub(crate) fn classify(
     secrets: &Secrets,
 ) -> Classified {
     let ct = content_type.map(essence).unwrap_or_default();
-    // The raw bytes are needed again only when an encoding is undone and the result is text
-    // (or the encoding is broken): copied only then.
-    let encoded = content_encoding.is_some_and(|e| {
-        e.split(',')
-            .any(|c| !matches!(c.trim().to_ascii_lowercase().as_str(), "" | "identity"))
-    });
-    let kept = encoded.then(|| raw.clone());
-    let d = match decode::decode_content(raw, raw_truncated, content_encoding, limits.read) {
+    let raw_len = raw.len();
+    let decoded = decode::decode_content(raw, raw_truncated, content_encoding, limits.read);
+    let d = match decoded {
         Ok(d) if !d.bytes.is_empty() && !response::is_text(&d.bytes, d.truncated, &ct) => d,
-        Ok(d) => {
-            let raw = kept.unwrap_or(d.bytes);
-            return as_text(
-                raw,
-                raw_truncated,
-                content_type,
-                content_encoding,
-                limits,
-                secrets,
-            );
-        }
-        Err(_) => {
-            let raw = kept.unwrap_or_default();
-            return as_text(
-                raw,
-                raw_truncated,
-                content_type,
-                content_encoding,
-                limits,
-                secrets,
-            );
+        // Text, empty, or an encoding that cannot be undone: shown as any text answer is
+        // (the response budget cuts it later, after `select`).
+        other => {
+            return Classified {
+                shown: response::shown_decoded(
+                    other,
+                    raw_len,
+                    raw_truncated,
+                    content_type,
+                    content_encoding,
+                    limits.text,
+                    secrets,
+                ),
+                binary: None,
+            };
         }
     };
     let shown_type = if ct.is_empty() {
@@ -190,30 +179,6 @@ pub(crate) fn classify(
             transformed: d.decoded,
         },
         binary: Some(body),
-    }
-}
-
-/// Text, empty, or an encoding that cannot be undone: shown as any text answer is, read up to
-/// `limits.read` for `select` and a cut of whole items (`response::read_response`).
-fn as_text(
-    raw: Vec<u8>,
-    raw_truncated: bool,
-    content_type: Option<&str>,
-    content_encoding: Option<&str>,
-    limits: &Limits,
-    secrets: &Secrets,
-) -> Classified {
-    Classified {
-        shown: response::read_response(
-            raw,
-            raw_truncated,
-            content_type,
-            content_encoding,
-            limits.read,
-            limits.text,
-            secrets,
-        ),
-        binary: None,
     }
 }
 

@@ -173,7 +173,31 @@ pub(crate) fn read_response(
     secrets: &Secrets,
 ) -> ShownBody {
     let raw_len = raw.len();
-    match decode::decode_content(raw, raw_truncated, content_encoding, read_budget) {
+    let decoded = decode::decode_content(raw, raw_truncated, content_encoding, read_budget);
+    shown_decoded(
+        decoded,
+        raw_len,
+        raw_truncated,
+        content_type,
+        content_encoding,
+        shown_budget,
+        secrets,
+    )
+}
+
+/// [`read_response`] once the content encoding was undone (or failed to be), for a caller that
+/// decoded the body itself (`binary::classify`): the decoded bytes shown as text, JSON or
+/// binary, or an undecodable body described by type, encoding and its `raw_len` raw bytes.
+pub(crate) fn shown_decoded(
+    decoded: Result<decode::Decoded, decode::DecodeError>,
+    raw_len: usize,
+    raw_truncated: bool,
+    content_type: Option<&str>,
+    content_encoding: Option<&str>,
+    shown_budget: usize,
+    secrets: &Secrets,
+) -> ShownBody {
+    match decoded {
         Ok(d) => {
             let (body, transcoded) =
                 shown_body_transcoded(&d.bytes, d.truncated, content_type, shown_budget, secrets);
