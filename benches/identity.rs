@@ -4,8 +4,8 @@
 
 use std::hint::black_box;
 
+use apigate::auth::identity::{CallFacts, Identity, create_key_file};
 use apigate::auth::{Features, Principal};
-use apigate::identity::{CallFacts, Identity, create_key_file};
 use criterion::{Criterion, criterion_group, criterion_main};
 
 fn bench(c: &mut Criterion) {

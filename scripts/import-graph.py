@@ -11,8 +11,9 @@ folder). An arrow is any path into the crate a file names outside its `#[cfg(tes
 longest module prefix that is a file. A parent's arrows to its own children are left out:
 declaring and re-exporting them is what a mod.rs is for; a child reaching back to its parent
 counts. The allowed arrows come from the table's third column ("imports (crate / external)"):
-the backticked names before the " / ", `everything`, or `none`. The crate root (lib.rs: small
-helpers such as `error_chain`) may be used by every module.
+the backticked module paths before the " / " (`upstream::headers` allows that file only),
+`everything`, or `none`; a row that says "any module may use it" is a leaf open to all. The
+crate root (lib.rs: `error_chain`, `secrets_equal`) may be used by every module.
 """
 import re
 import sys
@@ -162,21 +163,31 @@ def circles(modules, edges):
 
 
 def allowed_table():
+    """Per top-level module, the module paths it may import (None: everything), and the leaf
+    modules every module may use (a row whose imports say "any module may use it")."""
     text = (ROOT / "docs" / "design.md").read_text()
-    allowed = {}
+    allowed, shared = {}, set()
     for line in text.splitlines():
         m = re.match(r"\|\s*`(\w+)/?`\s*\|[^|]*\|([^|]*)\|\s*$", line)
         if not m:
             continue
         name, imports = m.group(1), m.group(2)
         crate_part = imports.split(" / ")[0]
+        if "any module may use" in imports:
+            shared.add((name,))
         if "everything" in crate_part:
             allowed[name] = None
         else:
-            # Only the names before any parenthesis: `spec` (the `Method` type only).
+            # Only the names before any parenthesis: `spec::method` (the `Method` type).
             names = re.sub(r"\([^)]*\)", "", crate_part)
-            allowed[name] = set(re.findall(r"`(\w+)", names))
-    return allowed
+            allowed[name] = {tuple(n.split("::")) for n in re.findall(r"`([\w:]+)`", names)}
+    return allowed, shared
+
+
+def permitted(rule, shared, dst):
+    if rule is None:
+        return True
+    return any(dst[: len(p)] == p for p in rule | shared)
 
 
 def name(m):
@@ -185,7 +196,7 @@ def name(m):
 
 def main():
     modules, edges = graph()
-    allowed = allowed_table()
+    allowed, shared = allowed_table()
     show_edges = "--edges" in sys.argv[1:]
     arrows = 0
     forbidden = []
@@ -196,8 +207,7 @@ def main():
                 print(f"{name(src)} -> {name(dst)}")
             if not src or not dst or src[0] == dst[0]:
                 continue
-            rule = allowed.get(src[0], set())
-            if rule is not None and dst[0] not in rule:
+            if not permitted(allowed.get(src[0], set()), shared, dst):
                 forbidden.append((src, dst))
     loops = circles(modules, edges)
     missing = sorted({m[0] for m in modules if m} - set(allowed))

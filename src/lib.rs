@@ -7,7 +7,6 @@ pub mod cli;
 pub mod heap;
 pub mod held;
 pub mod http;
-pub mod identity;
 pub mod index;
 pub mod mcp;
 pub mod monitor;
@@ -16,6 +15,16 @@ pub mod spec;
 pub mod store;
 pub mod tools;
 pub mod upstream;
+
+/// Constant-time equality of two secrets of any length (compares their SHA-256 digests): the
+/// one comparison of a presented key, token or secret with the expected one, for `auth`,
+/// `http` and the reference monitor alike.
+pub fn secrets_equal(a: &str, b: &str) -> bool {
+    use sha2::{Digest, Sha256};
+    use subtle::ConstantTimeEq;
+    let (a, b): ([u8; 32], [u8; 32]) = (Sha256::digest(a).into(), Sha256::digest(b).into());
+    a.ct_eq(&b).into()
+}
 
 /// An error and its causes on one line (`a: b: c`), leaving out a cause whose text the line
 /// already holds. Give it `reqwest::Error::without_url()`: a URL may hold a credential.

@@ -12,12 +12,13 @@
 #![no_main]
 
 use apigate::monitor::{MAX_ARG_CHARS, OperationRef, sanitize_args};
+use apigate::tools::Tool;
 use apigate_fuzz::{string, value};
 use arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Map, Value};
 
-const TOOLS: &[&str] = &["api_execute", "api_schema", "api_discover", "other"];
+const TOOLS: &[Tool] = &Tool::ALL;
 const KEYS: &[&str] = &[
     "operationId",
     "method",
@@ -42,7 +43,7 @@ const MAX_KEYS: usize = 32;
 const MAX_FULL_FIELD_CHARS: usize = 2048;
 
 struct Case {
-    tool: &'static str,
+    tool: Tool,
     args: Value,
     op: Option<(String, String, String)>,
     secrets: Vec<String>,
@@ -149,7 +150,7 @@ fuzz_target!(|data: &[u8]| {
     });
     let out = sanitize_args(tool, &args, op_ref.as_ref());
     let obj = out.as_object().expect("the sanitized args are an object");
-    let full = matches!(tool, "api_execute" | "api_schema");
+    let full = matches!(tool, Tool::Execute | Tool::Schema);
     assert!(obj.len() <= MAX_KEYS + 3, "{} keys", obj.len());
     assert!(!obj.contains_key("_sessionToken"));
     for (k, v) in obj {
@@ -174,7 +175,7 @@ fuzz_target!(|data: &[u8]| {
                     s.chars().count()
                 )
             }
-            Value::Bool(_) => assert!(k == "dryRun" && tool == "api_execute", "{k}: {v}"),
+            Value::Bool(_) => assert!(k == "dryRun" && tool == Tool::Execute, "{k}: {v}"),
             other => panic!("{k}: a nested or non-string value {other}"),
         }
     }

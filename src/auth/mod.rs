@@ -10,6 +10,7 @@ mod admin;
 mod audit;
 mod audit_budget;
 mod features;
+pub mod identity;
 mod rate;
 pub mod sealed;
 mod secrets;
@@ -582,6 +583,11 @@ impl Auth {
 
     pub fn store(&self) -> &Store {
         &self.inner.store
+    }
+
+    /// Whether the database answers (`/health`): one `SELECT 1`.
+    pub async fn ping(&self) -> Result<(), crate::store::StoreError> {
+        self.inner.store.ping().await
     }
 
     // ---- tier 1 ---------------------------------------------------------------------------------

@@ -6,7 +6,6 @@ use argon2::password_hash::{PasswordHasher, PasswordVerifier};
 use argon2::{Algorithm, Argon2, Params, Version};
 use rand::Rng;
 use sha2::{Digest, Sha256};
-use subtle::ConstantTimeEq;
 
 pub(crate) const KEY_PREFIX: &str = "agk_";
 pub(crate) const SESSION_PREFIX: &str = "sess_";
@@ -92,10 +91,7 @@ pub(crate) fn sha256(text: &str) -> [u8; 32] {
     Sha256::digest(text.as_bytes()).into()
 }
 
-/// Constant-time equality of two secrets of any length (compares their digests).
-pub fn secrets_equal(a: &str, b: &str) -> bool {
-    sha256(a).ct_eq(&sha256(b)).into()
-}
+pub use crate::secrets_equal;
 
 #[cfg(test)]
 mod tests {

@@ -99,7 +99,7 @@ pub struct SessionsArgs {
     #[command(flatten)]
     pub db: DbArgs,
     #[command(flatten)]
-    pub secret_key: super::serve::SecretKeyArgs,
+    pub secret_key: super::args::SecretKeyArgs,
     #[command(subcommand)]
     pub command: SessionsCommand,
 }

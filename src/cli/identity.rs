@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 
-use crate::identity::{Identity, create_key_file};
+use crate::auth::identity::{Identity, create_key_file};
 
 /// Signed identity assertions: the flags `serve` and `dev` share.
 #[derive(Debug, Clone, Default, clap::Args)]

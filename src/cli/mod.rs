@@ -1,6 +1,7 @@
 //! clap commands; each calls core functions and prints a table or `--json`.
 
 pub mod admin;
+pub mod args;
 mod config;
 pub mod dev;
 pub mod eval;

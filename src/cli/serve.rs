@@ -1,112 +1,16 @@
 //! `apigate serve`: production mode. Server keys and user sessions in Postgres, migrations at
 //! start-up, `/admin/v1/*`, an audit row per tool call.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 
-use super::dev::{EngineArgs, HttpArgs};
-use crate::auth::sealed::{KeySource, SecretKeys};
-use crate::auth::{Auth, AuthConfig, PermissionRules, RateLimit};
+use super::args::{AccessArgs, EngineArgs, HttpArgs, banner};
+use crate::auth::Auth;
 use crate::http::{self, HttpOptions, KeyCheck};
-use crate::store::Store;
 use crate::tools::Access;
-
-/// Options shared by every command that uses the database from a server.
-#[derive(Debug, clap::Args)]
-pub struct AccessArgs {
-    /// Permission rules: a TOML file of `[[rule]]` tables (`method`, `path` glob, `features`)
-    /// that operations need on top of their `x-required-features`.
-    #[arg(long, value_name = "FILE")]
-    pub permissions: Option<PathBuf>,
-    /// Tool calls per second allowed per server key (token bucket; 0 = no limit).
-    #[arg(long, default_value_t = 50.0)]
-    pub key_rate: f64,
-    /// Burst allowed per server key.
-    #[arg(long, default_value_t = 100)]
-    pub key_burst: u32,
-    /// Tool calls per second allowed per user session (0 = no limit).
-    #[arg(long, default_value_t = 10.0)]
-    pub session_rate: f64,
-    /// Burst allowed per user session.
-    #[arg(long, default_value_t = 30)]
-    pub session_burst: u32,
-    #[command(flatten)]
-    pub secret_key: SecretKeyArgs,
-}
-
-/// The key that seals sessions' upstream credentials at rest (AES-256-GCM).
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct SecretKeyArgs {
-    /// A file holding the secret key as base64 of 32 random bytes (`openssl rand -base64 32`);
-    /// default: the APIGATE_SECRET_KEY variable. Needed for sessions that carry upstream
-    /// credentials.
-    #[arg(long, value_name = "FILE", global = true)]
-    pub secret_key_file: Option<PathBuf>,
-    /// The previous key's file while rotating keys (it only decrypts); default: the
-    /// APIGATE_SECRET_KEY_PREVIOUS variable.
-    #[arg(long, value_name = "FILE", global = true)]
-    pub previous_secret_key_file: Option<PathBuf>,
-}
-
-impl SecretKeyArgs {
-    /// The configured keys, or `None` when no key is configured.
-    pub fn load(&self) -> anyhow::Result<Option<Arc<SecretKeys>>> {
-        let source = KeySource {
-            file: self.secret_key_file.as_deref(),
-            previous_file: self.previous_secret_key_file.as_deref(),
-            ..KeySource::default()
-        }
-        .with_env();
-        Ok(SecretKeys::load(&source)?.map(Arc::new))
-    }
-}
-
-impl AccessArgs {
-    pub fn rules(&self) -> anyhow::Result<PermissionRules> {
-        match &self.permissions {
-            None => Ok(PermissionRules::default()),
-            Some(path) => {
-                let text = std::fs::read_to_string(path)
-                    .with_context(|| format!("reading permission rules {}", path.display()))?;
-                PermissionRules::from_toml(&text).with_context(|| format!("in {}", path.display()))
-            }
-        }
-    }
-
-    /// Connects, migrates and starts the auth core (with its revocation listener).
-    pub async fn auth(&self, database_url: &str) -> anyhow::Result<Auth> {
-        let store = Store::connect(database_url).await?;
-        store
-            .migrate()
-            .await
-            .context("applying database migrations")?;
-        let bootstrap_key = std::env::var("MCP_SERVER_API_KEY")
-            .ok()
-            .filter(|k| !k.trim().is_empty());
-        let cfg = AuthConfig {
-            bootstrap_key,
-            key_rate: RateLimit {
-                per_second: self.key_rate,
-                burst: self.key_burst,
-            },
-            session_rate: RateLimit {
-                per_second: self.session_rate,
-                burst: self.session_burst,
-            },
-            secret_keys: self.secret_key.load()?,
-            ..AuthConfig::default()
-        };
-        if let Some(keys) = &cfg.secret_keys {
-            tracing::info!(key_id = %keys.current_id(),
-                "sessions' upstream credentials are sealed with the configured secret key");
-        }
-        Ok(Auth::new(store, cfg).await?)
-    }
-}
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = SERVE_HELP)]
@@ -158,7 +62,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let url = format!("http://{addr}/mcp");
     eprintln!(
         "{}; admin API at /admin/v1",
-        super::dev::banner("serve", &engine, &url, args.http.stateless)
+        banner("serve", &engine, &url, args.http.stateless)
     );
     let shutdown = CancellationToken::new();
     http::cancel_on_signal(shutdown.clone());
@@ -166,7 +70,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         engine,
         HttpOptions {
             admin: Some(http::admin::router(auth.clone())),
-            store: Some(auth.store().clone()),
+            database: Some(auth.clone()),
             ..args
                 .http
                 .options(KeyCheck::Database(auth.clone()), "production")

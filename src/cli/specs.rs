@@ -27,7 +27,7 @@ pub struct SearchArgs {
     pub spec: String,
     /// Only operations with this HTTP method.
     #[arg(long)]
-    pub method: Option<String>,
+    pub method: Option<crate::spec::Method>,
     /// Only operations with this tag.
     #[arg(long)]
     pub tag: Option<String>,
@@ -138,7 +138,6 @@ pub async fn search(args: SearchArgs) -> anyhow::Result<ExitCode> {
     let spec = Spec::load(&args.spec).await?;
     let index = Index::build(&[&spec]).context("building the index")?;
     let text = args.query.join(" ");
-    let method = args.method.map(|m| m.to_ascii_uppercase());
     let mut vector = None;
     if let Some(embedder) = args.ranking.embedder()? {
         let dirs = args.ranking.dirs();
@@ -153,7 +152,7 @@ pub async fn search(args: SearchArgs) -> anyhow::Result<ExitCode> {
     }
     let (hits, total) = index.search_total(&Query {
         text: &text,
-        method: method.as_deref(),
+        method: args.method,
         tag: args.tag.as_deref(),
         limit: args.limit.clamp(1, 1000),
         allowed: None,
@@ -222,7 +221,7 @@ pub async fn schema(args: SchemaArgs) -> anyhow::Result<ExitCode> {
     } else {
         crate::spec::Detail::Compact
     };
-    let described = spec.describe(op, detail);
+    let described = serde_json::to_value(spec.describe(op, detail))?;
     if args.json {
         super::print(&format!("{}\n", serde_json::to_string_pretty(&described)?))?;
     } else {

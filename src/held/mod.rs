@@ -55,28 +55,13 @@ pub enum HeldError {
     Database(#[from] StoreError),
 }
 
-/// A held response's description (what `resources/list` and a tool result show).
-#[derive(Debug, Clone)]
-pub struct HeldMeta {
-    pub id: String,
-    pub content_type: String,
-    pub sha256: String,
-    pub size: usize,
-    pub expires_at: DateTime<Utc>,
-}
+pub use crate::store::{Held, HeldMeta};
 
 impl HeldMeta {
     /// `apigate://responses/<id>`.
     pub fn uri(&self) -> String {
         format!("{URI_PREFIX}{}", self.id)
     }
-}
-
-/// A held response with its bytes.
-#[derive(Debug, Clone)]
-pub struct Held {
-    pub meta: HeldMeta,
-    pub bytes: bytes::Bytes,
 }
 
 /// Where held responses live. Cheap to clone.

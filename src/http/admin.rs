@@ -6,21 +6,24 @@
 //! `{error, code}`.
 
 use axum::extract::rejection::{JsonRejection, QueryRejection};
-use axum::extract::{MatchedPath, Path, Query, Request, State};
+use axum::extract::{FromRequestParts, MatchedPath, Path, Query, Request, State};
 use axum::handler::Handler;
 use axum::http::Method;
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodFilter, MethodRouter, on};
-use axum::{Extension, Json, Router};
+use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::json;
 
+use super::error::{ApiError, ErrorCode};
 use crate::auth::{
-    ADMIN_FEATURE, AdminError, AuditQuery, Auth, AuthError, KeyPrincipal, NewKey, NewSession,
-    SessionQuery, SessionRef,
+    ADMIN_FEATURE, Admin, AdminError, AuditQuery, Auth, AuthError, KeyPrincipal, NewKey,
+    NewSession, SessionQuery, SessionRef,
 };
+use crate::tools::Code;
 
 type AdminRoute = (Method, &'static str, MethodRouter<Auth>);
 
@@ -70,98 +73,19 @@ pub fn router(auth: Auth) -> Router {
         .with_state(auth)
 }
 
-/// The response for an authentication failure anywhere in the HTTP layer (e.g. the tier-1
-/// middleware in front of `/mcp`): 401 / 403 / 429 (with `Retry-After`) / 503 and a JSON body
-/// `{error, code, …details}`.
-pub fn auth_error_response(e: AuthError) -> Response {
-    ApiError::from(e).into_response()
-}
-
-/// An error body `{error, code, …details}` with its status.
-struct ApiError {
-    status: StatusCode,
-    code: &'static str,
-    message: String,
-    details: serde_json::Map<String, serde_json::Value>,
-    retry_after_secs: Option<u64>,
-}
-
-impl ApiError {
-    fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
-        ApiError {
-            status,
-            code,
-            message: message.into(),
-            details: serde_json::Map::new(),
-            retry_after_secs: None,
-        }
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let mut body = serde_json::Map::new();
-        body.insert("error".into(), self.message.into());
-        body.insert("code".into(), self.code.into());
-        body.extend(self.details);
-        let mut resp = (self.status, Json(serde_json::Value::Object(body))).into_response();
-        if let Some(secs) = self.retry_after_secs {
-            resp.headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
-        }
-        resp
-    }
-}
-
-impl From<AuthError> for ApiError {
-    fn from(e: AuthError) -> ApiError {
-        let (status, code) = match &e {
-            AuthError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "UNAUTHORIZED"),
-            AuthError::SessionExpired => (StatusCode::UNAUTHORIZED, "SESSION_EXPIRED"),
-            AuthError::Forbidden { .. } | AuthError::ReadOnly { .. } => {
-                (StatusCode::FORBIDDEN, "FORBIDDEN")
-            }
-            AuthError::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "RATE_LIMITED"),
-            AuthError::Unavailable(_) | AuthError::Credentials(_) => {
-                (StatusCode::SERVICE_UNAVAILABLE, "UNAVAILABLE")
-            }
-        };
-        let message = match &e {
-            // Says the database cannot be reached; its error stays in the log.
-            AuthError::Unavailable(_) => format!("{e}; try again later"),
-            other => other.to_string(),
-        };
-        let mut error = ApiError::new(status, code, message);
-        match e {
-            AuthError::Forbidden { missing } => {
-                error.details.insert("missing".into(), missing.into());
-            }
-            AuthError::ReadOnly { .. } => {
-                error.details.insert("readOnly".into(), true.into());
-            }
-            AuthError::RateLimited { retry_after_ms } => {
-                error
-                    .details
-                    .insert("retryAfterMs".into(), retry_after_ms.into());
-                error.retry_after_secs = Some(retry_after_ms.div_ceil(1000));
-            }
-            _ => {}
-        }
-        error
-    }
-}
-
 impl From<AdminError> for ApiError {
     fn from(e: AdminError) -> ApiError {
         let (status, code) = match &e {
-            AdminError::Invalid(_) => (StatusCode::BAD_REQUEST, "INVALID_ARGUMENTS"),
-            AdminError::NotFound(_) => (StatusCode::NOT_FOUND, "NOT_FOUND"),
+            AdminError::Invalid(_) => (StatusCode::BAD_REQUEST, Code::InvalidArguments.into()),
+            AdminError::NotFound(_) => (StatusCode::NOT_FOUND, ErrorCode::NotFound),
             AdminError::ReadOnly { .. }
             | AdminError::BeyondOwn { .. }
-            | AdminError::RoleBeyondOwn { .. } => (StatusCode::FORBIDDEN, "FORBIDDEN"),
-            AdminError::Conflict(_) => (StatusCode::CONFLICT, "CONFLICT"),
-            AdminError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "UNAVAILABLE"),
-            AdminError::Internal => (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL"),
+            | AdminError::RoleBeyondOwn { .. } => (StatusCode::FORBIDDEN, Code::Forbidden.into()),
+            AdminError::Conflict(_) => (StatusCode::CONFLICT, ErrorCode::Conflict),
+            AdminError::Unavailable(_) => {
+                (StatusCode::SERVICE_UNAVAILABLE, Code::Unavailable.into())
+            }
+            AdminError::Internal => (StatusCode::INTERNAL_SERVER_ERROR, Code::Internal.into()),
         };
         let message = match &e {
             AdminError::Unavailable(_) => "the database is unavailable; try again later".into(),
@@ -183,13 +107,21 @@ impl From<AdminError> for ApiError {
 
 impl From<JsonRejection> for ApiError {
     fn from(e: JsonRejection) -> ApiError {
-        ApiError::new(StatusCode::BAD_REQUEST, "INVALID_ARGUMENTS", e.body_text())
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            Code::InvalidArguments,
+            e.body_text(),
+        )
     }
 }
 
 impl From<QueryRejection> for ApiError {
     fn from(e: QueryRejection) -> ApiError {
-        ApiError::new(StatusCode::BAD_REQUEST, "INVALID_ARGUMENTS", e.body_text())
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            Code::InvalidArguments,
+            e.body_text(),
+        )
     }
 }
 
@@ -199,11 +131,9 @@ async fn require_admin(
     mut req: Request,
     next: Next,
 ) -> Response {
-    let presented = headers
-        .get("x-api-key")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    let source = super::guard::peer_ip(req.extensions());
+    // Read as the tier-1 guard reads it: trimmed, one place.
+    let presented = super::guard::presented_key(&headers).unwrap_or("");
+    let source = super::error::peer_ip(req.extensions());
     // Every refusal is audited (bounded per key, and for unauthenticated callers together).
     let method = req.method().to_string();
     let route = req
@@ -212,8 +142,14 @@ async fn require_admin(
         .map(|p| p.as_str().to_string());
     let refuse = async |key: Option<&KeyPrincipal>, e: AuthError| {
         let error = ApiError::from(e);
-        auth.record_admin_refusal(key, presented, &method, route.as_deref(), error.code)
-            .await;
+        auth.record_admin_refusal(
+            key,
+            presented,
+            &method,
+            route.as_deref(),
+            error.code.as_str(),
+        )
+        .await;
         error.into_response()
     };
     let key = match auth.authenticate_key_from(presented, source).await {
@@ -237,46 +173,58 @@ async fn require_admin(
     resp
 }
 
+/// The admin operations as the key `require_admin` let in: `Auth::admin_as` that key.
+struct AsCaller(Admin);
+
+impl FromRequestParts<Auth> for AsCaller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, auth: &Auth) -> Result<AsCaller, ApiError> {
+        match parts.extensions.get::<KeyPrincipal>() {
+            Some(key) => Ok(AsCaller(auth.admin_as(key))),
+            // Only a route mounted without `require_admin` could get here.
+            None => Err(ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                Code::Internal,
+                "the admin route has no verified key",
+            )),
+        }
+    }
+}
+
 async fn create_key(
-    State(auth): State<Auth>,
-    Extension(caller): Extension<KeyPrincipal>,
+    AsCaller(admin): AsCaller,
     body: Result<Json<NewKey>, JsonRejection>,
 ) -> Result<Response, ApiError> {
     let Json(req) = body?;
-    let created = auth.admin_as(&caller).create_key(req).await?;
+    let created = admin.create_key(req).await?;
     Ok((StatusCode::CREATED, Json(created)).into_response())
 }
 
-async fn list_keys(
-    State(auth): State<Auth>,
-    Extension(caller): Extension<KeyPrincipal>,
-) -> Result<Response, ApiError> {
-    let keys = auth.admin_as(&caller).list_keys().await?;
+async fn list_keys(AsCaller(admin): AsCaller) -> Result<Response, ApiError> {
+    let keys = admin.list_keys().await?;
     Ok(Json(json!({ "keys": keys })).into_response())
 }
 
 async fn revoke_key(
-    State(auth): State<Auth>,
-    Extension(caller): Extension<KeyPrincipal>,
+    AsCaller(admin): AsCaller,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let r = auth.admin_as(&caller).revoke_key(&id).await?;
+    let r = admin.revoke_key(&id).await?;
     Ok(Json(r).into_response())
 }
 
 async fn create_session(
-    State(auth): State<Auth>,
-    Extension(caller): Extension<KeyPrincipal>,
+    AsCaller(admin): AsCaller,
     body: Result<Json<NewSession>, JsonRejection>,
 ) -> Result<Response, ApiError> {
     let Json(req) = body?;
-    let created = auth.admin_as(&caller).create_session(req).await?;
+    let created = admin.create_session(req).await?;
     Ok((StatusCode::CREATED, Json(created)).into_response())
 }
 
 async fn revoke_session(
-    State(auth): State<Auth>,
-    Extension(caller): Extension<KeyPrincipal>,
+    AsCaller(admin): AsCaller,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let which = match SessionRef::parse(&id)? {
@@ -284,13 +232,13 @@ async fn revoke_session(
         SessionRef::Token(_) => {
             return Err(ApiError::new(
                 StatusCode::BAD_REQUEST,
-                "INVALID_ARGUMENTS",
+                Code::InvalidArguments,
                 "do not put session tokens in URLs: use the session id here, or POST the token \
                  to /admin/v1/sessions/revoke",
             ));
         }
     };
-    let r = auth.admin_as(&caller).revoke_session(&which).await?;
+    let r = admin.revoke_session(&which).await?;
     Ok(Json(r).into_response())
 }
 
@@ -301,8 +249,7 @@ struct RevokeByToken {
 }
 
 async fn revoke_session_by_token(
-    State(auth): State<Auth>,
-    Extension(caller): Extension<KeyPrincipal>,
+    AsCaller(admin): AsCaller,
     body: Result<Json<RevokeByToken>, JsonRejection>,
 ) -> Result<Response, ApiError> {
     let Json(req) = body?;
@@ -311,38 +258,33 @@ async fn revoke_session_by_token(
         SessionRef::Id(_) => {
             return Err(ApiError::new(
                 StatusCode::BAD_REQUEST,
-                "INVALID_ARGUMENTS",
+                Code::InvalidArguments,
                 "`token` must be a session token (sess_…); revoke by id with DELETE /admin/v1/sessions/{id}",
             ));
         }
     };
-    let r = auth.admin_as(&caller).revoke_session(&which).await?;
+    let r = admin.revoke_session(&which).await?;
     Ok(Json(r).into_response())
 }
 
 async fn list_sessions(
-    State(auth): State<Auth>,
-    Extension(caller): Extension<KeyPrincipal>,
+    AsCaller(admin): AsCaller,
     query: Result<Query<SessionQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     let Query(q) = query?;
-    Ok(Json(auth.admin_as(&caller).list_sessions(&q).await?).into_response())
+    Ok(Json(admin.list_sessions(&q).await?).into_response())
 }
 
 async fn audit(
-    State(auth): State<Auth>,
-    Extension(caller): Extension<KeyPrincipal>,
+    AsCaller(admin): AsCaller,
     query: Result<Query<AuditQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     let Query(q) = query?;
-    Ok(Json(auth.admin_as(&caller).audit(&q).await?).into_response())
+    Ok(Json(admin.audit(&q).await?).into_response())
 }
 
-async fn list_roles(
-    State(auth): State<Auth>,
-    Extension(caller): Extension<KeyPrincipal>,
-) -> Result<Response, ApiError> {
-    let roles = auth.admin_as(&caller).list_roles().await?;
+async fn list_roles(AsCaller(admin): AsCaller) -> Result<Response, ApiError> {
+    let roles = admin.list_roles().await?;
     Ok(Json(json!({ "roles": roles })).into_response())
 }
 
@@ -353,15 +295,11 @@ struct SetRole {
 }
 
 async fn set_role(
-    State(auth): State<Auth>,
-    Extension(caller): Extension<KeyPrincipal>,
+    AsCaller(admin): AsCaller,
     Path(name): Path<String>,
     body: Result<Json<SetRole>, JsonRejection>,
 ) -> Result<Response, ApiError> {
     let Json(req) = body?;
-    let role = auth
-        .admin_as(&caller)
-        .set_role(&name, &req.features)
-        .await?;
+    let role = admin.set_role(&name, &req.features).await?;
     Ok(Json(role).into_response())
 }

@@ -6,13 +6,13 @@ use std::sync::Arc;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
-use serde_json::json;
+use axum::response::Response;
 
 use super::AppState;
+use super::error::{ErrorCode, auth_error_response, json_error, peer_ip};
 use crate::auth::{Auth, secrets_equal};
-use crate::http::admin::auth_error_response;
 use crate::mcp::{HttpCaller, fingerprint};
+use crate::tools::Code;
 
 /// Host names accepted by default: loopback only, any port.
 pub const DEFAULT_HOSTS: [&str; 4] = ["localhost", "127.0.0.1", "::1", "[::1]"];
@@ -84,10 +84,6 @@ impl Allowed {
     }
 }
 
-pub fn json_error(status: StatusCode, code: &str, message: &str) -> Response {
-    (status, axum::Json(json!({"error": message, "code": code}))).into_response()
-}
-
 /// 403 for a `Host` or `Origin` the server does not serve (DNS rebinding protection).
 pub async fn host_and_origin(
     State(state): State<Arc<AppState>>,
@@ -106,14 +102,14 @@ pub async fn host_and_origin(
             tracing::warn!(host = %h, "rejected request for a host this server does not serve");
             return json_error(
                 StatusCode::FORBIDDEN,
-                "FORBIDDEN_HOST",
+                ErrorCode::ForbiddenHost,
                 "this Host is not served here; add it with --allowed-host if apigate runs behind a proxy",
             );
         }
         None => {
             return json_error(
                 StatusCode::FORBIDDEN,
-                "FORBIDDEN_HOST",
+                ErrorCode::ForbiddenHost,
                 "the request has no Host header",
             );
         }
@@ -127,7 +123,7 @@ pub async fn host_and_origin(
             tracing::warn!("rejected request from a foreign Origin");
             return json_error(
                 StatusCode::FORBIDDEN,
-                "FORBIDDEN_ORIGIN",
+                ErrorCode::ForbiddenOrigin,
                 "requests from this Origin are not allowed; add it with --allowed-origin",
             );
         }
@@ -143,16 +139,8 @@ pub enum KeyCheck {
     Database(Auth),
 }
 
-/// The connection's peer address (the client, or the reverse proxy in front of apigate:
-/// forwarding headers are not trusted). Absent when the server was not started with connect
-/// info.
-pub fn peer_ip(extensions: &axum::http::Extensions) -> Option<std::net::IpAddr> {
-    extensions
-        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
-        .map(|c| c.0.ip())
-}
-
-fn presented_key(headers: &HeaderMap) -> Option<&str> {
+/// The `x-api-key` a request presents, trimmed; `None` when absent or blank.
+pub(super) fn presented_key(headers: &HeaderMap) -> Option<&str> {
     headers
         .get("x-api-key")
         .and_then(|v| v.to_str().ok())
@@ -170,7 +158,7 @@ pub async fn api_key(
     let Some(key) = presented_key(request.headers()).map(str::to_string) else {
         return json_error(
             StatusCode::UNAUTHORIZED,
-            "UNAUTHORIZED",
+            Code::Unauthorized,
             "missing x-api-key header: send the server's API key in `x-api-key`",
         );
     };
@@ -179,7 +167,7 @@ pub async fn api_key(
             if !secrets_equal(expected, &key) {
                 return json_error(
                     StatusCode::UNAUTHORIZED,
-                    "UNAUTHORIZED",
+                    Code::Unauthorized,
                     "invalid API key in x-api-key",
                 );
             }

@@ -5,7 +5,8 @@
 
 pub mod admin;
 mod conn;
-pub mod guard;
+mod error;
+mod guard;
 mod sessions;
 mod sse;
 mod tool_call;
@@ -31,6 +32,7 @@ pub use guard::{Allowed, KeyCheck};
 
 use crate::mcp::McpServer;
 use crate::tools::Engine;
+use error::ErrorCode;
 
 /// Default cap on request bodies.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
@@ -45,8 +47,8 @@ pub struct HttpOptions {
     pub mode: &'static str,
     /// `/admin/v1/*` (production).
     pub admin: Option<Router>,
-    /// The database `/health` pings (503 while it is down).
-    pub store: Option<crate::store::Store>,
+    /// The database `/health` pings through `Auth::ping` (503 while it is down).
+    pub database: Option<crate::auth::Auth>,
     /// Live MCP sessions (Streamable HTTP, and legacy SSE apart) one key may hold.
     pub max_sessions_per_key: usize,
     /// How long a Streamable HTTP session may go without a request before it is closed.
@@ -65,7 +67,7 @@ impl HttpOptions {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             mode,
             admin: None,
-            store: None,
+            database: None,
             max_sessions_per_key: sessions::DEFAULT_MAX_SESSIONS_PER_KEY,
             session_idle: sessions::SESSION_IDLE,
             sse_queue: sse::DEFAULT_QUEUE,
@@ -83,7 +85,7 @@ pub struct AppState {
     pub allowed: Allowed,
     pub max_body_bytes: usize,
     pub mode: &'static str,
-    store: Option<crate::store::Store>,
+    database: Option<crate::auth::Auth>,
     sse: sse::SseSessions,
     sse_queue: usize,
     sessions: Arc<sessions::McpSessions>,
@@ -122,7 +124,7 @@ pub fn router(engine: Arc<Engine>, opts: HttpOptions, shutdown: CancellationToke
         allowed: opts.allowed,
         max_body_bytes: opts.max_body_bytes,
         mode: opts.mode,
-        store: opts.store,
+        database: opts.database,
         sse: sse::SseSessions::default(),
         sse_queue: opts.sse_queue.max(1),
         sessions: Arc::new(sessions::McpSessions::new(
@@ -206,15 +208,7 @@ async fn body_limit(State(state): State<Arc<AppState>>, request: Request, next: 
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<usize>().ok());
     if declared.is_some_and(|n| n > state.max_body_bytes) {
-        return guard::json_error(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "PAYLOAD_TOO_LARGE",
-            &format!(
-                "request body is over the {}-byte limit (--max-body-bytes; base64 uploads count \
-                 against it)",
-                state.max_body_bytes
-            ),
-        );
+        return error::too_large(state.max_body_bytes);
     }
     next.run(request).await
 }
@@ -260,15 +254,15 @@ fn method_label(method: &axum::http::Method) -> &'static str {
 }
 
 async fn not_found() -> Response {
-    guard::json_error(StatusCode::NOT_FOUND, "NOT_FOUND", "not found")
+    error::json_error(StatusCode::NOT_FOUND, ErrorCode::NotFound, "not found")
 }
 
 /// MCP clients that get a 401 go looking for OAuth (metadata, dynamic client registration)
 /// and show whatever that last request answered. Say what to fix instead of "not found".
 async fn no_oauth() -> Response {
-    guard::json_error(
+    error::json_error(
         StatusCode::NOT_FOUND,
-        "NOT_FOUND",
+        ErrorCode::NotFound,
         "apigate does not use OAuth: it authenticates with an API key in the x-api-key header, \
          and the key this client sent was missing or wrong (check the client's MCP server \
          configuration; `apigate config claude|opencode` prints a working one)",
@@ -287,9 +281,9 @@ async fn jwks(State(state): State<Arc<AppState>>) -> Response {
             identity.jwks().to_string(),
         )
             .into_response(),
-        None => guard::json_error(
+        None => error::json_error(
             StatusCode::NOT_FOUND,
-            "NOT_FOUND",
+            ErrorCode::NotFound,
             "this server signs no identity assertions (start it with --identity-header and \
              --signing-key), so it publishes no keys",
         ),
@@ -298,10 +292,10 @@ async fn jwks(State(state): State<Arc<AppState>>) -> Response {
 
 async fn health(State(state): State<Arc<AppState>>) -> Response {
     let spec = &state.engine.spec;
-    let database = match &state.store {
+    let database = match &state.database {
         None => None,
-        Some(store) => Some(
-            match tokio::time::timeout(std::time::Duration::from_secs(3), store.ping()).await {
+        Some(auth) => Some(
+            match tokio::time::timeout(std::time::Duration::from_secs(3), auth.ping()).await {
                 Ok(Ok(())) => Ok(()),
                 Ok(Err(e)) => Err(e.to_string()),
                 Err(_) => Err("no answer within 3 s".to_string()),
@@ -323,11 +317,11 @@ async fn health(State(state): State<Arc<AppState>>) -> Response {
         "status": "ok",
         "database": if database.is_some() { "ok" } else { "none" },
         "mode": state.mode,
-        "tools": crate::tools::defs::NAMES.len(),
+        "tools": crate::tools::Tool::ALL.len(),
         "operations": spec.operations.len(),
         // Anyone may ask: a file's name without its directory, a URL without credentials.
         "specs": [{"title": spec.title, "version": spec.api_version,
-            "source": crate::spec::public_name(&spec.source),
+            "source": spec.public_source(),
             "operations": spec.operations.len()}],
         "ranker": state.engine.index.ranker().as_str(),
         // The model that ranks with the words (name and hash of its files), or will once the
@@ -357,9 +351,9 @@ async fn render_metrics() -> Response {
             h.render(),
         )
             .into_response(),
-        None => guard::json_error(
+        None => error::json_error(
             StatusCode::SERVICE_UNAVAILABLE,
-            "METRICS_UNAVAILABLE",
+            ErrorCode::MetricsUnavailable,
             "another metrics recorder is installed in this process",
         ),
     }

@@ -169,15 +169,7 @@ pub async fn gate(State(state): State<Arc<AppState>>, request: Request, next: Ne
         let bytes = match axum::body::to_bytes(body, state.max_body_bytes).await {
             Ok(b) => b,
             Err(_) => {
-                return super::guard::json_error(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    "PAYLOAD_TOO_LARGE",
-                    &format!(
-                        "request body is over the {}-byte limit (--max-body-bytes; base64 uploads count \
-                 against it)",
-                        state.max_body_bytes
-                    ),
-                );
+                return super::error::too_large(state.max_body_bytes);
             }
         };
         match parse(&bytes) {
@@ -333,7 +325,7 @@ async fn admit_initialize(
     if let (KeyCheck::Database(auth), Some(principal)) = (&state.keys, &key.key)
         && let Err(e) = auth.check_rate(&principal.principal())
     {
-        return Some(super::admin::auth_error_response(e));
+        return Some(super::error::auth_error_response(e));
     }
     if has_session || state.sessions.manager.is_none() {
         return None;

@@ -22,7 +22,7 @@ use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use super::AppState;
-use super::guard::json_error;
+use super::error::{ErrorCode, json_error};
 use crate::auth::SESSION_TOKEN_HEADER;
 use crate::mcp::{HttpCaller, McpServer};
 
@@ -98,7 +98,7 @@ pub async fn open(State(state): State<Arc<AppState>>, request: Request) -> Respo
     if open >= state.sessions.max_per_key() {
         return json_error(
             StatusCode::TOO_MANY_REQUESTS,
-            "TOO_MANY_SESSIONS",
+            ErrorCode::TooManySessions,
             &format!(
                 "this API key already has {open} open SSE sessions (--max-sessions-per-key): \
                  close unused event streams first"
@@ -175,7 +175,7 @@ pub async fn message(
     let Some(id) = q.session_id else {
         return json_error(
             StatusCode::BAD_REQUEST,
-            "BAD_REQUEST",
+            ErrorCode::BadRequest,
             "missing sessionId query parameter",
         );
     };
@@ -183,7 +183,7 @@ pub async fn message(
     let Some(session) = state.sse.get(&id, &key_of(request.extensions())) else {
         return json_error(
             StatusCode::NOT_FOUND,
-            "SESSION_NOT_FOUND",
+            ErrorCode::SessionNotFound,
             "no open SSE session with this id; open GET /sse first",
         );
     };
@@ -202,7 +202,7 @@ pub async fn message(
     if !same {
         return json_error(
             StatusCode::FORBIDDEN,
-            "SESSION_TOKEN_MISMATCH",
+            ErrorCode::SessionTokenMismatch,
             "this message's x-session-token differs from the one its SSE stream was opened \
              with; a stream acts for one user session: open another stream for another session",
         );
@@ -216,7 +216,7 @@ pub async fn message(
         Err(_) => {
             return json_error(
                 StatusCode::PAYLOAD_TOO_LARGE,
-                "PAYLOAD_TOO_LARGE",
+                ErrorCode::PayloadTooLarge,
                 "request body is over the server's limit",
             );
         }
@@ -251,7 +251,7 @@ pub async fn message(
         if taken.is_err() {
             return json_error(
                 StatusCode::TOO_MANY_REQUESTS,
-                "SSE_QUEUE_FULL",
+                ErrorCode::SseQueueFull,
                 &format!(
                     "this SSE session has {} requests whose replies its event stream has not \
                      delivered (--sse-queue): read the stream before sending more",
@@ -263,7 +263,7 @@ pub async fn message(
     if session.to_server.unbounded_send(msg).is_err() {
         return json_error(
             StatusCode::GONE,
-            "SESSION_CLOSED",
+            ErrorCode::SessionClosed,
             "the SSE session has closed",
         );
     }

@@ -20,7 +20,7 @@ use rmcp::model::{
 
 use super::tool_list::{accepts_json_and_sse, plain_protocol_version};
 use crate::mcp::HttpCaller;
-use crate::tools::{Caller, Engine, defs};
+use crate::tools::{Caller, Engine, Tool};
 
 /// The answer to `message`, or `None` when rmcp should answer it. `session` is the live
 /// Streamable HTTP session the gate checked, if any.
@@ -38,8 +38,9 @@ pub async fn answer(
         return None;
     };
     let params = &call.params;
+    let tool = Tool::parse(&params.name);
     if engine.monitor.is_some()
-        || !matches!(params.name.as_ref(), defs::DISCOVER | defs::SCHEMA)
+        || !matches!(tool, Ok(Tool::Discover | Tool::Schema))
         || !request.request.get_meta().is_empty()
         || params.meta.is_some()
         || params.input_responses.is_some()
@@ -60,9 +61,8 @@ pub async fn answer(
         cancelled: None,
     };
     let args = params.arguments.clone().unwrap_or_default();
-    let outcome = engine.call(&who, &params.name, args).await;
-    let mut result =
-        ServerResult::CallToolResult(crate::mcp::call_tool_result(&params.name, outcome));
+    let outcome = engine.call(&who, &tool, args).await;
+    let mut result = ServerResult::CallToolResult(crate::mcp::call_tool_result(&tool, outcome));
     result.strip_result_type_for_legacy_peer();
     // The call has run (and is audited): it must not fall through to rmcp and run again.
     let body = match serde_json::to_vec(&ServerJsonRpcMessage::response(result, request.id.clone()))
@@ -70,9 +70,9 @@ pub async fn answer(
         Ok(body) => body,
         Err(e) => {
             tracing::error!(error = %e, "could not serialize a tool result");
-            return Some(super::guard::json_error(
+            return Some(super::error::json_error(
                 StatusCode::INTERNAL_SERVER_ERROR,
-                "INTERNAL",
+                crate::tools::Code::Internal,
                 "the tool ran but its result could not be serialized",
             ));
         }

@@ -73,7 +73,7 @@ impl Index {
                 docs.push(DocMeta {
                     spec: s,
                     op: o,
-                    method: op.method.to_string(),
+                    method: op.method,
                     tags: op.tags.iter().map(|t| t.to_lowercase()).collect(),
                     deprecated: op.deprecated,
                     item: op.path.trim_end_matches('/').ends_with('}'),

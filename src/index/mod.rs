@@ -36,6 +36,8 @@ use arc_swap::ArcSwapOption;
 use tantivy::Searcher;
 use tantivy::schema::Field;
 
+use crate::spec::Method;
+
 pub use embed::{EmbedError, Embedder, ModelId};
 pub use tuning::{FIELD_COUNT, Tuning, TuningError};
 pub use vectors::{VectorError, Vectors};
@@ -52,8 +54,8 @@ pub enum IndexError {
 pub struct Query<'a> {
     /// Natural-language text; may be empty when only filters are given.
     pub text: &'a str,
-    /// Only operations with this HTTP method (case-insensitive).
-    pub method: Option<&'a str>,
+    /// Only operations with this HTTP method.
+    pub method: Option<Method>,
     /// Only operations with this tag (case-insensitive).
     pub tag: Option<&'a str>,
     /// At most this many hits.
@@ -108,7 +110,7 @@ const SMALL_INDEX_DOCS: usize = 300;
 struct DocMeta {
     spec: usize,
     op: usize,
-    method: String,
+    method: Method,
     tags: Vec<String>,
     deprecated: bool,
     /// The path ends with a `{parameter}` (one item rather than a collection).

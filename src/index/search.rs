@@ -13,6 +13,7 @@ use super::analyze::Stems;
 use super::fusion::lexical_confidence;
 use super::vocab::{self, Analyzed, Intent};
 use super::{DocMeta, FIELD_NAMES, Hit, Index, ORD, Query, SMALL_INDEX_DOCS};
+use crate::spec::Method;
 
 impl Index {
     /// Ranked operations for `q`, best first, at most `q.limit`. With empty text, every
@@ -246,7 +247,7 @@ impl Index {
     pub(super) fn query_prior(&self, d: &DocMeta, analyzed: &Analyzed) -> f32 {
         let t = &self.tuning;
         let mut factor = 1.0;
-        if let Some(fit) = intent_fit(&analyzed.intents, &d.method) {
+        if let Some(fit) = intent_fit(&analyzed.intents, d.method) {
             factor *= 1.0 + t.intent_boost * fit;
         }
         if d.deprecated {
@@ -270,7 +271,7 @@ impl Index {
     /// Whether an operation passes the query's filters (method, tag, allowed set).
     pub(super) fn passes(&self, d: &DocMeta, q: &Query<'_>) -> bool {
         if let Some(m) = q.method
-            && !d.method.eq_ignore_ascii_case(m.trim())
+            && d.method != m
         {
             return false;
         }
@@ -291,7 +292,7 @@ impl Index {
 
 /// How well `method` fits the query's intents: the first intent counts fully, later ones at
 /// half weight. `None` when the query expresses no intent.
-fn intent_fit(intents: &[Intent], method: &str) -> Option<f32> {
+fn intent_fit(intents: &[Intent], method: Method) -> Option<f32> {
     intents
         .iter()
         .enumerate()

@@ -45,40 +45,35 @@ fn top(index: &Index, spec: &Spec, q: &Query<'_>) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn method_intent_picks_the_verb() {
+/// Each query's first hit.
+fn assert_first(cases: &[(&str, &str)]) {
     let s = spec();
     let index = Index::build(&[&s]).unwrap();
-    assert_eq!(
-        top(&index, &s, &Query::text("remove a pet", 5))[0],
-        "deletePet"
-    );
-    assert_eq!(
-        top(&index, &s, &Query::text("add a new pet", 5))[0],
-        "createPet"
-    );
-    assert_eq!(
-        top(&index, &s, &Query::text("change the pet's name", 5))[0],
-        "updatePet"
-    );
+    for (query, first) in cases {
+        assert_eq!(
+            top(&index, &s, &Query::text(query, 5))[0],
+            *first,
+            "{query}"
+        );
+    }
+}
+
+#[test]
+fn method_intent_picks_the_verb() {
+    assert_first(&[
+        ("remove a pet", "deletePet"),
+        ("add a new pet", "createPet"),
+        ("change the pet's name", "updatePet"),
+    ]);
 }
 
 #[test]
 fn identifiers_and_synonyms_match() {
-    let s = spec();
-    let index = Index::build(&[&s]).unwrap();
-    assert_eq!(
-        top(&index, &s, &Query::text("list the PRs", 5))[0],
-        "pulls/list"
-    );
-    assert_eq!(
-        top(&index, &s, &Query::text("post a message", 5))[0],
-        "chat_postMessage"
-    );
-    assert_eq!(
-        top(&index, &s, &Query::text("ban this user", 5))[0],
-        "suspendUser"
-    );
+    assert_first(&[
+        ("list the PRs", "pulls/list"),
+        ("post a message", "chat_postMessage"),
+        ("ban this user", "suspendUser"),
+    ]);
 }
 
 #[test]
@@ -94,7 +89,7 @@ fn filters_restrict_results() {
     let s = spec();
     let index = Index::build(&[&s]).unwrap();
     let q = Query {
-        method: Some("delete"),
+        method: Some(crate::spec::Method::Delete),
         ..Query::text("pet", 10)
     };
     assert_eq!(top(&index, &s, &q), ["deletePet"]);

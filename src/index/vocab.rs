@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use super::analyze::{Stems, is_stop, words};
+use crate::spec::Method;
 
 /// `keys: expansions`. Each key (a word or phrase, matched after stemming) adds the
 /// expansions to the query as weaker alternatives. `~ a, b, c` declares a group: every member
@@ -366,16 +367,16 @@ pub(crate) enum Intent {
 impl Intent {
     /// How well `method` fits the intent, 0..=1. Soft: RPC-style APIs use POST for everything
     /// and some APIs create with PUT.
-    pub(crate) fn fit(self, method: &str) -> f32 {
+    pub(crate) fn fit(self, method: Method) -> f32 {
         match (self, method) {
-            (Intent::Create, "POST") => 1.0,
-            (Intent::Create, "PUT") => 0.6,
-            (Intent::Delete, "DELETE") => 1.0,
-            (Intent::Delete, "POST") => 0.3,
-            (Intent::Update, "PATCH" | "PUT") => 1.0,
-            (Intent::Update, "POST") => 0.4,
-            (Intent::Read, "GET") => 1.0,
-            (Intent::Read, "HEAD") => 0.3,
+            (Intent::Create, Method::Post) => 1.0,
+            (Intent::Create, Method::Put) => 0.6,
+            (Intent::Delete, Method::Delete) => 1.0,
+            (Intent::Delete, Method::Post) => 0.3,
+            (Intent::Update, Method::Patch | Method::Put) => 1.0,
+            (Intent::Update, Method::Post) => 0.4,
+            (Intent::Read, Method::Get) => 1.0,
+            (Intent::Read, Method::Head) => 0.3,
             _ => 0.0,
         }
     }
@@ -609,7 +610,7 @@ mod tests {
         assert_eq!(analyze("add a new label").intents, [Intent::Create]);
         assert_eq!(analyze("rename the branch").intents, [Intent::Update]);
         assert_eq!(analyze("list my gists").intents, [Intent::Read]);
-        assert!(Intent::Create.fit("POST") > Intent::Create.fit("PUT"));
-        assert_eq!(Intent::Read.fit("DELETE"), 0.0);
+        assert!(Intent::Create.fit(Method::Post) > Intent::Create.fit(Method::Put));
+        assert_eq!(Intent::Read.fit(Method::Delete), 0.0);
     }
 }

@@ -20,7 +20,7 @@ use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use sha2::{Digest, Sha256};
 
-use crate::tools::{Caller, Engine};
+use crate::tools::{Caller, Engine, Named, UnknownTool};
 
 /// What the HTTP layer learned about the caller, attached to each request's extensions.
 #[derive(Debug, Clone, Default)]
@@ -33,27 +33,18 @@ pub struct HttpCaller {
 }
 
 /// The `_meta` key on an `api_execute` result: `true` when the call used a safe method (GET,
-/// HEAD, OPTIONS) and so changed nothing, `false` when it may have.
+/// HEAD, OPTIONS) and so changed nothing, `false` when it may have (`Output::read_only`; a
+/// dry run and the other tools carry none).
 pub const READ_ONLY_META: &str = "apigate/readOnly";
-
-/// Whether an `api_execute` result came from a read-only call, by its method; `None` for the
-/// other tools and for a dry run, which calls nothing.
-fn read_only_call(tool: &str, value: &serde_json::Value) -> Option<bool> {
-    if tool != crate::tools::defs::EXECUTE {
-        return None;
-    }
-    let method = value.get("method")?.as_str()?;
-    Some(crate::spec::Method::parse(method).is_some_and(|m| m.is_safe()))
-}
 
 /// A tool's outcome as MCP sends it: the value as `structuredContent` plus a JSON text block,
 /// `isError: true` for a tool failure, and `_meta` saying whether an `api_execute` changed
 /// nothing.
-pub fn call_tool_result(tool: &str, result: crate::tools::ToolResult) -> CallToolResult {
+pub fn call_tool_result(tool: &Named, result: crate::tools::ToolResult) -> CallToolResult {
     match result {
-        Ok(value) => {
-            let read_only = read_only_call(tool, &value);
-            let mut result = CallToolResult::structured(value);
+        Ok(output) => {
+            let read_only = output.read_only();
+            let mut result = CallToolResult::structured(output.to_json());
             if let Some(read_only) = read_only {
                 // Tool annotations are per tool; `_meta` says it of this one call.
                 let mut meta = serde_json::Map::new();
@@ -64,7 +55,11 @@ pub fn call_tool_result(tool: &str, result: crate::tools::ToolResult) -> CallToo
         }
         Err(error) => {
             // The name is the agent's: escaped and cut, like every outside text in a log.
-            tracing::info!(tool = %crate::printable::cell(tool, 64), code = error.code.as_str(), "tool call failed");
+            let name = match tool {
+                Ok(t) => t.name(),
+                Err(UnknownTool(name)) => name,
+            };
+            tracing::info!(tool = %crate::printable::cell(name, 64), code = error.code.as_str(), "tool call failed");
             CallToolResult::structured_error(error.to_json())
         }
     }
@@ -293,11 +288,10 @@ impl ServerHandler for McpServer {
         let mut caller = self.caller(&context.extensions);
         caller.cancelled = Some(context.ct.clone());
         let args = request.arguments.unwrap_or_default();
-        let (result, binary) = self
-            .engine
-            .call_with_binary(&caller, &request.name, args)
-            .await;
-        let mut result = call_tool_result(&request.name, result);
+        // The one place (with `http/tool_call.rs`) a tool's name is read as text.
+        let tool = crate::tools::Tool::parse(&request.name);
+        let (result, binary) = self.engine.call_with_binary(&caller, &tool, args).await;
+        let mut result = call_tool_result(&tool, result);
         if let Some(binary) = binary {
             binary_content(&mut result, binary);
         }
@@ -365,15 +359,9 @@ impl ServerHandler for McpServer {
         if let (Some(header), Ok(mut id)) = (header, self.session.id.lock()) {
             id.get_or_insert(header);
         }
-        let caller = self.caller(&context.extensions);
-        let Some(session) = caller.mcp_session.as_deref() else {
+        let Some(monitor_id) = self.caller(&context.extensions).monitor_session() else {
             return;
         };
-        let monitor_id = crate::monitor::monitor_session_id(
-            caller.key_fingerprint.as_deref(),
-            Some(session),
-            None,
-        );
         if let Ok(mut id) = self.session.monitor_id.lock() {
             id.get_or_insert_with(|| monitor_id.clone());
         }

@@ -16,6 +16,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::tools::name::Tool;
+
 use super::duration::human_duration;
 use super::protocol::{Base, Event, FinalStats, SessionStats};
 use super::sanitize::{
@@ -83,7 +85,7 @@ pub struct ToolCall<'a> {
     /// key's fingerprint and the validated MCP or user session, never from the request.
     pub session_id: &'a str,
     pub call_id: &'a str,
-    pub tool: &'a str,
+    pub tool: Tool,
     /// The tool's arguments as the agent sent them; sanitized before sending.
     pub args: &'a Value,
     /// The resolved operation, for `api_execute` (and `api_schema`).
@@ -169,7 +171,7 @@ struct Tracked {
     started: Instant,
     last_activity: Instant,
     tool_calls: u64,
-    tools: BTreeSet<String>,
+    tools: BTreeSet<Tool>,
 }
 
 impl Tracked {
@@ -257,7 +259,7 @@ impl Monitor {
         let session_stats = self.record_call(call.session_id, call.tool);
         let event = Event::PreExecute {
             base: self.base(),
-            tool: call.tool.to_owned(),
+            tool: call.tool.name().to_owned(),
             session_id: call.session_id.to_owned(),
             call_id: call.call_id.to_owned(),
             args: sanitize_args(call.tool, call.args, call.operation.as_ref()),
@@ -275,7 +277,7 @@ impl Monitor {
         self.touch(call.session_id);
         self.fire(Event::PostExecute {
             base: self.base(),
-            tool: call.tool.to_owned(),
+            tool: call.tool.name().to_owned(),
             session_id: call.session_id.to_owned(),
             call_id: call.call_id.to_owned(),
             title: call_title(call),
@@ -366,7 +368,7 @@ impl Monitor {
     }
 
     /// Counts this call and returns the `sessionStats` object (the count includes it).
-    fn record_call(&self, session_id: &str, tool: &str) -> SessionStats {
+    fn record_call(&self, session_id: &str, tool: Tool) -> SessionStats {
         let now = Instant::now();
         let mut sessions = self.lock();
         let s = sessions
@@ -375,9 +377,7 @@ impl Monitor {
             .or_insert_with(|| Tracked::new(now));
         s.tool_calls += 1;
         s.last_activity = now;
-        if !s.tools.contains(tool) {
-            s.tools.insert(tool.to_owned());
-        }
+        s.tools.insert(tool);
         SessionStats {
             tool_call_count: s.tool_calls,
             unique_tools: u64::try_from(s.tools.len()).unwrap_or(u64::MAX),
@@ -410,7 +410,7 @@ impl Monitor {
             Some(s) => FinalStats {
                 duration: millis(now.duration_since(s.started)),
                 total_tool_calls: s.tool_calls,
-                unique_tools: s.tools.iter().cloned().collect(),
+                unique_tools: s.tools.iter().map(|t| t.name().to_owned()).collect(),
             },
             None => FinalStats::default(),
         };
@@ -593,7 +593,7 @@ fn is_loopback_host(host: &url::Host<&str>) -> bool {
 /// A short human title for `tool.post_execute`.
 fn call_title(call: &ToolCall<'_>) -> String {
     if let Some(op) = &call.operation {
-        let verb = if call.tool == "api_schema" {
+        let verb = if call.tool == Tool::Schema {
             "Schema of"
         } else {
             "Called"
@@ -610,11 +610,11 @@ fn call_title(call: &ToolCall<'_>) -> String {
     }
     let query = call.args.get("query").and_then(Value::as_str);
     match (call.tool, query) {
-        ("api_discover", Some(q)) => format!(
+        (Tool::Discover, Some(q)) => format!(
             "Searching operations: {}",
             cut(&redact_secrets_in_text(q), MAX_ARG_CHARS)
         ),
-        (tool, _) => tool.to_owned(),
+        (tool, _) => tool.name().to_owned(),
     }
 }
 

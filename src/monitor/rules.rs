@@ -23,6 +23,9 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::spec::method::Method;
+use crate::tools::name::Tool;
+
 /// What a rule does with a matching call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -155,8 +158,6 @@ pub struct Verdict {
     pub reason: String,
 }
 
-const MUTATING: [&str; 4] = ["POST", "PUT", "PATCH", "DELETE"];
-
 impl RuleSet {
     /// The rules used without `--rules`: every mutating `api_execute` needs approval.
     pub fn default_rules() -> Self {
@@ -164,7 +165,7 @@ impl RuleSet {
             name: Some("approve-mutating".to_owned()),
             action: Action::RequireApproval,
             reason: Some("a call that changes data needs a person's approval".to_owned()),
-            tool: Some(OneOrMany::One("api_execute".to_owned())),
+            tool: Some(OneOrMany::One(Tool::Execute.name().to_owned())),
             method: None,
             path: None,
             args: None,
@@ -329,25 +330,25 @@ fn arg_str<'a>(args: &'a Value, key: &str) -> Option<&'a str> {
     args.get(key).and_then(Value::as_str)
 }
 
-/// Does this `api_execute` call change something? Unknown method counts as mutating.
+/// Does this `api_execute` call change something? `Method::is_mutating` decides, as it does
+/// for discovery; a method that is not one of the eight, or none, counts as mutating.
 pub fn is_mutating(tool: &str, args: &Value) -> bool {
-    if tool != "api_execute" {
+    if tool != Tool::Execute.name() {
         return false;
     }
     if args.get("dryRun") == Some(&Value::Bool(true)) {
         return false;
     }
-    match arg_str(args, "method") {
-        Some(m) => MUTATING.contains(&m.to_ascii_uppercase().as_str()),
-        None => true,
-    }
+    arg_str(args, "method")
+        .and_then(Method::parse)
+        .is_none_or(Method::is_mutating)
 }
 
 impl Rule {
     fn matches(&self, f: &CallFacts<'_>) -> bool {
         let operation_condition = !self.methods.is_empty() || !self.paths.is_empty();
         let tool_ok = if self.tools.is_empty() {
-            !operation_condition || f.tool == "api_execute"
+            !operation_condition || f.tool == Tool::Execute.name()
         } else {
             self.tools.iter().any(|g| g.is_match(f.tool))
         };
@@ -440,6 +441,26 @@ mod tests {
             tool_call_count: 1,
             calls_last_minute: 1,
         }
+    }
+
+    #[test]
+    fn the_approval_rule_and_discovery_agree_on_every_method() {
+        for m in Method::ALL {
+            let args = json!({"method": m.as_str(), "path": "/x"});
+            assert_eq!(is_mutating("api_execute", &args), m.is_mutating(), "{m}");
+            let lower = json!({"method": m.as_str().to_ascii_lowercase(), "path": "/x"});
+            assert_eq!(is_mutating("api_execute", &lower), m.is_mutating(), "{m}");
+        }
+        // TRACE echoes the request, credentials included: a person approves it.
+        let trace = json!({"method": "TRACE", "path": "/x"});
+        assert_eq!(
+            RuleSet::default_rules()
+                .evaluate(&facts("api_execute", &trace))
+                .action,
+            Action::RequireApproval
+        );
+        assert!(is_mutating("api_execute", &json!({"method": "FETCH"})));
+        assert!(is_mutating("api_execute", &json!({"path": "/x"})));
     }
 
     #[test]

@@ -8,6 +8,8 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::{Map, Value};
 
+use crate::tools::name::Tool;
+
 /// The longest a string argument may be once sanitized (the protocol's "first 100 chars").
 pub const MAX_ARG_CHARS: usize = 100;
 /// Limits that keep a sanitized `args` object small whatever the agent sent.
@@ -27,12 +29,12 @@ pub struct OperationRef<'a> {
 /// token dropped. For `api_execute` (and `api_schema`) the method, path and operationId are
 /// given in full — from `operation` when known — and `dryRun` as its boolean, so that a
 /// monitor can decide on them. Header values, bodies and nested objects never appear.
-pub fn sanitize_args(tool: &str, args: &Value, operation: Option<&OperationRef>) -> Value {
+pub fn sanitize_args(tool: Tool, args: &Value, operation: Option<&OperationRef>) -> Value {
     let mut out = Map::new();
     let Value::Object(obj) = args else {
         return Value::Object(out);
     };
-    let full_operation = matches!(tool, "api_execute" | "api_schema");
+    let full_operation = matches!(tool, Tool::Execute | Tool::Schema);
     for (key, value) in obj.iter().take(MAX_ARG_KEYS) {
         if key == "_sessionToken" {
             continue;
@@ -46,7 +48,7 @@ pub fn sanitize_args(tool: &str, args: &Value, operation: Option<&OperationRef>)
             (true, "method" | "path" | "operationId", Value::String(s)) => {
                 cut(&redact_secrets_in_text(s), MAX_FULL_FIELD_CHARS).into()
             }
-            (true, "dryRun", Value::Bool(b)) if tool == "api_execute" => Value::Bool(*b),
+            (true, "dryRun", Value::Bool(b)) if tool == Tool::Execute => Value::Bool(*b),
             (_, _, Value::String(s)) => cut(&redact_secrets_in_text(s), MAX_ARG_CHARS).into(),
             (_, _, other) => type_name(other).into(),
         };
@@ -271,7 +273,7 @@ mod tests {
     fn strings_are_cut_and_other_values_typed() {
         let long = "x".repeat(300);
         let args = json!({"query": long, "limit": 5, "tag": "pets", "method": "get", "extra": [1]});
-        let out = sanitize_args("api_discover", &args, None);
+        let out = sanitize_args(Tool::Discover, &args, None);
         assert_eq!(out["query"].as_str().unwrap().chars().count(), 100);
         assert_eq!(out["limit"], "number");
         assert_eq!(out["tag"], "pets");
@@ -302,7 +304,7 @@ mod tests {
             method: "delete",
             path: &long_path,
         };
-        let out = sanitize_args("api_execute", &args, Some(&op));
+        let out = sanitize_args(Tool::Execute, &args, Some(&op));
         assert_eq!(out["method"], "DELETE");
         assert_eq!(out["path"], long_path.as_str());
         assert_eq!(out["operationId"], "deletePet");
@@ -325,7 +327,7 @@ mod tests {
             "query": "find sess_0123456789abcdef0123456789abcdef and Bearer xyz.abc",
             "note": "password=hunter2 ok",
         });
-        let out = sanitize_args("api_discover", &args, None);
+        let out = sanitize_args(Tool::Discover, &args, None);
         assert_eq!(out["apiKey"], "[redacted]");
         assert_eq!(out["x-session-id"], "[redacted]");
         let text = out.to_string();
@@ -336,6 +338,6 @@ mod tests {
 
     #[test]
     fn non_object_args_give_an_empty_object() {
-        assert_eq!(sanitize_args("api_discover", &json!("x"), None), json!({}));
+        assert_eq!(sanitize_args(Tool::Discover, &json!("x"), None), json!({}));
     }
 }

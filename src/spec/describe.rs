@@ -2,9 +2,12 @@
 //! within a size budget. By default responses are summarised (status, description, and the
 //! success body's top-level fields with their types); [`Detail::Full`] gives their schemas.
 
+use schemars::JsonSchema;
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use super::Spec;
+use super::method::Method;
 use super::operation::Operation;
 use super::refs::InlineBudget;
 
@@ -22,17 +25,90 @@ pub enum Detail {
     Full,
 }
 
-pub fn describe(spec: &Spec, op: &Operation, detail: Detail) -> Value {
+/// `api_schema`'s view of one operation, in the order an agent reads it. Schemas stay JSON:
+/// they are the document's own, inlined.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OperationView {
+    pub operation_id: String,
+    pub method: Method,
+    pub path: String,
+    /// The call may change data (any method but GET, HEAD and OPTIONS).
+    pub mutating: bool,
+    pub deprecated: bool,
+    pub tags: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The server the call goes to, when the operation names one of its own.
+    pub server_url: Option<String>,
+    pub parameters: Vec<ParameterView>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_body: Option<BodyView>,
+    /// Status → description; the success body's top-level fields (`shape`), or its schema
+    /// with `include`.
+    pub responses: Map<String, Value>,
+    /// The response media types `api_execute`'s `accept` may ask for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub accept: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub responses_detail: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
+    /// Which credentials the operation accepts, and whether apigate supplies them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub security: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub required_features: Option<Vec<String>>,
+}
+
+/// One parameter of [`OperationView`].
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ParameterView {
+    pub name: String,
+    /// `path`, `query`, `header` or `cookie`.
+    #[serde(rename = "in")]
+    pub location: &'static str,
+    pub required: bool,
+    pub schema: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deprecated: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub style: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub explode: Option<bool>,
+}
+
+/// The request body of [`OperationView`].
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BodyView {
+    pub required: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content_type: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schema: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The other media types the body may be sent as (`api_execute`'s `contentType`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub other_content_types: Option<Vec<String>>,
+}
+
+pub fn describe(spec: &Spec, op: &Operation, detail: Detail) -> OperationView {
     // (request depth, response depth): deep enough to build a call, responses kept short.
-    let budgets = [(8, 2), (5, 1), (3, 1), (2, 0), (1, 0)];
-    let mut out = Value::Null;
+    let budgets = [(8, 2), (5, 1), (3, 1), (2, 0)];
     for (req, resp) in budgets {
-        out = render(spec, op, req, resp, detail);
-        if out.to_string().len() <= TARGET_BYTES {
-            break;
+        let out = render(spec, op, req, resp, detail);
+        if serde_json::to_vec(&out).map_or(0, |b| b.len()) <= TARGET_BYTES {
+            return out;
         }
     }
-    out
+    render(spec, op, 1, 0, detail)
 }
 
 /// Nested descriptions longer than this are cut to their first sentence in the compact view.
@@ -192,71 +268,43 @@ fn render(
     req_depth: usize,
     resp_depth: usize,
     detail: Detail,
-) -> Value {
+) -> OperationView {
     let req = InlineBudget { depth: req_depth };
-    let parameters: Vec<Value> = op
+    let parameters = op
         .parameters
         .iter()
         .map(|p| {
-            let mut v = json!({
-                "name": p.name,
-                "in": p.location.as_str(),
-                "required": p.required,
-                "schema": schema_view(spec.inline(&p.schema, req), detail),
-            });
-            if let Some(d) = &p.description {
-                v["description"] = Value::String(cut(d));
+            let styled = p.location == super::ParamIn::Query && (p.style != "form" || !p.explode);
+            ParameterView {
+                name: p.name.clone(),
+                location: p.location.as_str(),
+                required: p.required,
+                schema: schema_view(spec.inline(&p.schema, req), detail),
+                description: p.description.as_deref().map(cut),
+                deprecated: p.deprecated.then_some(true),
+                style: styled.then(|| p.style.clone()),
+                explode: styled.then_some(p.explode),
             }
-            if p.deprecated {
-                v["deprecated"] = Value::Bool(true);
-            }
-            if p.location == super::ParamIn::Query && (p.style != "form" || !p.explode) {
-                v["style"] = Value::String(p.style.clone());
-                v["explode"] = Value::Bool(p.explode);
-            }
-            v
         })
         .collect();
-    let mut out = json!({
-        "operationId": op.id,
-        "method": op.method,
-        "path": op.path,
-        "mutating": op.mutating(),
-        "deprecated": op.deprecated,
-        "tags": op.tags,
-    });
-    if let Some(s) = &op.summary {
-        out["summary"] = Value::String(s.clone());
-    }
-    if let Some(d) = &op.description {
-        out["description"] = Value::String(cut(d));
-    }
-    out["serverUrl"] = op
-        .servers
-        .first()
-        .map_or(Value::Null, |s| Value::String(s.clone()));
-    out["parameters"] = Value::Array(parameters);
-    if let Some(body) = &op.request_body {
-        let mut b = json!({"required": body.required});
-        if let Some(m) = body.preferred() {
-            b["contentType"] = Value::String(m.content_type.clone());
-            b["schema"] = schema_view(spec.inline(&m.schema, req), detail);
-        }
-        if let Some(d) = &body.description {
-            b["description"] = Value::String(cut(d));
-        }
-        let others: Vec<&str> = body
+    let request_body = op.request_body.as_ref().map(|body| {
+        let preferred = body.preferred();
+        let others: Vec<String> = body
             .content
             .iter()
             .map(|m| m.content_type.as_str())
-            .filter(|ct| Some(*ct) != body.preferred().map(|m| m.content_type.as_str()))
+            .filter(|ct| Some(*ct) != preferred.map(|m| m.content_type.as_str()))
+            .map(str::to_string)
             .collect();
-        if !others.is_empty() {
+        BodyView {
+            required: body.required,
+            content_type: preferred.map(|m| m.content_type.clone()),
+            schema: preferred.map(|m| schema_view(spec.inline(&m.schema, req), detail)),
+            description: body.description.as_deref().map(cut),
             // api_execute's `contentType` picks one instead of the first.
-            b["otherContentTypes"] = json!(others);
+            other_content_types: (!others.is_empty()).then_some(others),
         }
-        out["requestBody"] = b;
-    }
+    });
     let mut responses = Map::new();
     let mut shapes: Vec<(String, Value)> = Vec::new();
     for r in &op.responses {
@@ -287,34 +335,39 @@ fn render(
         }
         responses.insert(r.status.clone(), v);
     }
-    out["responses"] = Value::Object(responses);
-    if op.response_types.len() > 1 {
+    let compact_note = detail == Detail::Compact
+        && (op.request_body.is_some() || op.responses.iter().any(|r| r.schema.is_some()));
+    let idempotency_key = op.parameters.iter().find(|p| {
+        p.location == super::ParamIn::Header && p.name.eq_ignore_ascii_case("idempotency-key")
+    });
+    OperationView {
+        operation_id: op.id.clone(),
+        method: op.method,
+        path: op.path.clone(),
+        mutating: op.mutating(),
+        deprecated: op.deprecated,
+        tags: op.tags.clone(),
+        summary: op.summary.clone(),
+        description: op.description.as_deref().map(cut),
+        server_url: op.servers.first().cloned(),
+        parameters,
+        request_body,
+        responses,
         // api_execute's `accept` picks one (GitHub: a commit as a diff or a patch).
-        out["accept"] = json!(op.response_types);
-    }
-    if detail == Detail::Compact
-        && (op.request_body.is_some() || op.responses.iter().any(|r| r.schema.is_some()))
-    {
-        out["responsesDetail"] = Value::String(
+        accept: (op.response_types.len() > 1).then(|| op.response_types.clone()),
+        responses_detail: compact_note.then(|| {
             "compact: success bodies as top-level fields, deep descriptions shortened; \
              include: [\"responses\"] shows all"
-                .into(),
-        );
+                .to_string()
+        }),
+        idempotency_key: idempotency_key.map(|p| {
+            format!(
+                "send a unique {} header: if the call fails without an answer, repeating it \
+                 with the same value cannot apply it twice",
+                p.name
+            )
+        }),
+        security: op.security.clone(),
+        required_features: (!op.required_features.is_empty()).then(|| op.required_features.clone()),
     }
-    if let Some(p) = op.parameters.iter().find(|p| {
-        p.location == super::ParamIn::Header && p.name.eq_ignore_ascii_case("idempotency-key")
-    }) {
-        out["idempotencyKey"] = Value::String(format!(
-            "send a unique {} header: if the call fails without an answer, repeating it with the \
-             same value cannot apply it twice",
-            p.name
-        ));
-    }
-    if let Some(s) = &op.security {
-        out["security"] = s.clone();
-    }
-    if !op.required_features.is_empty() {
-        out["requiredFeatures"] = json!(op.required_features);
-    }
-    out
 }

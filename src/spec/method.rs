@@ -74,6 +74,13 @@ impl Method {
     pub fn is_safe(self) -> bool {
         matches!(self, Method::Get | Method::Head | Method::Options)
     }
+
+    /// Whether a call may change data: every method that is not safe (TRACE included). What
+    /// discovery marks `mutating`, what the monitor's approval rule asks a person about, and
+    /// what a result's `_meta` reports: one answer for all three.
+    pub fn is_mutating(self) -> bool {
+        !self.is_safe()
+    }
 }
 
 impl Method {
@@ -125,6 +132,22 @@ impl Serialize for Method {
     }
 }
 
+/// In a derived JSON Schema (the tools' output schemas): one of the eight names.
+impl schemars::JsonSchema for Method {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Method".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let names: Vec<&str> = Method::ALL.iter().map(|m| m.as_str()).collect();
+        schemars::json_schema!({"type": "string", "enum": names})
+    }
+}
+
 impl<'de> Deserialize<'de> for Method {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Method, D::Error> {
         let text = String::deserialize(d)?;
@@ -162,5 +185,13 @@ mod tests {
     fn only_get_head_and_options_are_safe() {
         let safe: Vec<Method> = Method::ALL.into_iter().filter(|m| m.is_safe()).collect();
         assert_eq!(safe, [Method::Get, Method::Options, Method::Head]);
+    }
+
+    #[test]
+    fn every_method_is_safe_or_mutating_never_both() {
+        for m in Method::ALL {
+            assert_ne!(m.is_safe(), m.is_mutating(), "{m}");
+        }
+        assert!(Method::Trace.is_mutating());
     }
 }

@@ -5,7 +5,7 @@
 
 mod args;
 mod describe;
-mod method;
+pub mod method;
 mod operation;
 mod paths;
 mod refs;
@@ -19,13 +19,13 @@ use std::sync::OnceLock;
 use serde_json::Value;
 
 pub use args::{Violation, violations};
-pub use describe::Detail;
+pub use describe::{BodyView, Detail, OperationView, ParameterView};
 pub use method::{Method, NotAMethod};
 pub use operation::{Dialect, MediaType, Operation, ParamIn, Parameter, RequestBody, Response};
 pub use paths::match_template;
 pub use refs::InlineBudget;
 pub use security::{KeyIn, SchemeKind, alternatives as security_alternatives};
-pub use source::{Location, MAX_DOCUMENT_BYTES, public_name};
+pub use source::{Location, MAX_DOCUMENT_BYTES};
 pub use text::plain as plain_text;
 
 /// How a caller names an operation.
@@ -257,9 +257,15 @@ impl Spec {
             .validate(args)
     }
 
+    /// Where the document came from, as an unauthenticated caller may see it (`/health`): a
+    /// URL without user info or query, or a file's name without its directory.
+    pub fn public_source(&self) -> String {
+        source::public_name(&self.source)
+    }
+
     /// `api_schema`'s view of one operation: parameters, request body, responses, security and
     /// server, `$ref`s inlined up to a budget, cycles marked `{"$recursive": name}`.
-    pub fn describe(&self, op: &Operation, detail: Detail) -> Value {
+    pub fn describe(&self, op: &Operation, detail: Detail) -> OperationView {
         describe::describe(self, op, detail)
     }
 

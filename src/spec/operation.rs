@@ -150,7 +150,7 @@ pub struct Operation {
 impl Operation {
     /// `true` for methods that may change state (see [`Method::is_safe`]).
     pub fn mutating(&self) -> bool {
-        !self.method.is_safe()
+        self.method.is_mutating()
     }
 
     /// `METHOD /path`.

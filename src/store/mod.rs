@@ -13,6 +13,8 @@ use uuid::Uuid;
 
 mod responses;
 
+pub use responses::{Held, HeldMeta};
+
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!();
 
 /// The channel on which credential changes are announced.

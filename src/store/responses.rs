@@ -9,7 +9,23 @@ use chrono::{DateTime, Utc};
 use sqlx::Row;
 
 use super::{Store, StoreError};
-use crate::held::{Held, HeldMeta};
+
+/// A held response's description (what `resources/list` and a tool result show).
+#[derive(Debug, Clone)]
+pub struct HeldMeta {
+    pub id: String,
+    pub content_type: String,
+    pub sha256: String,
+    pub size: usize,
+    pub expires_at: DateTime<Utc>,
+}
+
+/// A held response with its bytes.
+#[derive(Debug, Clone)]
+pub struct Held {
+    pub meta: HeldMeta,
+    pub bytes: bytes::Bytes,
+}
 
 impl Store {
     /// Holds `bytes` as `meta` for `owner` for `ttl`, then drops the owner's oldest rows while

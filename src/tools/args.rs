@@ -9,10 +9,11 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use super::ToolError;
 use super::defs::{self, DEFAULT_LIMIT, MAX_LIMIT};
 use super::select::MAX_SELECT_BYTES;
+use super::{Tool, ToolError};
 use crate::spec::{Detail, Method, OperationName, Violation};
+use crate::upstream::CallArgs;
 
 /// `api_discover`'s arguments.
 #[derive(Debug, Clone, Deserialize)]
@@ -34,16 +35,27 @@ impl DiscoverArgs {
     }
 }
 
-/// `api_schema`'s arguments: which operation, and what to include beyond the default.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct SchemaArgs {
+/// Which operation `api_schema` and `api_execute` name: `operationId`, else `method` + `path`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Target {
     #[serde(default)]
     pub operation_id: Option<String>,
     #[serde(default)]
     pub method: Option<Method>,
     #[serde(default)]
     pub path: Option<String>,
+}
+
+// The structs below flatten their parts, which serde cannot combine with
+// `deny_unknown_fields`: unknown arguments are refused by the input schema (`parse`) first.
+
+/// `api_schema`'s arguments: which operation, and what to include beyond the default.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SchemaArgs {
+    #[serde(flatten)]
+    pub target: Target,
     #[serde(default)]
     pub include: Vec<Include>,
 }
@@ -69,30 +81,17 @@ impl SchemaArgs {
     }
 }
 
-/// `api_execute`'s arguments: which operation, and the request's parts.
+/// `api_execute`'s arguments: which operation, the request's parts (`call`: validated in
+/// place and sent as they are, so the arguments take three forms: the agent's JSON, this
+/// struct, the request), and how to shape the answer.
 #[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct ExecuteArgs {
-    #[serde(default)]
-    pub operation_id: Option<String>,
-    #[serde(default)]
-    pub method: Option<Method>,
-    #[serde(default)]
-    pub path: Option<String>,
-    #[serde(default)]
-    pub path_params: Map<String, Value>,
-    #[serde(default)]
-    pub query: Map<String, Value>,
-    #[serde(default)]
-    pub headers: Map<String, Value>,
-    #[serde(default)]
-    pub body: Option<Value>,
-    /// The request body's media type, among those the operation declares.
-    #[serde(default)]
-    pub content_type: Option<String>,
-    /// The response media type to ask for, among those the operation declares or documents.
-    #[serde(default)]
-    pub accept: Option<String>,
+    #[serde(flatten)]
+    pub target: Target,
+    /// `pathParams`, `query`, `headers`, `body`, `contentType`, `accept`.
+    #[serde(flatten)]
+    pub call: CallArgs,
     #[serde(default)]
     pub dry_run: bool,
     /// A JMESPath expression applied to the response body before the budget (`select.rs`).
@@ -104,25 +103,19 @@ pub struct ExecuteArgs {
 }
 
 /// Size caps on the arguments that drive matching, ranking and embedding, checked right after
-/// parsing and before any of them runs: a 4 MB `path` once took a minute of CPU to match.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::Args)]
+/// parsing and before any of them runs: a 4 MB `path` once took a minute of CPU to match. The
+/// flags that set them are `cli::args::LimitArgs`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct InputLimits {
-    /// Longest `path` argument, in bytes.
-    #[arg(long, default_value_t = 8 * 1024)]
+    /// `--max-path-bytes`.
     pub max_path_bytes: usize,
-    /// Longest `api_discover` query, in characters.
-    #[arg(long, default_value_t = 1000)]
+    /// `--max-query-chars`.
     pub max_query_chars: usize,
-    /// Longest operationId, tag, media type, and path, query or header parameter value (as
-    /// JSON text), in bytes.
-    #[arg(long, default_value_t = 8 * 1024)]
+    /// `--max-value-bytes`: operationIds, tags, media types and parameter values.
     pub max_value_bytes: usize,
-    /// Most pages one `api_execute` call may follow (`pages`); each is one upstream request.
-    #[arg(long, default_value_t = DEFAULT_MAX_PAGES)]
+    /// `--max-pages`.
     pub max_pages: usize,
-    /// Most bytes one `api_execute` call may upload (a binary body or multipart files, counted
-    /// decoded). Base64 in the JSON-RPC request is also bounded by --max-body-bytes.
-    #[arg(long, default_value_t = DEFAULT_MAX_REQUEST_BYTES)]
+    /// `--max-request-bytes`: the bytes one call may upload, counted decoded.
     pub max_request_bytes: usize,
 }
 
@@ -168,15 +161,15 @@ impl InputLimits {
 
     pub fn check_schema(&self, a: &SchemaArgs) -> Result<(), ToolError> {
         let mut over = Vec::new();
-        self.name(&mut over, a);
+        self.name(&mut over, &a.target);
         refuse(over)
     }
 
     pub fn check_execute(&self, a: &ExecuteArgs) -> Result<(), ToolError> {
         let mut over = Vec::new();
-        self.name(&mut over, a);
-        self.text(&mut over, "/contentType", a.content_type.as_deref());
-        self.text(&mut over, "/accept", a.accept.as_deref());
+        self.name(&mut over, &a.target);
+        self.text(&mut over, "/contentType", a.call.content_type.as_deref());
+        self.text(&mut over, "/accept", a.call.accept.as_deref());
         if let Some(s) = &a.select
             && s.len() > MAX_SELECT_BYTES
         {
@@ -201,9 +194,9 @@ impl InputLimits {
             ));
         }
         for (part, map) in [
-            ("pathParams", &a.path_params),
-            ("query", &a.query),
-            ("headers", &a.headers),
+            ("pathParams", &a.call.path_params),
+            ("query", &a.call.query),
+            ("headers", &a.call.headers),
         ] {
             for (name, value) in map {
                 let pointer = format!("/{part}/{}", pointer_escape(name));
@@ -220,10 +213,9 @@ impl InputLimits {
         refuse(over)
     }
 
-    fn name(&self, over: &mut Vec<Violation>, a: &dyn NamesOperation) {
-        let (id, _, path) = a.parts();
-        self.text(over, "/operationId", id);
-        let Some(path) = path else { return };
+    fn name(&self, over: &mut Vec<Violation>, a: &Target) {
+        self.text(over, "/operationId", a.operation_id.as_deref());
+        let Some(path) = &a.path else { return };
         if path.len() > self.max_path_bytes {
             over.push(at(
                 "/path",
@@ -277,18 +269,19 @@ fn pointer_escape(name: &str) -> String {
     name.replace('~', "~0").replace('/', "~1")
 }
 
-/// Arguments that name an operation.
-pub trait NamesOperation {
-    fn parts(&self) -> (Option<&str>, Option<Method>, Option<&str>);
-
+impl Target {
     /// The operation the arguments name: `operationId`, else `method` + `path`.
-    fn operation_name(&self) -> Result<OperationName<'_>, ToolError> {
-        let (id, method, path) = self.parts();
+    pub fn operation_name(&self) -> Result<OperationName<'_>, ToolError> {
+        let id = self.operation_id.as_deref();
         if let Some(id) = id.map(str::trim).filter(|s| !s.is_empty()) {
             return Ok(OperationName::Id(id));
         }
-        let path = path.map(str::trim).filter(|s| !s.is_empty());
-        let (Some(method), Some(path)) = (method, path) else {
+        let path = self
+            .path
+            .as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty());
+        let (Some(method), Some(path)) = (self.method, path) else {
             return Err(ToolError::invalid(
                 "name the operation: give `operationId` (from api_discover), or `method` and `path`",
                 vec![Violation {
@@ -313,29 +306,9 @@ pub trait NamesOperation {
     }
 }
 
-impl NamesOperation for SchemaArgs {
-    fn parts(&self) -> (Option<&str>, Option<Method>, Option<&str>) {
-        (
-            self.operation_id.as_deref(),
-            self.method,
-            self.path.as_deref(),
-        )
-    }
-}
-
-impl NamesOperation for ExecuteArgs {
-    fn parts(&self) -> (Option<&str>, Option<Method>, Option<&str>) {
-        (
-            self.operation_id.as_deref(),
-            self.method,
-            self.path.as_deref(),
-        )
-    }
-}
-
 /// Parses `api_discover`'s arguments.
 pub fn discover(args: Map<String, Value>) -> Result<DiscoverArgs, ToolError> {
-    let parsed: DiscoverArgs = parse(defs::DISCOVER, args)?;
+    let parsed: DiscoverArgs = parse(Tool::Discover, args)?;
     if parsed.query.trim().is_empty() {
         return Err(ToolError::invalid(
             "`query` is required: say in plain words what you want to do, e.g. \"list open pull requests\"",
@@ -347,17 +320,17 @@ pub fn discover(args: Map<String, Value>) -> Result<DiscoverArgs, ToolError> {
 
 /// Parses `api_schema`'s arguments.
 pub fn schema(args: Map<String, Value>) -> Result<SchemaArgs, ToolError> {
-    parse(defs::SCHEMA, args)
+    parse(Tool::Schema, args)
 }
 
 /// Parses `api_execute`'s arguments.
 pub fn execute(args: Map<String, Value>) -> Result<ExecuteArgs, ToolError> {
-    parse(defs::EXECUTE, args)
+    parse(Tool::Execute, args)
 }
 
 /// Validates `args` against `tool`'s input schema, then deserializes them. A `null` argument
 /// counts as absent; `method` is read in any case.
-fn parse<T: DeserializeOwned>(tool: &str, mut args: Map<String, Value>) -> Result<T, ToolError> {
+fn parse<T: DeserializeOwned>(tool: Tool, mut args: Map<String, Value>) -> Result<T, ToolError> {
     args.retain(|_, v| !v.is_null());
     if let Some(Value::String(m)) = args.get_mut("method")
         && let Some(method) = Method::parse(m)
@@ -371,38 +344,38 @@ fn parse<T: DeserializeOwned>(tool: &str, mut args: Map<String, Value>) -> Resul
         let takes = defs::argument_names(tool).join(", ");
         return Err(ToolError::invalid(
             format!(
-                "{n} problem{} with the arguments of {tool} (see `violations`); it takes {takes}",
-                if n == 1 { "" } else { "s" }
+                "{n} problem{} with the arguments of {} (see `violations`); it takes {takes}",
+                if n == 1 { "" } else { "s" },
+                tool.name()
             ),
             violations,
         ));
     }
     serde_json::from_value(value).map_err(|e| {
         ToolError::invalid(
-            format!("the arguments of {tool} do not fit: {e}"),
+            format!("the arguments of {} do not fit: {e}", tool.name()),
             vec![at("", &e.to_string())],
         )
     })
 }
 
-/// The compiled input schemas, one per tool.
-fn validator(tool: &str) -> &'static jsonschema::Validator {
-    static VALIDATORS: OnceLock<Vec<(&'static str, jsonschema::Validator)>> = OnceLock::new();
+/// The compiled input schema of `tool`.
+fn validator(tool: Tool) -> &'static jsonschema::Validator {
+    static VALIDATORS: OnceLock<Vec<jsonschema::Validator>> = OnceLock::new();
     let all = VALIDATORS.get_or_init(|| {
-        defs::NAMES
+        Tool::ALL
             .iter()
-            .map(|name| {
-                let schema = defs::input_schema(name);
-                let v = jsonschema::validator_for(&schema)
-                    .unwrap_or_else(|e| panic!("the input schema of {name} compiles: {e}"));
-                (*name, v)
+            .map(|&t| {
+                jsonschema::validator_for(&defs::input_schema(t))
+                    .unwrap_or_else(|e| panic!("the input schema of {} compiles: {e}", t.name()))
             })
             .collect()
     });
-    all.iter()
-        .find(|(name, _)| *name == tool)
-        .map(|(_, v)| v)
-        .unwrap_or_else(|| panic!("{tool} is one of defs::NAMES"))
+    let i = Tool::ALL
+        .iter()
+        .position(|&t| t == tool)
+        .unwrap_or_default();
+    &all[i]
 }
 
 fn at(pointer: &str, message: &str) -> Violation {
@@ -457,8 +430,8 @@ mod tests {
             json!({"method": "get", "path": "/pets", "query": null}),
         ))
         .unwrap();
-        assert_eq!(a.method, Some(Method::Get));
-        assert!(a.query.is_empty());
+        assert_eq!(a.target.method, Some(Method::Get));
+        assert!(a.call.query.is_empty());
         let e = discover(map(json!({"query": "x", "method": "FETCH"}))).unwrap_err();
         assert_eq!(pointers(&e), ["/method"]);
         let msg = e.details["violations"][0]["message"].as_str().unwrap();
@@ -471,10 +444,13 @@ mod tests {
     #[test]
     fn an_operation_is_named_by_id_or_route() {
         let a = schema(map(json!({"operationId": " getPet "}))).unwrap();
-        assert_eq!(a.operation_name().unwrap(), OperationName::Id("getPet"));
+        assert_eq!(
+            a.target.operation_name().unwrap(),
+            OperationName::Id("getPet")
+        );
         let a = schema(map(json!({"method": "DELETE", "path": "/pets/1"}))).unwrap();
         assert_eq!(
-            a.operation_name().unwrap(),
+            a.target.operation_name().unwrap(),
             OperationName::Route {
                 method: Method::Delete,
                 path: "/pets/1"
@@ -486,7 +462,7 @@ mod tests {
             json!({"method": "GET", "path": "pets"}),
         ] {
             let a = schema(map(bad)).unwrap();
-            let e = a.operation_name().unwrap_err();
+            let e = a.target.operation_name().unwrap_err();
             assert!(e.details["violations"].is_array(), "{e}");
         }
     }

@@ -61,7 +61,7 @@ pub(super) fn call_credentials(
     }
     credentials.extend(&session_credentials(principal));
     if let Some(identity) = &engine.identity {
-        let facts = crate::identity::CallFacts {
+        let facts = crate::auth::identity::CallFacts {
             call_id,
             operation: &op.id,
             method: op.method.as_str(),
@@ -74,7 +74,11 @@ pub(super) fn call_credentials(
                 "the server could not sign this call's identity assertion; it was not sent",
             )
         })?;
-        credentials.set_header(identity.header().clone(), value, crate::identity::SOURCE);
+        credentials.set_header(
+            identity.header().clone(),
+            value,
+            crate::auth::identity::SOURCE,
+        );
     }
     Ok(credentials)
 }

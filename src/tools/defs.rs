@@ -3,13 +3,10 @@
 
 use serde_json::{Value, json};
 
+use super::Tool;
+use super::output::output_schema;
 use super::select::MAX_SELECT_BYTES;
 use crate::spec::Method;
-
-pub const DISCOVER: &str = "api_discover";
-pub const SCHEMA: &str = "api_schema";
-pub const EXECUTE: &str = "api_execute";
-pub const NAMES: [&str; 3] = [DISCOVER, SCHEMA, EXECUTE];
 
 /// Default and maximum `limit` of `api_discover`.
 pub const DEFAULT_LIMIT: usize = 10;
@@ -35,10 +32,10 @@ fn naming_an_operation(more: Value) -> Value {
 
 /// A tool's input JSON Schema: what `tools/list` publishes and what `tools::args` checks
 /// arguments against first. Unknown arguments are violations.
-pub fn input_schema(name: &str) -> Value {
+pub fn input_schema(tool: Tool) -> Value {
     let methods = methods();
-    match name {
-        DISCOVER => json!({
+    match tool {
+        Tool::Discover => json!({
             "type": "object",
             "properties": {
                 "query": {"type": "string", "description": "What you want to do, in plain words."},
@@ -50,11 +47,11 @@ pub fn input_schema(name: &str) -> Value {
             "required": ["query"],
             "additionalProperties": false
         }),
-        SCHEMA => naming_an_operation(json!({
+        Tool::Schema => naming_an_operation(json!({
             "include": {"type": "array", "items": {"type": "string", "enum": ["responses", "descriptions"]},
                 "description": "The full view: [\"responses\"] for the response schemas, not only the success body's top-level fields; [\"descriptions\"] for every description in full, at any depth. Either gives both."}
         })),
-        EXECUTE => naming_an_operation(json!({
+        Tool::Execute => naming_an_operation(json!({
             "pathParams": {"type": "object", "description": "Values for the {placeholders} of the path.", "additionalProperties": true},
             "query": {"type": "object", "description": "Query parameters by name.", "additionalProperties": true},
             "headers": {"type": "object", "description": "Header parameters the operation declares.", "additionalProperties": true},
@@ -67,138 +64,40 @@ pub fn input_schema(name: &str) -> Value {
             "pages": {"type": "integer", "minimum": 1, "default": 1,
                 "description": "GET only: follow this many pages (at most the server's --max-pages, 10 by default) and return their items as one list; each page is its own request. The result's `next` continues after the last page."}
         })),
-        _ => json!({"type": "object"}),
     }
 }
 
-/// A tool's output JSON Schema: what `structuredContent` holds, its result or, with
-/// `isError: true`, `{error, code, …details}`.
-pub fn output_schema(name: &str) -> Value {
-    let error = json!({
-        "type": "object",
-        "properties": {
-            "error": {"type": "string", "description": "What happened and what to do."},
-            "code": {"type": "string", "enum": [
-                "UNAUTHORIZED", "SESSION_EXPIRED", "FORBIDDEN", "RATE_LIMITED", "UNKNOWN_TOOL",
-                "UNKNOWN_OPERATION", "INVALID_ARGUMENTS", "BLOCKED_BY_MONITOR", "UPSTREAM_ERROR",
-                "UPSTREAM_TIMEOUT", "UNAVAILABLE", "INTERNAL"]}
-        },
-        "required": ["error", "code"]
-    });
-    let result = match name {
-        DISCOVER => json!({
-            "type": "object",
-            "properties": {
-                "results": {"type": "array", "items": {
-                    "type": "object",
-                    "properties": {
-                        "operationId": {"type": "string"}, "method": {"type": "string"},
-                        "path": {"type": "string"}, "summary": {"type": "string"},
-                        "tags": {"type": "array", "items": {"type": "string"}},
-                        "mutating": {"type": "boolean"}, "score": {"type": "number"}
-                    },
-                    "required": ["operationId", "method", "path", "summary", "tags", "mutating", "score"]
-                }},
-                "total": {"type": "integer", "description": "How many operations matched."}
-            },
-            "required": ["results", "total"]
-        }),
-        SCHEMA => json!({
-            "type": "object",
-            "properties": {
-                "operationId": {"type": "string"}, "method": {"type": "string"},
-                "path": {"type": "string"}, "summary": {"type": "string"},
-                "description": {"type": "string"}, "serverUrl": {"type": ["string", "null"]},
-                "mutating": {"type": "boolean"}, "deprecated": {"type": "boolean"},
-                "tags": {"type": "array", "items": {"type": "string"}},
-                "parameters": {"type": "array", "items": {"type": "object"}},
-                "requestBody": {"type": "object"},
-                "responses": {"type": "object"}
-            },
-            "required": ["operationId", "method", "path", "parameters", "responses"]
-        }),
-        _ => json!({
-            "anyOf": [
-                {
-                    "type": "object",
-                    "description": "The API's answer (4xx included: `ok` is false).",
-                    "properties": {
-                        "status": {"type": "integer"}, "ok": {"type": "boolean"},
-                        "headers": {"type": "object"},
-                        "body": {
-                            "description": "Parsed JSON, text, or null. A binary answer (a type \
-                                that is not text, and bytes that are not text) is described: \
-                                {contentType, bytes, sha256, returnedAs, uri?, expiresAt?, file?, \
-                                note?}. returnedAs `image`: the bytes are an image content item \
-                                of this result; `resource_link`: a resource_link item, `uri` \
-                                (apigate://responses/<id>) readable with resources/read by the \
-                                same API key until `expiresAt`. `file`: where `apigate dev \
-                                --download-dir` wrote it. `note`: why nothing was returned (over \
-                                --max-read-bytes, a credential inside, over --max-held-bytes)."
-                        },
-                        "truncated": {"type": "boolean", "description": "Something of the body is not shown (see `cut` and `note`)."},
-                        "durationMs": {"type": "integer"},
-                        "operationId": {"type": "string"}, "method": {"type": "string"},
-                        "cut": {"type": "object", "description": "Whole items of the body's list were left out to fit the budget: `shown` of `total` items of the array at JSON pointer `pointer` (\"\" for a top-level array); every key outside that array is kept.",
-                            "properties": {"pointer": {"type": "string"}, "shown": {"type": "integer"}, "total": {"type": "integer"}},
-                            "required": ["pointer", "shown", "total"]},
-                        "note": {"type": "string", "description": "One sentence on what is not shown (or what `select` did not match) and how to get it."},
-                        "next": {"type": "object", "description": "The exact api_execute arguments for the next page (from the Link header or a cursor in the body): call api_execute with them as they are."},
-                        "pages": {"type": "object", "description": "With `pages`: how many were fetched, and `stoppedBecause` when fewer than asked.",
-                            "properties": {"fetched": {"type": "integer"}, "stoppedBecause": {"type": "string"}},
-                            "required": ["fetched"]}
-                    },
-                    "required": ["status", "ok", "headers", "body", "truncated", "durationMs"]
-                },
-                {
-                    "type": "object",
-                    "description": "With dryRun: the request that would be sent, credentials redacted.",
-                    "properties": {
-                        "dryRun": {"const": true}, "operationId": {"type": "string"},
-                        "request": {"type": "object"}
-                    },
-                    "required": ["dryRun", "operationId", "request"]
-                }
-            ]
-        }),
-    };
-    json!({"type": "object", "anyOf": [result, error]})
-}
-
 /// The argument names a tool takes, in its schema's order.
-pub fn argument_names(name: &str) -> Vec<String> {
-    input_schema(name)["properties"]
+pub fn argument_names(tool: Tool) -> Vec<String> {
+    input_schema(tool)["properties"]
         .as_object()
         .map(|p| p.keys().cloned().collect())
         .unwrap_or_default()
 }
 
 /// One tool's definition in MCP's `tools/list` shape.
-pub fn definition(name: &str, api_title: &str) -> Option<Value> {
+pub fn definition(tool: Tool, api_title: &str) -> Value {
     let api = if api_title.is_empty() {
         "the API"
     } else {
         api_title
     };
-    let tool = match name {
-        DISCOVER => json!({
-            "name": DISCOVER,
-            "title": "Find API operations",
-            "description": format!(
+    let (title, description, annotations) = match tool {
+        Tool::Discover => (
+            "Find API operations",
+            format!(
                 "Search the operations of {api} by what you want to do, in plain words \
                  (e.g. \"close an issue\", \"refund a payment\"). Returns a ranked list of \
                  operations (operationId, method, path, summary). Step 1 of 3: pick an \
                  operationId here, call api_schema to learn its parameters, then api_execute \
                  to call it. Filter with `method` (GET, POST, …) or `tag` when you know them. \
-                 Only operations you are allowed to call are listed."),
-            "inputSchema": input_schema(name),
-            "outputSchema": output_schema(name),
-            "annotations": {"title": "Find API operations", "readOnlyHint": true, "openWorldHint": false}
-        }),
-        SCHEMA => json!({
-            "name": SCHEMA,
-            "title": "Describe an API operation",
-            "description": format!(
+                 Only operations you are allowed to call are listed."
+            ),
+            json!({"readOnlyHint": true, "openWorldHint": false}),
+        ),
+        Tool::Schema => (
+            "Describe an API operation",
+            format!(
                 "Show everything needed to call one operation of {api}: its parameters (name, \
                  in, required, schema), request body schema and content type, responses (status, \
                  description and the success body's top-level fields) and server. Descriptions \
@@ -206,15 +105,13 @@ pub fn definition(name: &str, api_title: &str) -> Option<Value> {
                  schemas and every description. Identify it by `operationId` (from \
                  api_discover) or by `method` + `path`. Step 2 of 3: then call api_execute with `pathParams`, `query`, \
                  `headers` and `body` shaped as this schema says. A schema shown as \
-                 {{\"$recursive\": \"Name\"}} repeats the enclosing Name."),
-            "inputSchema": input_schema(name),
-            "outputSchema": output_schema(name),
-            "annotations": {"title": "Describe an API operation", "readOnlyHint": true, "openWorldHint": false}
-        }),
-        EXECUTE => json!({
-            "name": EXECUTE,
-            "title": "Call an API operation",
-            "description": format!(
+                 {{\"$recursive\": \"Name\"}} repeats the enclosing Name."
+            ),
+            json!({"readOnlyHint": true, "openWorldHint": false}),
+        ),
+        Tool::Execute => (
+            "Call an API operation",
+            format!(
                 "Call one operation of {api} for real and return {{status, ok, headers, body, \
                  truncated, durationMs}}. Identify it by `operationId` or by `method` + `path` \
                  (a concrete path like /pets/42 fills pathParams for you). Arguments are \
@@ -237,21 +134,30 @@ pub fn definition(name: &str, api_title: &str) -> Option<Value> {
                  with resources/read (`body.uri`). \
                  Step 3 of 3. Calls with GET, HEAD or OPTIONS only read; POST, PUT, PATCH, \
                  DELETE and TRACE may change real data (api_discover marks them `mutating`); \
-                 each result's `_meta` says which: `apigate/readOnly`."),
-            "inputSchema": input_schema(name),
-            "outputSchema": output_schema(name),
-            "annotations": {"title": "Call an API operation", "readOnlyHint": false,
-                "destructiveHint": true, "idempotentHint": false, "openWorldHint": true}
-        }),
-        _ => return None,
+                 each result's `_meta` says which: `apigate/readOnly`."
+            ),
+            json!({"readOnlyHint": false, "destructiveHint": true, "idempotentHint": false,
+                "openWorldHint": true}),
+        ),
     };
-    Some(tool)
+    let mut hints = json!({"title": title});
+    if let (Value::Object(h), Value::Object(more)) = (&mut hints, annotations) {
+        h.extend(more);
+    }
+    json!({
+        "name": tool.name(),
+        "title": title,
+        "description": description,
+        "inputSchema": input_schema(tool),
+        "outputSchema": output_schema(tool),
+        "annotations": hints,
+    })
 }
 
 /// All three definitions.
 pub fn all(api_title: &str) -> Vec<Value> {
-    NAMES
+    Tool::ALL
         .iter()
-        .filter_map(|n| definition(n, api_title))
+        .map(|&t| definition(t, api_title))
         .collect()
 }

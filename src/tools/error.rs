@@ -1,6 +1,7 @@
 //! `ToolError`: a tool that ran and failed, with a stable machine-readable code. Adapters turn
 //! it into an MCP result with `isError: true` and `{"error", "code", …details}`.
 
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::spec::Violation;
@@ -24,6 +25,23 @@ pub enum Code {
 }
 
 impl Code {
+    /// Every code, in the order `docs/design.md` lists them.
+    pub const ALL: [Code; 12] = [
+        Code::Unauthorized,
+        Code::SessionExpired,
+        Code::Forbidden,
+        Code::RateLimited,
+        Code::UnknownTool,
+        Code::UnknownOperation,
+        Code::InvalidArguments,
+        Code::BlockedByMonitor,
+        Code::UpstreamError,
+        Code::UpstreamTimeout,
+        Code::Unavailable,
+        Code::Internal,
+    ];
+
+    /// The code as an agent reads it: the one place these strings are written.
     pub fn as_str(self) -> &'static str {
         match self {
             Code::Unauthorized => "UNAUTHORIZED",
@@ -54,6 +72,23 @@ impl Code {
     }
 }
 
+impl Serialize for Code {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl schemars::JsonSchema for Code {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Code".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let codes: Vec<&str> = Code::ALL.iter().map(|c| c.as_str()).collect();
+        schemars::json_schema!({"type": "string", "enum": codes})
+    }
+}
+
 /// A failed tool call: what happened and what to do, plus structured details.
 #[derive(Debug, Clone)]
 pub struct ToolError {
@@ -79,17 +114,6 @@ impl ToolError {
     /// `INVALID_ARGUMENTS` in its one shape: what to fix, and every violation with its pointer.
     pub fn invalid(message: impl Into<String>, violations: Vec<Violation>) -> ToolError {
         ToolError::new(Code::InvalidArguments, message).with("violations", json!(violations))
-    }
-
-    /// `{"error": message, "code": CODE, ...details}`.
-    pub fn to_json(&self) -> Value {
-        let mut out = json!({"error": self.message, "code": self.code.as_str()});
-        if let Value::Object(map) = &mut out {
-            for (k, v) in &self.details {
-                map.insert(k.clone(), v.clone());
-            }
-        }
-        out
     }
 }
 

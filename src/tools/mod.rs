@@ -10,7 +10,9 @@ mod credentials;
 pub mod defs;
 pub mod error;
 mod method_override;
+pub mod name;
 mod ops;
+pub mod output;
 mod page;
 mod pages;
 mod result;
@@ -34,8 +36,9 @@ use crate::store::Decision;
 use crate::upstream::Upstream;
 pub use binary_out::{BinaryOptions, BinaryOut};
 pub use error::{Code, ToolError};
-use ops::Ran;
+pub use name::{Tool, UnknownTool};
 pub use ops::{Planned, Prepared};
+pub use output::Output;
 
 /// The audit log's and the metrics' name for a tool that is not one of the three.
 pub const UNKNOWN_TOOL: &str = "unknown";
@@ -67,7 +70,7 @@ pub struct Engine {
     /// Size caps on the arguments, checked before any matching or ranking.
     pub limits: args::InputLimits,
     /// Signs an identity assertion into every upstream call (`--identity-header`).
-    pub identity: Option<Arc<crate::identity::Identity>>,
+    pub identity: Option<Arc<crate::auth::identity::Identity>>,
     /// Where `{"file": NAME}` uploads are read from (`apigate dev --upload-dir`; never in
     /// production).
     pub upload_dir: Option<Arc<upload::UploadDir>>,
@@ -97,6 +100,17 @@ pub struct Caller {
 }
 
 impl Caller {
+    /// The id the monitor knows this caller's MCP session by ([`Engine::session_started`]),
+    /// made as each call's is (`monitor::monitor_session_id`); `None` without an MCP session.
+    pub fn monitor_session(&self) -> Option<String> {
+        let session = self.mcp_session.as_deref()?;
+        Some(crate::monitor::monitor_session_id(
+            self.key_fingerprint.as_deref(),
+            Some(session),
+            None,
+        ))
+    }
+
     /// Who owns the binary responses this caller's calls hold, and so who may read them: the
     /// tier-1 API key (`key:<id>` for a key in the database, else the presented key's
     /// fingerprint), or `local` for a transport with no key (stdio: one client per process).
@@ -113,7 +127,11 @@ impl Caller {
 }
 
 /// What a tool call produced before it is shaped by an adapter.
-pub type ToolResult = Result<Value, ToolError>;
+pub type ToolResult = Result<Output, ToolError>;
+
+/// The tool a call names, as the adapter parsed it: one of the three, or a name the pipeline
+/// refuses with `UNKNOWN_TOOL` (after the session check, as any call).
+pub type Named = Result<Tool, UnknownTool>;
 
 /// What the audit row records about a call, filled in as the pipeline learns it.
 #[derive(Default)]
@@ -181,7 +199,12 @@ impl Engine {
 
     /// Runs one tool call through the whole pipeline; see [`Engine::call_with_binary`] for
     /// the bytes of a binary response.
-    pub async fn call(&self, caller: &Caller, tool: &str, args: Map<String, Value>) -> ToolResult {
+    pub async fn call(
+        &self,
+        caller: &Caller,
+        tool: &Named,
+        args: Map<String, Value>,
+    ) -> ToolResult {
         self.call_with_binary(caller, tool, args).await.0
     }
 
@@ -193,7 +216,7 @@ impl Engine {
     pub async fn call_with_binary(
         &self,
         caller: &Caller,
-        tool: &str,
+        tool: &Named,
         mut args: Map<String, Value>,
     ) -> (ToolResult, Option<BinaryOut>) {
         // Never let a session token travel further than this point.
@@ -233,7 +256,7 @@ impl Engine {
             };
             let n = pages.len() + 1;
             match self
-                .call_once(caller, &principal, defs::EXECUTE, args)
+                .call_once(caller, &principal, &Ok(Tool::Execute), args)
                 .await
             {
                 Ok(Ran::Page(p)) if p.response.ok && p.list == last.list => pages.push(*p),
@@ -266,7 +289,7 @@ impl Engine {
         &self,
         caller: &Caller,
         principal: &Result<Principal, ToolError>,
-        tool: &str,
+        tool: &Named,
         args: Map<String, Value>,
     ) -> Result<Ran, ToolError> {
         let started = Instant::now();
@@ -287,14 +310,13 @@ impl Engine {
         };
         // A name the agent chose is never stored or printed: any name but the three is
         // `unknown`, and the audit row says only how long it was.
-        let known = defs::NAMES.contains(&tool);
-        let tool_label = if known {
-            tool.to_string()
-        } else {
-            UNKNOWN_TOOL.into()
+        let tool_label = match tool {
+            Ok(t) => t.name(),
+            Err(_) => UNKNOWN_TOOL,
         };
-        metrics::counter!("apigate_tool_calls_total", "tool" => tool_label.clone(), "outcome" => outcome).increment(1);
-        metrics::histogram!("apigate_tool_call_duration_seconds", "tool" => tool_label.clone())
+        metrics::counter!("apigate_tool_calls_total", "tool" => tool_label, "outcome" => outcome)
+            .increment(1);
+        metrics::histogram!("apigate_tool_call_duration_seconds", "tool" => tool_label)
             .record(started.elapsed().as_secs_f64());
         if let Some(auth) = &self.auth {
             let who = match principal {
@@ -310,9 +332,9 @@ impl Engine {
                 Err(e) if e.code.is_denial() => Decision::Denied,
                 Err(_) => Decision::Failed,
             };
-            let mut entry = who.audit_entry(&tool_label, decision);
-            if !known {
-                entry.operation = Some(format!("unknown tool ({} chars)", tool.chars().count()));
+            let mut entry = who.audit_entry(tool_label, decision);
+            if let Err(UnknownTool(name)) = tool {
+                entry.operation = Some(format!("unknown tool ({} chars)", name.chars().count()));
             }
             if let Some(op) = trace.operation.and_then(|i| self.spec.operations.get(i)) {
                 entry.operation = Some(op.id.clone());
@@ -383,19 +405,22 @@ impl Engine {
         &self,
         caller: &Caller,
         principal: &Principal,
-        tool: &str,
+        tool: &Named,
         args: Map<String, Value>,
         call_id: &str,
         trace: &mut Trace,
     ) -> Result<Ran, ToolError> {
-        if !defs::NAMES.contains(&tool) {
-            return Err(ToolError::new(
-                Code::UnknownTool,
-                format!(
-                    "there is no tool {tool:?}; the tools are api_discover, api_schema and api_execute"
-                ),
-            ));
-        }
+        let tool = match tool {
+            Ok(t) => *t,
+            Err(UnknownTool(name)) => {
+                return Err(ToolError::new(
+                    Code::UnknownTool,
+                    format!(
+                        "there is no tool {name:?}; the tools are api_discover, api_schema and api_execute"
+                    ),
+                ));
+            }
+        };
         // The arguments are typed and the operation they name is found once, here; their
         // errors wait until the caller has passed the tool permission and the rate limit. The
         // audit row names the operation even when a check below refuses the call.
@@ -409,7 +434,9 @@ impl Engine {
             trace.operation = p.operation();
         }
         // 2. Permissions for the tool.
-        principal.may_use_tool(tool).map_err(ToolError::from)?;
+        principal
+            .may_use_tool(tool.name())
+            .map_err(ToolError::from)?;
         // 3. Rate limit (the session's; the key's was taken before the session check).
         if let Some(auth) = &self.auth {
             auth.check_session_rate(principal)
@@ -451,13 +478,13 @@ impl Engine {
             match verdict {
                 Some(Ok(())) => {}
                 Some(Err(blocked)) => {
-                    monitor.session_error(&session_id, "BLOCKED_BY_MONITOR");
+                    monitor.session_error(&session_id, Code::BlockedByMonitor.as_str());
                     return Err(ToolError::new(Code::BlockedByMonitor, blocked.to_string())
                         .with("monitor", Value::String(blocked.cause.as_str().into())));
                 }
                 None => {
                     tracing::info!(
-                        tool,
+                        tool = tool.name(),
                         "the client cancelled the call while the monitor decided"
                     );
                     return Err(ToolError::new(
@@ -469,7 +496,7 @@ impl Engine {
             }
         }
         // 6. Run.
-        let result = ops::run(
+        let result = run(
             self,
             principal,
             prepared,
@@ -482,7 +509,9 @@ impl Engine {
         // 7. Tell the monitor.
         if let Some(monitor) = &self.monitor {
             match &result {
-                Ok(Ran::Done(v)) => monitor.post_execute(&call, v.to_string().len()),
+                Ok(Ran::Done(v)) => {
+                    monitor.post_execute(&call, crate::upstream::json_len(&v.to_json()))
+                }
                 Ok(Ran::Page(p)) => {
                     monitor.post_execute(&call, crate::upstream::json_len(&p.response.body))
                 }
@@ -490,6 +519,40 @@ impl Engine {
             }
         }
         result
+    }
+}
+
+/// What running a validated call produced.
+pub enum Ran {
+    /// A finished result (`api_discover`, `api_schema`, a dry run).
+    Done(Output),
+    /// One page of an `api_execute` call, to be followed or finished.
+    Page(Box<page::Page>),
+}
+
+/// Runs a validated call: `api_execute` fetches its (first) page, the others finish at once.
+async fn run(
+    engine: &Engine,
+    principal: &Principal,
+    prepared: Prepared,
+    call_id: &str,
+    upstream_status: &mut Option<u16>,
+    sources: &mut Vec<String>,
+    owner: &str,
+) -> Result<Ran, ToolError> {
+    match prepared {
+        Prepared::Execute(planned) if !planned.dry_run => page::fetch(
+            engine,
+            principal,
+            planned,
+            call_id,
+            upstream_status,
+            sources,
+            owner,
+        )
+        .await
+        .map(|p| Ran::Page(Box::new(p))),
+        other => ops::done(engine, principal, other).await.map(Ran::Done),
     }
 }
 
@@ -524,7 +587,7 @@ impl Engine {
         principal: &Principal,
         args: Map<String, Value>,
     ) -> Result<Planned, ToolError> {
-        let parsed = ops::parse(self, defs::EXECUTE, args)?;
+        let parsed = ops::parse(self, Tool::Execute, args)?;
         match ops::prepare(self, principal, parsed)? {
             Prepared::Execute(planned) => Ok(*planned),
             _ => unreachable!("api_execute prepares an execution"),

@@ -5,11 +5,10 @@
 
 use serde_json::{Map, Value, json};
 
-use super::args::{self, DiscoverArgs, ExecuteArgs, NamesOperation, SchemaArgs};
-use super::defs;
-use super::page::Page;
+use super::args::{self, DiscoverArgs, ExecuteArgs, SchemaArgs, Target};
+use super::output::{DiscoverHit, DiscoverResult, DryRunResult, Output, SchemaResult};
 use super::select::{Select, SelectError};
-use super::{Code, Engine, ToolError, ToolResult};
+use super::{Code, Engine, Tool, ToolError};
 use crate::auth::Principal;
 use crate::index::Query;
 use crate::spec::Method;
@@ -61,14 +60,6 @@ pub struct Planned {
     pub pages: usize,
 }
 
-/// What running a validated call produced.
-pub enum Ran {
-    /// A finished result (`api_discover`, `api_schema`, a dry run).
-    Done(Value),
-    /// One page of an `api_execute` call, to be followed or finished.
-    Page(Box<Page>),
-}
-
 impl Prepared {
     /// The operation the call is about, if any.
     pub fn operation<'a>(&self, engine: &'a Engine) -> Option<&'a Operation> {
@@ -82,27 +73,27 @@ impl Prepared {
 
 /// Types the arguments of `tool` (every violation of its input schema at once) and finds the
 /// operation they name. No permission is checked here.
-pub fn parse(engine: &Engine, tool: &str, args: Map<String, Value>) -> Result<Parsed, ToolError> {
+pub fn parse(engine: &Engine, tool: Tool, args: Map<String, Value>) -> Result<Parsed, ToolError> {
     let find = |name: Result<OperationName<'_>, ToolError>| -> Result<Option<Resolved>, ToolError> {
         Ok(engine.spec.resolve(&name?))
     };
     let limits = &engine.limits;
     match tool {
-        defs::DISCOVER => {
+        Tool::Discover => {
             let args = args::discover(args)?;
             limits.check_discover(&args)?;
             Ok(Parsed::Discover(args))
         }
-        defs::SCHEMA => {
+        Tool::Schema => {
             let args = args::schema(args)?;
             limits.check_schema(&args)?;
-            let found = find(args.operation_name())?;
+            let found = find(args.target.operation_name())?;
             Ok(Parsed::Schema { args, found })
         }
-        _ => {
+        Tool::Execute => {
             let args = args::execute(args)?;
             limits.check_execute(&args)?;
-            let found = find(args.operation_name())?;
+            let found = find(args.target.operation_name())?;
             Ok(Parsed::Execute {
                 args: Box::new(args),
                 found,
@@ -128,11 +119,11 @@ pub fn prepare(
                 let op = &engine.spec.operations[f.index];
                 principal.may_see(op.method, &op.path, &op.required_features, &engine.rules)
             });
-            let found = permitted(engine, principal, &args, found)?;
+            let found = permitted(engine, principal, &args.target, found)?;
             Ok(Prepared::Schema(found.index, args.detail()))
         }
         Parsed::Execute { args, found } => {
-            let found = permitted(engine, principal, &*args, found)?;
+            let found = permitted(engine, principal, &args.target, found)?;
             let planned = plan(engine, *args, found)?;
             let op = &engine.spec.operations[planned.op];
             super::method_override::check(engine, principal, op, &planned.request)?;
@@ -146,7 +137,7 @@ pub fn prepare(
 fn permitted(
     engine: &Engine,
     principal: &Principal,
-    args: &dyn NamesOperation,
+    args: &Target,
     found: Option<Resolved>,
 ) -> Result<Resolved, ToolError> {
     let Some(found) = found else {
@@ -247,21 +238,16 @@ fn media_choices(
     out
 }
 
-/// Validates `api_execute`'s request parts against the operation and builds the request.
+/// Validates `api_execute`'s request parts against the operation, in place, and builds the
+/// request from them.
 fn plan(engine: &Engine, args: ExecuteArgs, found: Resolved) -> Result<Planned, ToolError> {
     let op = &engine.spec.operations[found.index];
     let ExecuteArgs {
-        mut path_params,
-        query,
-        headers: given_headers,
-        content_type,
-        accept,
+        target,
+        mut call,
         dry_run,
-        path,
         select,
         pages,
-        mut body,
-        ..
     } = args;
     // Before anything is sent: a bad expression or page count costs no request.
     let select = select
@@ -283,7 +269,7 @@ fn plan(engine: &Engine, args: ExecuteArgs, found: Resolved) -> Result<Planned, 
             }],
         ));
     }
-    let media = media_choices(op, content_type.as_deref(), accept.as_deref());
+    let media = media_choices(op, call.content_type.as_deref(), call.accept.as_deref());
     if !media.is_empty() {
         return Err(ToolError::invalid(
             "the operation does not offer that media type (see `violations` for the choices; \
@@ -294,9 +280,9 @@ fn plan(engine: &Engine, args: ExecuteArgs, found: Resolved) -> Result<Planned, 
     // A concrete path fills pathParams; a value given both ways must agree.
     let mut conflicts = Vec::new();
     for (name, value) in found.path_values {
-        match path_params.get(&name) {
+        match call.path_params.get(&name) {
             None => {
-                path_params.insert(name, Value::String(value));
+                call.path_params.insert(name, Value::String(value));
             }
             // The same text the request would carry: 42 and "42" agree.
             Some(given) if scalar(given) == value => {}
@@ -304,7 +290,7 @@ fn plan(engine: &Engine, args: ExecuteArgs, found: Resolved) -> Result<Planned, 
                 pointer: format!("/pathParams/{name}"),
                 message: format!(
                     "pathParams.{name} is {given} but the path {} says {value:?}",
-                    path.as_deref().unwrap_or_default()
+                    target.path.as_deref().unwrap_or_default()
                 ),
             }),
         }
@@ -316,7 +302,8 @@ fn plan(engine: &Engine, args: ExecuteArgs, found: Resolved) -> Result<Planned, 
             conflicts,
         ));
     }
-    let forbidden: Vec<Violation> = given_headers
+    let forbidden: Vec<Violation> = call
+        .headers
         .keys()
         .filter(|h| !headers::agent_may_set(h))
         .map(|h| Violation {
@@ -340,33 +327,23 @@ fn plan(engine: &Engine, args: ExecuteArgs, found: Resolved) -> Result<Planned, 
         ));
     }
     // Header names are case-insensitive: use the declared spelling.
-    let mut headers = Map::new();
-    for (k, v) in given_headers {
-        let declared = op
-            .parameters
-            .iter()
-            .find(|p| p.location == ParamIn::Header && p.name.eq_ignore_ascii_case(&k))
-            .map(|p| p.name.clone());
-        headers.insert(declared.unwrap_or(k), v);
-    }
+    call.headers = std::mem::take(&mut call.headers)
+        .into_iter()
+        .map(|(k, v)| {
+            let declared = op
+                .parameters
+                .iter()
+                .find(|p| p.location == ParamIn::Header && p.name.eq_ignore_ascii_case(&k))
+                .map(|p| p.name.clone());
+            (declared.unwrap_or(k), v)
+        })
+        .collect();
     // Bytes (`{"base64": …}`, `{"file": …}`) leave the body here; it keeps a placeholder.
-    let binary = super::upload::extract(engine, op, content_type.as_deref(), &mut body)?;
-    let content_type = content_type.or_else(|| binary.content_type.clone());
-    let mut to_check = Map::new();
-    for (k, v) in [
-        ("pathParams", path_params),
-        ("query", query),
-        ("headers", headers),
-    ] {
-        if !v.is_empty() {
-            to_check.insert(k.into(), Value::Object(v));
-        }
+    let binary = super::upload::extract(engine, op, call.content_type.as_deref(), &mut call.body)?;
+    if call.content_type.is_none() {
+        call.content_type = binary.content_type.clone();
     }
-    if let Some(b) = body {
-        to_check.insert("body".into(), b);
-    }
-    let mut to_check = Value::Object(to_check);
-    let violations = binary.keep(engine.spec.validate(op, &mut to_check));
+    let violations = binary.keep(validate(engine, op, &mut call));
     if !violations.is_empty() {
         let n = violations.len();
         return Err(ToolError::invalid(
@@ -382,22 +359,7 @@ fn plan(engine: &Engine, args: ExecuteArgs, found: Resolved) -> Result<Planned, 
         )
         .with("operationId", Value::String(op.id.clone())));
     }
-    let Value::Object(mut checked) = to_check else {
-        unreachable!("built as an object above")
-    };
-    let mut take = |k: &str| match checked.remove(k) {
-        Some(Value::Object(m)) => m,
-        _ => Map::new(),
-    };
-    let call = CallArgs {
-        path_params: take("pathParams"),
-        query: take("query"),
-        headers: take("headers"),
-        body: checked.remove("body"),
-        content_type,
-        accept,
-        uploads: binary.uploads,
-    };
+    call.uploads = binary.uploads;
     let request = engine
         .upstream
         .prepare(&engine.spec, op, &call)
@@ -410,6 +372,39 @@ fn plan(engine: &Engine, args: ExecuteArgs, found: Resolved) -> Result<Planned, 
         select,
         pages: pages.unwrap_or(1).max(1),
     })
+}
+
+/// Validates the request parts against the operation's schema, in place: the schema (and the
+/// lenient coercion of string-typed scalars before it) sees `{pathParams, query, headers,
+/// body}`, so the parts are moved into that object for the check and back out of it, never
+/// copied.
+pub(super) fn validate(engine: &Engine, op: &Operation, call: &mut CallArgs) -> Vec<Violation> {
+    let mut parts = Map::new();
+    for (k, v) in [
+        ("pathParams", &mut call.path_params),
+        ("query", &mut call.query),
+        ("headers", &mut call.headers),
+    ] {
+        if !v.is_empty() {
+            parts.insert(k.into(), Value::Object(std::mem::take(v)));
+        }
+    }
+    if let Some(b) = call.body.take() {
+        parts.insert("body".into(), b);
+    }
+    let mut parts = Value::Object(parts);
+    let violations = engine.spec.validate(op, &mut parts);
+    if let Value::Object(mut parts) = parts {
+        let mut take = |k: &str| match parts.remove(k) {
+            Some(Value::Object(m)) => m,
+            _ => Map::new(),
+        };
+        call.path_params = take("pathParams");
+        call.query = take("query");
+        call.headers = take("headers");
+        call.body = parts.remove("body");
+    }
+    violations
 }
 
 /// An invalid `select` as `INVALID_ARGUMENTS` at `/select`, with the parser's position.
@@ -457,72 +452,47 @@ fn short_summary(op: &Operation) -> String {
     }
 }
 
-pub async fn run(
+/// The tools whose result is complete at once.
+pub(super) async fn done(
     engine: &Engine,
     principal: &Principal,
     prepared: Prepared,
-    call_id: &str,
-    upstream_status: &mut Option<u16>,
-    sources: &mut Vec<String>,
-    owner: &str,
-) -> Result<Ran, ToolError> {
-    match prepared {
-        Prepared::Execute(planned) if !planned.dry_run => super::page::fetch(
-            engine,
-            principal,
-            planned,
-            call_id,
-            upstream_status,
-            sources,
-            owner,
-        )
-        .await
-        .map(|p| Ran::Page(Box::new(p))),
-        other => done(engine, principal, other).await.map(Ran::Done),
-    }
-}
-
-/// The tools whose result is complete at once.
-async fn done(engine: &Engine, principal: &Principal, prepared: Prepared) -> ToolResult {
+) -> Result<Output, ToolError> {
     match prepared {
         Prepared::Discover(d) => {
             let allowed = visible(engine, principal);
             let vector = query_vector(engine, &d.query).await;
             let (hits, total) = engine.index.search_total(&Query {
                 text: d.query.trim(),
-                method: d.method.map(|m| m.as_str()),
+                method: d.method,
                 tag: d.tag.as_deref(),
                 limit: d.limit(),
                 allowed: Some(&allowed),
                 vector: vector.as_deref(),
             });
-            let results: Vec<Value> = hits
+            let results = hits
                 .iter()
                 .filter_map(|h| engine.spec.operations.get(h.op).map(|op| (op, h.score)))
-                .map(|(op, score)| {
-                    json!({
-                        "operationId": op.id,
-                        "method": op.method,
-                        "path": op.path,
-                        "summary": short_summary(op),
-                        "tags": op.tags,
-                        "mutating": op.mutating(),
-                        "score": (score * 1000.0).round() / 1000.0,
-                    })
+                .map(|(op, score)| DiscoverHit {
+                    operation_id: op.id.clone(),
+                    method: op.method,
+                    path: op.path.clone(),
+                    summary: short_summary(op),
+                    tags: op.tags.clone(),
+                    mutating: op.mutating(),
+                    score: (score * 1000.0).round() / 1000.0,
                 })
                 .collect();
-            Ok(json!({"results": results, "total": total}))
+            Ok(Output::Discover(DiscoverResult { results, total }))
         }
         Prepared::Schema(i, detail) => {
             let op = &engine.spec.operations[i];
-            let mut out = engine.spec.describe(op, detail);
-            if let Some(lesson) = super::select::lesson(&out) {
-                out["select"] = Value::String(lesson);
-            }
+            let mut operation = engine.spec.describe(op, detail);
             if let Some(security) = security_view(engine, principal, op) {
-                out["security"] = security;
+                operation.security = Some(security);
             }
-            Ok(out)
+            let select = super::select::lesson(&operation.responses);
+            Ok(Output::Schema(Box::new(SchemaResult { operation, select })))
         }
         Prepared::Execute(planned) => {
             let op = &engine.spec.operations[planned.op];
@@ -530,7 +500,14 @@ async fn done(engine: &Engine, principal: &Principal, prepared: Prepared) -> Too
             if let Some(identity) = &engine.identity {
                 identity.mark_dry_run(&mut view);
             }
-            Ok(json!({"dryRun": true, "operationId": op.id, "request": view}))
+            let Value::Object(request) = view else {
+                unreachable!("a request's view is an object")
+            };
+            Ok(Output::DryRun(DryRunResult {
+                dry_run: true,
+                operation_id: op.id.clone(),
+                request,
+            }))
         }
     }
 }

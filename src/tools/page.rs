@@ -5,13 +5,13 @@
 
 use std::sync::Arc;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::credentials::{call_credentials, credential_sources};
 use super::ops::{Planned, send_failure};
 use super::{Code, Engine, ToolError};
 use crate::auth::Principal;
-use crate::upstream::{Secrets, UpstreamResponse};
+use crate::upstream::{CallArgs, Secrets, UpstreamResponse};
 
 /// One page of an `api_execute` call as the upstream answered it: the body whole (up to
 /// `--max-read-bytes`), before `select` and the budget ([`super::result::finish`]).
@@ -153,18 +153,14 @@ fn valid_query(
     query: Map<String, Value>,
 ) -> Option<Map<String, Value>> {
     let op = &engine.spec.operations[planned.op];
-    let mut to_check = json!({"query": query});
-    if !planned.call.path_params.is_empty() {
-        to_check["pathParams"] = Value::Object(planned.call.path_params.clone());
-    }
-    if !planned.call.headers.is_empty() {
-        to_check["headers"] = Value::Object(planned.call.headers.clone());
-    }
-    if !engine.spec.validate(op, &mut to_check).is_empty() {
+    let mut call = CallArgs {
+        path_params: planned.call.path_params.clone(),
+        query,
+        headers: planned.call.headers.clone(),
+        ..CallArgs::default()
+    };
+    if !super::ops::validate(engine, op, &mut call).is_empty() {
         return None;
     }
-    match to_check["query"].take() {
-        Value::Object(q) if q != planned.call.query => Some(q),
-        _ => None,
-    }
+    (call.query != planned.call.query).then_some(call.query)
 }

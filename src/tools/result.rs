@@ -4,46 +4,14 @@
 //! `cut`, one `note` sentence, the `next` call's arguments and, with `pages`, how many were
 //! fetched and why it stopped. Pure: the pages were fetched by the pipeline (`tools/mod.rs`).
 
-use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::ops::select_error;
+use super::output::{ExecuteResult, Output, PagesFetched};
 use super::page::Page;
 use super::select::Select;
 use super::{Engine, ToolError, ToolResult};
-use crate::upstream::{Cut, UpstreamResponse, fit};
-
-/// `api_execute`'s result (a sent call).
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ExecuteResult {
-    #[serde(flatten)]
-    pub response: UpstreamResponse,
-    /// Which whole items of the body's list were left out to fit the budget.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cut: Option<Cut>,
-    /// One sentence on what was left out or found nothing, and how to get it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
-    /// The `api_execute` arguments of the page after the last one fetched.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub next: Option<Map<String, Value>>,
-    /// With `pages`: how many were fetched, and why fewer than asked.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pages: Option<PagesFetched>,
-    pub operation_id: String,
-    pub method: String,
-}
-
-/// How many pages a call with `pages` fetched.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PagesFetched {
-    pub fetched: usize,
-    /// Why it stopped before the pages asked for (there was no next page, or a page failed).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub stopped_because: Option<String>,
-}
+use crate::upstream::{Cut, fit};
 
 /// The result of a call from its pages (at least one; the later ones are 2xx pages of the
 /// first one's list). `stopped` says why fewer pages than asked were fetched.
@@ -150,7 +118,7 @@ pub fn finish(engine: &Engine, mut pages: Vec<Page>, stopped: Option<String>) ->
         select.is_some(),
         next.is_some().then_some(resumes),
     );
-    Ok(serde_json::to_value(ExecuteResult {
+    Ok(Output::Execute(Box::new(ExecuteResult {
         response,
         cut: fitted.cut,
         note,
@@ -160,9 +128,8 @@ pub fn finish(engine: &Engine, mut pages: Vec<Page>, stopped: Option<String>) ->
             stopped_because: stopped.filter(|_| fetched < asked),
         }),
         operation_id: op.id.clone(),
-        method: op.method.as_str().to_string(),
-    })
-    .unwrap_or_default())
+        method: op.method,
+    })))
 }
 
 /// Names of a page-size query parameter beside `page`.

@@ -65,11 +65,10 @@ impl Select {
     }
 }
 
-/// `api_schema`'s lesson on `select` for an operation it described (`described`, its
+/// `api_schema`'s lesson on `select` for an operation it described (`responses`, of its
 /// compact view): one example made of the success body's own field names, when it has some.
-pub fn lesson(described: &Value) -> Option<String> {
-    let shape = described["responses"]
-        .as_object()?
+pub fn lesson(responses: &serde_json::Map<String, Value>) -> Option<String> {
+    let shape = responses
         .iter()
         .filter(|(status, _)| status.starts_with('2'))
         .find_map(|(_, r)| r.get("shape").filter(|s| s.is_object()))?;
@@ -221,12 +220,17 @@ mod tests {
 
     #[test]
     fn api_schema_teaches_it_with_the_fields_of_the_body() {
-        let list = json!({"responses": {"200": {"shape": {"type": "array", "items": {"type": "object",
-            "properties": {"url": "string", "number": "integer", "title": "string"}}}}}});
+        let responses = |v: Value| v["responses"].as_object().cloned().unwrap();
+        let list = responses(
+            json!({"responses": {"200": {"shape": {"type": "array", "items": {"type": "object",
+            "properties": {"url": "string", "number": "integer", "title": "string"}}}}}}),
+        );
         let l = lesson(&list).unwrap();
         assert!(l.contains("`[].{number: number, title: title}`"), "{l}");
-        let stripe = json!({"responses": {"200": {"shape": {"type": "object", "properties":
-            {"data": "array of object", "has_more": "boolean", "object": "string"}}}}});
+        let stripe = responses(
+            json!({"responses": {"200": {"shape": {"type": "object", "properties":
+            {"data": "array of object", "has_more": "boolean", "object": "string"}}}}}),
+        );
         let l = lesson(&stripe).unwrap();
         assert!(
             l.contains("`{data: data[:10], has_more: has_more, object: object}`"),
@@ -237,7 +241,7 @@ mod tests {
             let expr = e.split('`').nth(3).unwrap();
             Select::parse(expr).unwrap();
         }
-        assert_eq!(lesson(&json!({"responses": {"204": {}}})), None);
+        assert_eq!(lesson(&responses(json!({"responses": {"204": {}}}))), None);
     }
 
     #[test]

@@ -10,28 +10,7 @@ use sha2::{Digest, Sha256};
 
 use super::decode;
 use super::redact::Secrets;
-use super::response::{self, ShownBody};
-
-/// A complete binary response body, as the upstream sent it (content encoding undone).
-#[derive(Clone)]
-pub struct BinaryBody {
-    /// The response's media type, lower-case, parameters dropped; `application/octet-stream`
-    /// when it named none.
-    pub content_type: String,
-    pub bytes: bytes::Bytes,
-    /// Lower-case hex SHA-256 of `bytes`.
-    pub sha256: String,
-}
-
-impl std::fmt::Debug for BinaryBody {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BinaryBody")
-            .field("content_type", &self.content_type)
-            .field("len", &self.bytes.len())
-            .field("sha256", &self.sha256)
-            .finish()
-    }
-}
+use super::response::{self, BinaryBody, ShownBody};
 
 impl BinaryBody {
     /// `{contentType, bytes, sha256}`: how the tool result describes the body.

@@ -12,7 +12,8 @@ use std::time::Duration;
 use http::{HeaderName, HeaderValue};
 use url::Url;
 
-use super::redact::{Secrets, SecretsError};
+pub use super::config_error::ConfigError;
+use super::redact::{Secrets, SecretsError, credential_texts, redact_str, redact_url};
 
 /// Default response body budget (40 KiB): a whole result, with its headers and `next`, stays
 /// under what Claude Code (50,000 characters) and OpenCode (51,200 bytes, or nothing at all for
@@ -27,36 +28,6 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default number of same-origin redirects followed.
 pub const DEFAULT_MAX_REDIRECTS: usize = 5;
-
-/// Why a configuration value was refused.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    #[error("upstream header {0:?}: expected \"Name: value\"")]
-    HeaderSyntax(String),
-    #[error("upstream header name {0:?} is not a valid HTTP header name")]
-    HeaderName(String),
-    #[error("the value of upstream header {0} is not a valid HTTP header value")]
-    HeaderValue(String),
-    #[error("upstream header {0} cannot be configured: the HTTP client sets it")]
-    HeaderForbidden(String),
-    #[error("APIGATE_UPSTREAM_HEADERS: {0}")]
-    Env(String),
-    #[error("--upstream {url:?}: {message}")]
-    BaseUrl { url: String, message: String },
-    #[error(
-        "--upstream {url:?} has user info and an Authorization header is configured too: keep \
-         one of them (the user info is sent as `Authorization: Basic …`)"
-    )]
-    UserInfoAndAuthorization { url: String },
-    #[error("--upstream {url:?}: the user name and password must be UTF-8 once percent-decoded")]
-    UserInfoEncoding { url: String },
-    #[error("--upstream-credential {0}")]
-    SchemeCredential(String),
-    #[error("{0}")]
-    OAuth(String),
-    #[error("OAuth client credentials set the Authorization header, and {0} sets it too: keep one")]
-    OAuthAndAuthorization(&'static str),
-}
 
 /// How `api_execute` reaches the upstream API.
 #[derive(Clone)]
@@ -276,7 +247,7 @@ impl UpstreamConfig {
             out.push(format!("Basic {token}"));
             out.push(token);
             out.push(password.to_string());
-            basic(user_pass, &mut out);
+            super::redact::basic(user_pass, &mut out);
         }
         if let Some(o) = &self.oauth {
             out.extend(o.texts());
@@ -295,86 +266,10 @@ impl UpstreamConfig {
     }
 }
 
-/// A URL as it may be shown: user name and password removed.
-pub(crate) fn redact_url(url: &Url) -> String {
-    let mut shown = url.clone();
-    if !shown.username().is_empty() || shown.password().is_some() {
-        let _ = shown.set_username("");
-        let _ = shown.set_password(None);
-    }
-    shown.to_string()
-}
-
-/// A configured URL for an error message: no user info, no query, no fragment (either may
-/// hold a credential), even when it does not parse.
-pub(crate) fn redact_str(s: &str) -> String {
-    let s = s.trim();
-    let s = s.split(['?', '#']).next().unwrap_or_default();
-    if let Ok(u) = Url::parse(s)
-        && u.has_host()
-    {
-        return redact_url(&u);
-    }
-    // Unparsable, or no host (`user:password@host` reads as scheme `user`): drop everything
-    // between `scheme://` and the last `@` of the authority.
-    let (scheme, rest) = match s.split_once("://") {
-        Some((scheme, rest)) => (Some(scheme), rest),
-        None => (None, s),
-    };
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    let rest = match rest[..authority_end].rfind('@') {
-        Some(at) => &rest[at + 1..],
-        None => rest,
-    };
-    match scheme {
-        Some(scheme) => format!("{scheme}://{rest}"),
-        // No scheme: the text before an `@` may still be `user:password`.
-        None => rest.to_string(),
-    }
-}
-
-/// The texts an upstream might echo back for these credential headers: each value, the token
-/// after its scheme (`Bearer …`), and the `user:password` and password inside a Basic value.
-pub(crate) fn credential_texts<'a>(
-    values: impl IntoIterator<Item = &'a HeaderValue>,
-) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for v in values {
-        if let Ok(s) = v.to_str() {
-            value_texts(s, &mut out);
-        }
-    }
-    out
-}
-
-/// [`credential_texts`] of one header value.
-pub(crate) fn value_texts(value: &str, out: &mut Vec<String>) {
-    use base64::Engine as _;
-    let s = value.trim();
-    out.push(s.to_string());
-    if let Some((scheme, token)) = s.split_once(' ') {
-        let token = token.trim();
-        out.push(token.to_string());
-        if scheme.eq_ignore_ascii_case("basic")
-            && let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(token)
-            && let Ok(text) = String::from_utf8(bytes)
-        {
-            basic(text, out);
-        }
-    }
-}
-
-/// A Basic credential's `user:password` and its password.
-fn basic(user_pass: String, out: &mut Vec<String>) {
-    if let Some((_, password)) = user_pass.split_once(':') {
-        out.push(password.to_string());
-    }
-    out.push(user_pass);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::upstream::redact::assert_forms;
 
     #[test]
     fn headers_parse_and_stay_secret() {
@@ -393,21 +288,18 @@ mod tests {
         assert!(shown.contains("authorization: [redacted]"));
         assert!(cfg.is_credential("AUTHORIZATION"));
         let secrets = cfg.secrets().unwrap();
-        for form in [
-            "Bearer sk_live_x",
-            "sk_live_x",
-            "Bearer%20sk_live_x",
-            "Bearer+sk_live_x",
-            // base64("user:pw"): user info left in the URL is a credential too.
-            "Basic dXNlcjpwdw==",
-            "dXNlcjpwdw%3D%3D",
-        ] {
-            assert!(
-                secrets.forms().iter().any(|f| f == form),
-                "{form}: {:?}",
-                secrets.forms()
-            );
-        }
+        assert_forms(
+            &secrets,
+            &[
+                "Bearer sk_live_x",
+                "sk_live_x",
+                "Bearer%20sk_live_x",
+                "Bearer+sk_live_x",
+                // base64("user:pw"): user info left in the URL is a credential too.
+                "Basic dXNlcjpwdw==",
+                "dXNlcjpwdw%3D%3D",
+            ],
+        );
         // Too short to be redacted without mangling ordinary text.
         assert!(!secrets.forms().iter().any(|f| f == "user:pw"));
     }
@@ -428,15 +320,16 @@ mod tests {
         assert_eq!(value.to_str().unwrap(), "Basic YXBpQHVzZXI6cEBzcy13MHJk");
         assert!(value.is_sensitive());
         let secrets = cfg.secrets().unwrap();
-        for form in [
-            "Basic YXBpQHVzZXI6cEBzcy13MHJk",
-            "YXBpQHVzZXI6cEBzcy13MHJk",
-            "api@user:p@ss-w0rd",
-            "p@ss-w0rd",
-            "p%40ss-w0rd",
-        ] {
-            assert!(secrets.forms().iter().any(|f| f == form), "{form}");
-        }
+        assert_forms(
+            &secrets,
+            &[
+                "Basic YXBpQHVzZXI6cEBzcy13MHJk",
+                "YXBpQHVzZXI6cEBzcy13MHJk",
+                "api@user:p@ss-w0rd",
+                "p@ss-w0rd",
+                "p%40ss-w0rd",
+            ],
+        );
         // Moving it again changes nothing.
         let again = cfg.clone().with_user_info_as_header().unwrap();
         assert_eq!(again.headers.len(), cfg.headers.len());

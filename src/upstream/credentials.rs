@@ -9,9 +9,7 @@
 
 use http::{HeaderName, HeaderValue};
 
-/// The source of a signed identity assertion (`--identity-header`): its `htu` names the URL it
-/// was signed for, so a call that carries one follows no redirect.
-pub const ASSERTION_SOURCE: &str = "assertion";
+pub use super::headers::ASSERTION_SOURCE;
 
 /// What one call adds, and where each part came from (for the audit row; never a value).
 #[derive(Default, Clone)]
@@ -100,7 +98,7 @@ impl CallCredentials {
     /// Every credential text this call sends (header values and query values), for the
     /// response scrubber.
     pub(crate) fn texts(&self) -> Vec<String> {
-        let mut out = super::config::credential_texts(self.headers.iter().map(|(_, v, _)| v));
+        let mut out = super::redact::credential_texts(self.headers.iter().map(|(_, v, _)| v));
         out.extend(self.query.iter().map(|(_, v, _)| v.clone()));
         out
     }

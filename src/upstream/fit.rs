@@ -12,7 +12,7 @@ use super::cut::cut_json;
 use super::redact::Secrets;
 
 /// What a structured cut left out: `shown` of the `total` items of the array at `pointer`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Cut {
     /// JSON pointer of the array in the body (`""` for a top-level array).
     pub pointer: String,

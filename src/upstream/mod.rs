@@ -14,6 +14,7 @@ mod binary;
 mod body;
 mod build;
 mod config;
+mod config_error;
 mod credentials;
 mod cut;
 mod decode;
@@ -34,7 +35,7 @@ use url::Url;
 
 use crate::spec::{Operation, Spec};
 
-pub use binary::{BinaryBody, may_be_binary, sha256_hex};
+pub use binary::{may_be_binary, sha256_hex};
 pub(crate) use body::choose_media;
 pub use build::{CallArgs, PreparedRequest, media_essence};
 pub use config::{
@@ -47,7 +48,7 @@ pub(crate) use encode::scalar;
 pub use fit::{Cut, Fitted, fit, json_len, list_pointer};
 pub use oauth::{OAuth, OAuthConfig, OAuthError};
 pub use redact::{REDACTED, Secrets, SecretsError};
-pub use response::{ShownBody, UpstreamResponse, shown_body, shown_response};
+pub use response::{BinaryBody, ShownBody, UpstreamResponse, shown_body, shown_response};
 pub use schemes::{SchemeCredential, SchemeCredentials};
 
 /// Why a call did not produce an upstream response. An upstream answering with an error
@@ -281,7 +282,7 @@ impl Upstream {
         }
         oauth.rejected(&token);
         let token = oauth.token().await?;
-        tracing::info!(method = %req.method, url = %config::redact_url(&req.url),
+        tracing::info!(method = %req.method, url = %redact::redact_url(&req.url),
             "the API refused the OAuth token (401); sending the call once more with a fresh one");
         self.send_once(req, &with_token(call, &token)).await
     }
@@ -349,7 +350,7 @@ impl Upstream {
             }
             None => {}
         }
-        let shown_url = config::redact_url(&req.url);
+        let shown_url = redact::redact_url(&req.url);
         let result = builder.send().await;
         let mut resp = match result {
             Ok(r) => r,
@@ -462,7 +463,7 @@ impl Upstream {
         while let Some(s) = source {
             if let Some(o) = s.downcast_ref::<OffOrigin>() {
                 return UpstreamError::Redirect {
-                    to: secrets.scrub_str(&config::redact_url(&o.to)).into_owned(),
+                    to: secrets.scrub_str(&redact::redact_url(&o.to)).into_owned(),
                     origin: o.origin.origin().ascii_serialization(),
                 };
             }

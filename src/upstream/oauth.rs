@@ -15,7 +15,8 @@ use base64::Engine as _;
 use http::HeaderValue;
 use url::Url;
 
-use super::config::{ConfigError, redact_str};
+use super::config_error::ConfigError;
+use super::redact::redact_str;
 
 /// The token endpoint's answer is read up to this many bytes.
 const MAX_TOKEN_RESPONSE_BYTES: usize = 64 * 1024;
@@ -125,7 +126,7 @@ impl OAuthConfig {
     /// The texts an upstream might echo (the secret and the Basic header of the token request).
     pub(crate) fn texts(&self) -> Vec<String> {
         let mut out = vec![self.client_secret.clone()];
-        super::config::value_texts(&self.basic(), &mut out);
+        super::redact::value_texts(&self.basic(), &mut out);
         out
     }
 }

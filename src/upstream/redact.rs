@@ -17,8 +17,10 @@ use std::borrow::Cow;
 use std::fmt;
 
 use aho_corasick::{AhoCorasick, MatchKind};
+use http::HeaderValue;
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde_json::Value;
+use url::Url;
 
 /// What a credential is replaced with.
 pub const REDACTED: &str = "[redacted]";
@@ -362,6 +364,95 @@ fn lower_hex(encoded: &str) -> String {
     out
 }
 
+/// A URL as it may be shown: user name and password removed.
+pub(crate) fn redact_url(url: &Url) -> String {
+    let mut shown = url.clone();
+    if !shown.username().is_empty() || shown.password().is_some() {
+        let _ = shown.set_username("");
+        let _ = shown.set_password(None);
+    }
+    shown.to_string()
+}
+
+/// A configured URL for an error message: no user info, no query, no fragment (either may
+/// hold a credential), even when it does not parse.
+pub(crate) fn redact_str(s: &str) -> String {
+    let s = s.trim();
+    let s = s.split(['?', '#']).next().unwrap_or_default();
+    if let Ok(u) = Url::parse(s)
+        && u.has_host()
+    {
+        return redact_url(&u);
+    }
+    // Unparsable, or no host (`user:password@host` reads as scheme `user`): drop everything
+    // between `scheme://` and the last `@` of the authority.
+    let (scheme, rest) = match s.split_once("://") {
+        Some((scheme, rest)) => (Some(scheme), rest),
+        None => (None, s),
+    };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let rest = match rest[..authority_end].rfind('@') {
+        Some(at) => &rest[at + 1..],
+        None => rest,
+    };
+    match scheme {
+        Some(scheme) => format!("{scheme}://{rest}"),
+        // No scheme: the text before an `@` may still be `user:password`.
+        None => rest.to_string(),
+    }
+}
+
+/// The texts an upstream might echo back for these credential headers: each value, the token
+/// after its scheme (`Bearer …`), and the `user:password` and password inside a Basic value.
+pub(crate) fn credential_texts<'a>(
+    values: impl IntoIterator<Item = &'a HeaderValue>,
+) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for v in values {
+        if let Ok(s) = v.to_str() {
+            value_texts(s, &mut out);
+        }
+    }
+    out
+}
+
+/// [`credential_texts`] of one header value.
+pub(crate) fn value_texts(value: &str, out: &mut Vec<String>) {
+    use base64::Engine as _;
+    let s = value.trim();
+    out.push(s.to_string());
+    if let Some((scheme, token)) = s.split_once(' ') {
+        let token = token.trim();
+        out.push(token.to_string());
+        if scheme.eq_ignore_ascii_case("basic")
+            && let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(token)
+            && let Ok(text) = String::from_utf8(bytes)
+        {
+            basic(text, out);
+        }
+    }
+}
+
+/// A Basic credential's `user:password` and its password.
+pub(crate) fn basic(user_pass: String, out: &mut Vec<String>) {
+    if let Some((_, password)) = user_pass.split_once(':') {
+        out.push(password.to_string());
+    }
+    out.push(user_pass);
+}
+
+/// Asserts that `secrets` redacts each of `forms` (unit tests of the modules that build them).
+#[cfg(test)]
+pub(crate) fn assert_forms(secrets: &Secrets, forms: &[&str]) {
+    for form in forms {
+        assert!(
+            secrets.forms().iter().any(|f| f == form),
+            "{form}: {:?}",
+            secrets.forms()
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -374,18 +465,15 @@ mod tests {
     #[test]
     fn every_encoding_is_a_form() {
         let s = secrets(&["p@ss/w0rd+ x"]);
-        for form in [
-            "p@ss/w0rd+ x",
-            "p%40ss%2Fw0rd%2B%20x",
-            "p%40ss%2fw0rd%2b%20x",
-            "p%40ss%2Fw0rd%2B+x",
-        ] {
-            assert!(
-                s.forms().iter().any(|f| f == form),
-                "{form}: {:?}",
-                s.forms()
-            );
-        }
+        assert_forms(
+            &s,
+            &[
+                "p@ss/w0rd+ x",
+                "p%40ss%2Fw0rd%2B%20x",
+                "p%40ss%2fw0rd%2b%20x",
+                "p%40ss%2Fw0rd%2B+x",
+            ],
+        );
         assert!(secrets(&["short"]).is_empty());
     }
 
@@ -427,19 +515,17 @@ mod tests {
     #[test]
     fn a_cut_credential_is_dropped_from_the_end() {
         let s = secrets(&["Bearer sk_live_0123456789"]);
-        let mut t = "token: Bearer sk_live_012345678".to_string();
-        s.trim_partial_tail(&mut t);
-        assert_eq!(t, "token: ");
-        let mut t = "ends with B".to_string();
-        s.trim_partial_tail(&mut t);
-        assert_eq!(t, "ends with ");
-        let mut t = "nothing to drop".to_string();
-        s.trim_partial_tail(&mut t);
-        assert_eq!(t, "nothing to drop");
-        // Repeated characters that begin a credential are not all eaten.
-        let mut t = "x BBBBBBBB".to_string();
-        s.trim_partial_tail(&mut t);
-        assert_eq!(t, "x BBBBBBB");
+        for (text, trimmed) in [
+            ("token: Bearer sk_live_012345678", "token: "),
+            ("ends with B", "ends with "),
+            ("nothing to drop", "nothing to drop"),
+            // Repeated characters that begin a credential are not all eaten.
+            ("x BBBBBBBB", "x BBBBBBB"),
+        ] {
+            let mut t = text.to_string();
+            s.trim_partial_tail(&mut t);
+            assert_eq!(t, trimmed, "{text}");
+        }
         // A whole credential is not a cut one; `scrub` replaces it.
         assert_eq!(s.partial_tail_len(b"x Bearer sk_live_0123456789"), 25);
         // Escaped, with the escapes before it and an escape cut in two.

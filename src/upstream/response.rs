@@ -12,18 +12,25 @@ use super::cut::cut_json;
 use super::decode;
 use super::redact::Secrets;
 
-/// `api_execute`'s result: `{status, ok, headers, body, truncated, durationMs}`.
-#[derive(Debug, Clone, Serialize)]
+/// The API's answer as `api_execute` shows it: `{status, ok, headers, body, truncated,
+/// durationMs}` (the doc comments are the descriptions of its output schema).
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct UpstreamResponse {
     pub status: u16,
-    /// `true` for 2xx.
+    /// The API answered 2xx (a 4xx is a result too, with `ok` false: read its body).
     pub ok: bool,
-    /// The allow-listed response headers, lower-case names; repeated headers joined by `, `.
+    /// The response headers an agent may see, lower-case names.
     pub headers: Map<String, Value>,
-    /// Parsed JSON when the response is JSON; text otherwise; `null` when empty.
+    /// Parsed JSON, text, or null. A binary answer (a type that is not text, and bytes that
+    /// are not text) is described: {contentType, bytes, sha256, returnedAs, uri?, expiresAt?,
+    /// file?, note?}. returnedAs `image`: the bytes are an image content item of this result;
+    /// `resource_link`: a resource_link item, `uri` (apigate://responses/<id>) readable with
+    /// resources/read by the same API key until `expiresAt`. `file`: where `apigate dev
+    /// --download-dir` wrote it. `note`: why nothing was returned (over --max-read-bytes, a
+    /// credential inside, over --max-held-bytes).
     pub body: Value,
-    /// The body was longer than the budget and was cut.
+    /// Something of the body is not shown (see `cut` and `note`).
     pub truncated: bool,
     pub duration_ms: u64,
     /// The whole body when it is binary (not text by type and content), complete, within
@@ -31,7 +38,28 @@ pub struct UpstreamResponse {
     /// (`{contentType, bytes, sha256}`). Never serialized: `tools::binary_out` decides how it
     /// reaches the client.
     #[serde(skip)]
-    pub binary: Option<super::binary::BinaryBody>,
+    pub binary: Option<BinaryBody>,
+}
+
+/// A complete binary response body, as the upstream sent it (content encoding undone).
+#[derive(Clone)]
+pub struct BinaryBody {
+    /// The response's media type, lower-case, parameters dropped; `application/octet-stream`
+    /// when it named none.
+    pub content_type: String,
+    pub bytes: bytes::Bytes,
+    /// Lower-case hex SHA-256 of `bytes`.
+    pub sha256: String,
+}
+
+impl std::fmt::Debug for BinaryBody {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BinaryBody")
+            .field("content_type", &self.content_type)
+            .field("len", &self.bytes.len())
+            .field("sha256", &self.sha256)
+            .finish()
+    }
 }
 
 /// Response headers an agent may see. Everything else (cookies, internal routing headers,

@@ -7,7 +7,7 @@
 use base64::Engine as _;
 use http::{HeaderName, HeaderValue};
 
-use super::config::ConfigError;
+use super::config_error::ConfigError;
 use super::credentials::CallCredentials;
 use crate::spec::{KeyIn, SchemeKind};
 
@@ -144,7 +144,7 @@ impl SchemeCredential {
     pub(crate) fn texts(&self) -> Vec<String> {
         let mut out = vec![self.value.clone()];
         match &self.place {
-            Place::Header(_, v) => out.extend(super::config::credential_texts([v])),
+            Place::Header(_, v) => out.extend(super::redact::credential_texts([v])),
             Place::Query(n) | Place::Cookie(n) => out.push(format!("{n}={}", self.value)),
         }
         out

@@ -107,7 +107,7 @@ async fn start_upstream() -> String {
     format!("http://{addr}/v1")
 }
 
-fn args(upstream: &str) -> apigate::cli::dev::EngineArgs {
+fn args(upstream: &str) -> apigate::cli::args::EngineArgs {
     engine_args(&spec_path("downloads.json"), Some(upstream.to_string()))
 }
 

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use apigate::monitor::{OperationRef, sanitize_args};
 use apigate::spec::match_template;
+use apigate::tools::Tool;
 use serde_json::{Value, json};
 
 fn cases(target: &str) -> Vec<PathBuf> {
@@ -33,7 +34,7 @@ fn json_case(path: &Path) -> Value {
 fn sanitize_args_regressions() {
     for path in cases("sanitize_args") {
         let case = json_case(&path);
-        let tool = case["tool"].as_str().unwrap();
+        let tool = Tool::parse(case["tool"].as_str().unwrap()).unwrap();
         let op = case.get("operation").map(|o| {
             (
                 o["operationId"].as_str().unwrap().to_string(),

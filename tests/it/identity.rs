@@ -10,9 +10,9 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use apigate::auth::identity::{DRY_RUN_PLACEHOLDER, Identity, create_key_file};
 use apigate::auth::{Auth, AuthConfig, NewKey, NewSession, RateLimit};
 use apigate::http::{self, HttpOptions, KeyCheck};
-use apigate::identity::{DRY_RUN_PLACEHOLDER, Identity, create_key_file};
 use apigate::tools::Access;
 use axum::Router;
 use axum::extract::{Request, State};
@@ -504,7 +504,7 @@ async fn rotation_publishes_both_and_tampering_fails() {
     let forged = rogue
         .assertion(
             &apigate::auth::Principal::dev(),
-            &apigate::identity::CallFacts {
+            &apigate::auth::identity::CallFacts {
                 call_id: "forged",
                 operation: "getPetById",
                 method: "GET",

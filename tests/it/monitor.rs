@@ -11,6 +11,7 @@ use apigate::monitor::{
     self, BlockCause, Blocked, Monitor, MonitorConfig, OperationRef, RuleSet, RunningMonitor,
     ServerConfig, ToolCall,
 };
+use apigate::tools::Tool;
 use axum::Router;
 use axum::http::StatusCode;
 use axum::routing::{any, post};
@@ -117,7 +118,7 @@ async fn gated_call(
     let call = ToolCall {
         session_id: session,
         call_id,
-        tool: "api_execute",
+        tool: Tool::Execute,
         args: &args,
         operation: Some(OperationRef {
             operation_id: &op_id,
@@ -200,7 +201,7 @@ async fn gate_allows_and_sends_the_protocol_events() {
     let discover = ToolCall {
         session_id: "mcp-session-1",
         call_id: "call-2",
-        tool: "api_discover",
+        tool: Tool::Discover,
         args: &args,
         operation: None,
         preview: None,
@@ -286,7 +287,7 @@ async fn explicit_session_start_is_sent_once() {
     let call = ToolCall {
         session_id: "s-1",
         call_id: "c-1",
-        tool: "api_schema",
+        tool: Tool::Schema,
         args: &args,
         operation: None,
         preview: None,
@@ -705,7 +706,7 @@ async fn reference_monitor_counts_calls_and_matches_arguments() {
     "#;
     let server = reference_monitor(rules, Duration::from_secs(10)).await;
     let gate = client(&server.url(), Duration::from_secs(10));
-    let call = |session: &'static str, tool: &'static str, args: Value| {
+    let call = |session: &'static str, tool: Tool, args: Value| {
         let gate = gate.clone();
         async move {
             let c = ToolCall {
@@ -720,28 +721,28 @@ async fn reference_monitor_counts_calls_and_matches_arguments() {
         }
     };
     // burst: one discover a minute per session.
-    call("a", "api_discover", json!({"query": "pets"}))
+    call("a", Tool::Discover, json!({"query": "pets"}))
         .await
         .unwrap();
-    let b = call("a", "api_discover", json!({"query": "pets"}))
+    let b = call("a", Tool::Discover, json!({"query": "pets"}))
         .await
         .unwrap_err();
     assert!(b.reason.contains("burst"), "{b}");
-    call("b", "api_discover", json!({"query": "pets"}))
+    call("b", Tool::Discover, json!({"query": "pets"}))
         .await
         .unwrap();
     // argument regex on the sanitized args.
-    let b = call("c", "api_schema", json!({"operationId": "dropTables"}))
+    let b = call("c", Tool::Schema, json!({"operationId": "dropTables"}))
         .await
         .unwrap_err();
     assert!(b.reason.contains("sql"), "{b}");
     // budget: the 4th call of a session.
     for _ in 0..3 {
-        call("d", "api_schema", json!({"operationId": "listPets"}))
+        call("d", Tool::Schema, json!({"operationId": "listPets"}))
             .await
             .unwrap();
     }
-    let b = call("d", "api_schema", json!({"operationId": "listPets"}))
+    let b = call("d", Tool::Schema, json!({"operationId": "listPets"}))
         .await
         .unwrap_err();
     assert!(b.reason.contains("4 calls in this session, limit 3"), "{b}");

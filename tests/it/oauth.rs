@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use apigate::cli::dev::{EngineArgs, OAuthArgs};
+use apigate::cli::args::{EngineArgs, OAuthArgs};
 use axum::Router;
 use axum::extract::{Request, State};
 use axum::http::StatusCode;

@@ -66,7 +66,7 @@ impl Prod {
     /// [`Prod::start`] with the engine's options given (`opts.spec` is not used).
     pub(crate) async fn start_with(
         database_url: &str,
-        args: apigate::cli::dev::EngineArgs,
+        args: apigate::cli::args::EngineArgs,
         opts: Options,
     ) -> Prod {
         let cfg = AuthConfig {
@@ -81,7 +81,7 @@ impl Prod {
     /// [`BOOTSTRAP`].
     pub(crate) async fn launch(
         database_url: &str,
-        args: apigate::cli::dev::EngineArgs,
+        args: apigate::cli::args::EngineArgs,
         rules: PermissionRules,
         cfg: AuthConfig,
         stateless: bool,
@@ -111,7 +111,7 @@ impl Prod {
                 stateless,
                 max_body_bytes: 256 * 1024,
                 admin: Some(http::admin::router(auth.clone())),
-                store: Some(auth.store().clone()),
+                database: Some(auth.clone()),
                 ..HttpOptions::new(KeyCheck::Database(auth.clone()), "production")
             },
             shutdown.clone(),

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use apigate::cli::dev::EngineArgs;
+use apigate::cli::args::EngineArgs;
 use apigate::http::{self, Allowed, HttpOptions, KeyCheck};
 use axum::Router;
 use axum::body::Bytes;

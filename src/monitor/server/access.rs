@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use rand::Rng;
 use serde_json::json;
 
-use crate::auth::secrets_equal;
+use crate::secrets_equal;
 
 /// The query parameter of the printed link.
 pub(super) const LINK_PARAM: &str = "token";

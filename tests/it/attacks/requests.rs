@@ -14,8 +14,8 @@
 use std::sync::Arc;
 
 use apigate::auth::NewKey;
+use apigate::auth::identity::{Identity, create_key_file};
 use apigate::http::{self, HttpOptions, KeyCheck};
-use apigate::identity::{Identity, create_key_file};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 

@@ -25,7 +25,7 @@ use sha2::{Digest, Sha256};
 use url::Url;
 use zeroize::Zeroizing;
 
-use crate::auth::Principal;
+use super::Principal;
 
 /// How long an assertion is valid after it was made, in seconds (the bound is 60).
 pub const LIFETIME_SECS: i64 = 60;
@@ -37,7 +37,7 @@ pub const MAX_KEY_FILE_BYTES: u64 = 16 * 1024;
 pub const MAX_KEYS: usize = 8;
 
 /// The `audit`/`CallCredentials` source of the assertion header.
-pub const SOURCE: &str = crate::upstream::ASSERTION_SOURCE;
+pub const SOURCE: &str = crate::upstream::headers::ASSERTION_SOURCE;
 
 /// What a dry run shows in place of the assertion (never a value).
 pub const DRY_RUN_PLACEHOLDER: &str = "[signed identity assertion, added when sent]";

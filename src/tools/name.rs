@@ -1,0 +1,56 @@
+//! [`Tool`]: which of the three tools a call names, parsed once where a call arrives (the MCP
+//! adapters) and used by the pipeline, the metrics and the monitor. A leaf: it imports nothing
+//! of the crate, so `monitor` may use it.
+
+/// One of the three tools. Ordered as their names sort (the monitor's `uniqueTools`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Tool {
+    Discover,
+    Execute,
+    Schema,
+}
+
+/// A tool name that is none of the three: the agent's text, kept for the error message and
+/// the audit row's length (it is never logged or stored as it is).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownTool(pub String);
+
+impl Tool {
+    /// The three, in the order `tools/list` shows them.
+    pub const ALL: [Tool; 3] = [Tool::Discover, Tool::Schema, Tool::Execute];
+
+    /// `api_discover`, `api_schema`, `api_execute`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Tool::Discover => "api_discover",
+            Tool::Schema => "api_schema",
+            Tool::Execute => "api_execute",
+        }
+    }
+
+    /// The tool `name` names (exactly: tool names are case-sensitive), or the name as unknown.
+    pub fn parse(name: &str) -> Result<Tool, UnknownTool> {
+        Tool::ALL
+            .into_iter()
+            .find(|t| t.name() == name)
+            .ok_or_else(|| UnknownTool(name.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_nothing_else_parses() {
+        for t in Tool::ALL {
+            assert_eq!(Tool::parse(t.name()), Ok(t));
+        }
+        let mut sorted = Tool::ALL;
+        sorted.sort();
+        assert!(sorted.windows(2).all(|w| w[0].name() < w[1].name()));
+        for other in ["API_DISCOVER", "api_discover ", "", "unknown"] {
+            assert_eq!(Tool::parse(other), Err(UnknownTool(other.into())));
+        }
+    }
+}

@@ -1,0 +1,202 @@
+//! What the three tools return, as types: the JSON an agent reads is their `Serialize` form,
+//! and the `outputSchema` each tool publishes is derived from the same types (schemars), so
+//! the two cannot drift and no adapter parses a result back to learn what it holds.
+
+use schemars::{JsonSchema, Schema, SchemaGenerator, generate::SchemaSettings};
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use super::{Tool, ToolError};
+use crate::spec::{Method, OperationView};
+use crate::upstream::{Cut, UpstreamResponse};
+
+/// One finished tool call's result.
+#[derive(Debug)]
+pub enum Output {
+    Discover(DiscoverResult),
+    Schema(Box<SchemaResult>),
+    Execute(Box<ExecuteResult>),
+    DryRun(DryRunResult),
+}
+
+impl Output {
+    /// The JSON an agent reads (`structuredContent`).
+    pub fn to_json(&self) -> Value {
+        let value = match self {
+            Output::Discover(r) => serde_json::to_value(r),
+            Output::Schema(r) => serde_json::to_value(r),
+            Output::Execute(r) => serde_json::to_value(r),
+            Output::DryRun(r) => serde_json::to_value(r),
+        };
+        // The types hold strings, numbers and JSON values only: serializing them cannot fail.
+        value.unwrap_or_default()
+    }
+
+    /// For a sent `api_execute`: whether its method only reads (the result's `_meta`).
+    pub fn read_only(&self) -> Option<bool> {
+        match self {
+            Output::Execute(r) => Some(!r.method.is_mutating()),
+            _ => None,
+        }
+    }
+}
+
+/// `api_discover`'s result.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DiscoverResult {
+    pub results: Vec<DiscoverHit>,
+    /// How many operations matched.
+    pub total: usize,
+}
+
+/// One operation `api_discover` found.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DiscoverHit {
+    pub operation_id: String,
+    pub method: Method,
+    pub path: String,
+    pub summary: String,
+    pub tags: Vec<String>,
+    pub mutating: bool,
+    pub score: f32,
+}
+
+/// `api_schema`'s result: the operation's view, with what the caller's credentials allow and
+/// a `select` hint for its answer.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SchemaResult {
+    #[serde(flatten)]
+    pub operation: OperationView,
+    /// A `select` expression that keeps the answer small, with an example.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub select: Option<String>,
+}
+
+/// `api_execute`'s result for a sent call: the API's answer (4xx included: `ok` is false),
+/// fitted to the budget, and how to go on.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecuteResult {
+    #[serde(flatten)]
+    pub response: UpstreamResponse,
+    /// Whole items of the body's list were left out to fit the budget: `shown` of `total`
+    /// items of the array at JSON pointer `pointer` ("" for a top-level array); every key
+    /// outside that array is kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cut: Option<Cut>,
+    /// One sentence on what is not shown (or what `select` did not match) and how to get it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// The exact api_execute arguments for the next page (from the Link header or a cursor in
+    /// the body): call api_execute with them as they are.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next: Option<Map<String, Value>>,
+    /// With `pages`: how many were fetched, and `stoppedBecause` when fewer than asked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pages: Option<PagesFetched>,
+    pub operation_id: String,
+    pub method: Method,
+}
+
+/// How many pages a call with `pages` fetched.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PagesFetched {
+    pub fetched: usize,
+    /// Why it stopped before the pages asked for (there was no next page, or a page failed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped_because: Option<String>,
+}
+
+/// `api_execute`'s result with `dryRun`: the request that would be sent, credentials redacted.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DryRunResult {
+    #[schemars(schema_with = "always_true")]
+    pub dry_run: bool,
+    pub operation_id: String,
+    /// Method, URL, headers and body as they would be sent.
+    pub request: Map<String, Value>,
+}
+
+fn always_true(_: &mut SchemaGenerator) -> Schema {
+    schemars::json_schema!({"const": true})
+}
+
+/// A failed call as an agent reads it: `{error, code, …details}`.
+#[derive(Serialize, JsonSchema)]
+pub struct ErrorResult<'a> {
+    /// What happened and what to do.
+    pub error: &'a str,
+    pub code: super::Code,
+    #[serde(flatten)]
+    pub details: &'a Map<String, Value>,
+}
+
+/// A type's JSON Schema as `outputSchema` shows it: subschemas inline, no `$schema` or titles,
+/// and no `format` on numbers (Rust's integer widths say nothing to an agent).
+fn schema_of<T: JsonSchema>() -> Value {
+    let generator = SchemaSettings::draft2020_12()
+        .with(|s| {
+            s.meta_schema = None;
+            s.inline_subschemas = true;
+        })
+        .into_generator();
+    let mut v = generator.into_root_schema_for::<T>().to_value();
+    tidy(&mut v);
+    v
+}
+
+fn tidy(v: &mut Value) {
+    match v {
+        Value::Object(map) => {
+            map.remove("title");
+            let numeric = matches!(
+                map.get("type").and_then(Value::as_str),
+                Some("integer" | "number")
+            );
+            if numeric {
+                map.remove("format");
+            }
+            // Inside `properties` the keys are field names, not keywords.
+            for (k, child) in map.iter_mut() {
+                if k == "properties" {
+                    if let Value::Object(fields) = child {
+                        fields.values_mut().for_each(tidy);
+                    }
+                } else {
+                    tidy(child);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(tidy),
+        _ => {}
+    }
+}
+
+/// A tool's output JSON Schema: what `structuredContent` holds, its result or, with
+/// `isError: true`, `{error, code, …details}`.
+pub fn output_schema(tool: Tool) -> Value {
+    let mut results = match tool {
+        Tool::Discover => vec![schema_of::<DiscoverResult>()],
+        Tool::Schema => vec![schema_of::<SchemaResult>()],
+        Tool::Execute => vec![schema_of::<ExecuteResult>(), schema_of::<DryRunResult>()],
+    };
+    results.push(schema_of::<ErrorResult<'static>>());
+    serde_json::json!({"type": "object", "anyOf": results})
+}
+
+impl ToolError {
+    /// `{"error": message, "code": CODE, ...details}`.
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(ErrorResult {
+            error: &self.message,
+            code: self.code,
+            details: &self.details,
+        })
+        .unwrap_or_default()
+    }
+}
