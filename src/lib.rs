@@ -26,6 +26,47 @@ pub fn secrets_equal(a: &str, b: &str) -> bool {
     a.ct_eq(&b).into()
 }
 
+/// `impl Debug` showing only the named fields, for a type that holds a secret or something too
+/// large to print. A bare name shows that field; `name: value` shows `value` under that name; a
+/// trailing `..` prints `..` after the fields (the type has more than it shows):
+///
+/// - `debug_fields!(Store { .. })`
+/// - `debug_fields!(CreatedKey { id, key: "<redacted>", name, .. })`
+/// - `debug_fields!(|a: Admin| { actor: a.actor.label, .. })`: `a` is `&self`, for values that
+///   read the value itself.
+macro_rules! debug_fields {
+    ($name:ident { .. }) => {
+        $crate::debug_fields!(@impl this $name {} finish_non_exhaustive);
+    };
+    ($name:ident { $($body:tt)+ }) => {
+        $crate::debug_fields!(|this: $name| { $($body)+ });
+    };
+    (|$this:ident: $name:ident| { $($field:ident $(: $value:expr)?),+ , .. }) => {
+        $crate::debug_fields!(@impl $this $name { $($field $(: $value)?),+ } finish_non_exhaustive);
+    };
+    (|$this:ident: $name:ident| { $($field:ident $(: $value:expr)?),+ $(,)? }) => {
+        $crate::debug_fields!(@impl $this $name { $($field $(: $value)?),+ } finish);
+    };
+    (@impl $this:ident $name:ident { $($field:ident $(: $value:expr)?),* } $finish:ident) => {
+        impl ::std::fmt::Debug for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                #[allow(unused_variables)]
+                let $this = self;
+                f.debug_struct(stringify!($name))
+                    $(.field(stringify!($field), $crate::debug_fields!(@value $this $field $($value)?)))*
+                    .$finish()
+            }
+        }
+    };
+    (@value $this:ident $field:ident) => {
+        &$this.$field
+    };
+    (@value $this:ident $field:ident $value:expr) => {
+        &$value
+    };
+}
+pub(crate) use debug_fields;
+
 /// An error and its causes on one line (`a: b: c`), leaving out a cause whose text the line
 /// already holds. Give it `reqwest::Error::without_url()`: a URL may hold a credential.
 pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {

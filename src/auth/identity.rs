@@ -93,13 +93,7 @@ pub struct SigningKey {
     x: String,
 }
 
-impl std::fmt::Debug for SigningKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SigningKey")
-            .field("kid", &self.kid)
-            .finish()
-    }
-}
+crate::debug_fields!(SigningKey { kid });
 
 impl SigningKey {
     /// Reads a PKCS#8 PEM Ed25519 private key (v1 or v2).
@@ -248,15 +242,11 @@ pub struct Identity {
     jwks: Value,
 }
 
-impl std::fmt::Debug for Identity {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Identity")
-            .field("header", &self.header)
-            .field("issuer", &self.issuer)
-            .field("keys", &self.keys)
-            .finish()
-    }
-}
+crate::debug_fields!(Identity {
+    header,
+    issuer,
+    keys
+});
 
 /// The RFC 8693 actor: the agent's server key.
 #[derive(Serialize)]

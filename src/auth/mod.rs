@@ -5,26 +5,30 @@
 //! ([`Auth::authenticate_session`]) on every tool call in production. Both cache verified
 //! results for at most [`MAX_CACHE_TTL`]; revocations and role changes made by any instance reach
 //! every instance's cache at once through the store's `LISTEN/NOTIFY` channel.
+//!
+//! Here: [`Auth`] and its settings, rate limits, the audit hook and the admin shortcuts. The
+//! two tiers are in `verify.rs`, the caches they fill in `cache.rs`, who a caller is and what it
+//! may do in `principal.rs`, the admin operations in `admin/`.
 
 mod admin;
 mod audit;
 mod audit_budget;
+mod cache;
 mod features;
 pub mod identity;
+mod principal;
 mod rate;
 pub mod sealed;
 mod secrets;
 pub mod session_upstream;
 pub use secrets::secrets_equal;
 mod token_arg;
+mod verify;
 
-use std::fmt;
-use std::net::IpAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use moka::future::Cache;
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
@@ -36,6 +40,7 @@ pub use admin::{
     Role, SessionInfo, SessionPage, SessionQuery, SessionRef,
 };
 pub use features::{Features, PermissionRules, RuleError, RuleSpec};
+pub use principal::{KeyPrincipal, Principal};
 pub use rate::RateLimit;
 pub use token_arg::{
     SESSION_TOKEN_ARG, SESSION_TOKEN_HEADER, add_session_token_param, choose_session_token,
@@ -43,14 +48,12 @@ pub use token_arg::{
 };
 
 use crate::spec::Method;
-use crate::store::{
-    AuditEntry, Decision, Heard, Invalidation, InvalidationListener, KeyRow, Store, StoreError,
-};
+use crate::store::{AuditEntry, Decision, Store, StoreError};
 use audit::AuditWriter;
 use audit_budget::AuditBudget;
-use rate::{Limiter, Source, Subject};
+use cache::{Caches, Digest, listen_for_invalidations};
+use rate::{Limiter, Subject};
 use sealed::SecretKeys;
-use session_upstream::SessionUpstream;
 
 /// The longest time a verified credential is trusted without asking the database.
 pub const MAX_CACHE_TTL: Duration = Duration::from_secs(60);
@@ -134,356 +137,15 @@ impl Default for AuthConfig {
     }
 }
 
-impl fmt::Debug for AuthConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AuthConfig")
-            .field(
-                "bootstrap_key",
-                &self.bootstrap_key.as_ref().map(|_| "<redacted>"),
-            )
-            .field("cache_ttl", &self.cache_ttl)
-            .field("cache_capacity", &self.cache_capacity)
-            .field("key_rate", &self.key_rate)
-            .field("session_rate", &self.session_rate)
-            .field("verify_rate", &self.verify_rate)
-            .field("secret_keys", &self.secret_keys)
-            .finish()
-    }
-}
-
-/// A verified server key (tier 1).
-#[derive(Debug, Clone)]
-pub struct KeyPrincipal {
-    /// `None` for the bootstrap key and the dev key.
-    pub key_id: Option<Uuid>,
-    pub name: String,
-    pub public_id: Option<String>,
-    pub roles: Vec<String>,
-    /// The key's own features ∪ its roles' features.
-    pub features: Features,
-    pub read_only: bool,
-    pub expires_at: Option<DateTime<Utc>>,
-}
-
-impl KeyPrincipal {
-    fn bootstrap() -> KeyPrincipal {
-        KeyPrincipal {
-            key_id: None,
-            name: "bootstrap".into(),
-            public_id: None,
-            roles: Vec::new(),
-            features: Features::all(),
-            read_only: false,
-            expires_at: None,
-        }
-    }
-
-    /// The dev-mode key (no database): every feature.
-    pub fn dev() -> KeyPrincipal {
-        KeyPrincipal {
-            name: "dev".into(),
-            ..KeyPrincipal::bootstrap()
-        }
-    }
-
-    pub fn is_bootstrap(&self) -> bool {
-        self.key_id.is_none() && self.name == "bootstrap"
-    }
-
-    /// A label for logs and `created_by`: `key:<public id>`, `bootstrap` or `dev`.
-    pub fn label(&self) -> String {
-        match &self.public_id {
-            Some(p) => format!("key:{p}"),
-            None => self.name.clone(),
-        }
-    }
-
-    /// The key acting on its own (dev mode, admin API): its features, no user.
-    pub fn principal(&self) -> Principal {
-        Principal {
-            key_id: self.key_id,
-            key_label: self.label(),
-            key_name: self.name.clone(),
-            session_id: None,
-            user_id: None,
-            tenant_id: None,
-            organization_id: None,
-            roles: self.roles.clone(),
-            features: self.features.clone(),
-            read_only: self.read_only,
-            expires_at: self.expires_at,
-            upstream: None,
-        }
-    }
-}
-
-/// Who is calling and what they may do: a key alone (dev mode) or a key plus a session.
-#[derive(Debug, Clone)]
-pub struct Principal {
-    pub key_id: Option<Uuid>,
-    /// `key:<public id>`, `bootstrap` or `dev`.
-    pub key_label: String,
-    /// The key's name (`apigate keys create --name`), `bootstrap` or `dev`.
-    pub key_name: String,
-    pub session_id: Option<Uuid>,
-    pub user_id: Option<String>,
-    pub tenant_id: Option<String>,
-    pub organization_id: Option<String>,
-    pub roles: Vec<String>,
-    /// Effective features: the key's (own ∪ its roles') ∩ the session's (own ∪ its roles');
-    /// the key's alone without a session.
-    pub features: Features,
-    /// Set when the session or the key is read-only.
-    pub read_only: bool,
-    pub expires_at: Option<DateTime<Utc>>,
-    /// The session's own upstream credentials, opened (`Debug` shows names only).
-    pub upstream: Option<Arc<SessionUpstream>>,
-}
-
-impl Principal {
-    /// The all-features principal of dev mode.
-    pub fn dev() -> Principal {
-        KeyPrincipal::dev().principal()
-    }
-
-    /// The feature a tool needs: `api_discover` → `apigate.discover`, and so on.
-    pub fn tool_feature(tool: &str) -> String {
-        format!("apigate.{}", tool.strip_prefix("api_").unwrap_or(tool))
-    }
-
-    /// Whether the caller may call the tool at all.
-    pub fn may_use_tool(&self, tool: &str) -> Result<(), AuthError> {
-        let feature = Principal::tool_feature(tool);
-        if self.features.allows(&feature) {
-            Ok(())
-        } else {
-            Err(AuthError::Forbidden { missing: feature })
-        }
-    }
-
-    /// Whether the caller may execute `method path_template`: read-only callers only safe
-    /// methods; every feature in `required` (the operation's `x-required-features`) and every
-    /// feature the configured rules require.
-    pub fn may_execute(
-        &self,
-        method: Method,
-        path_template: &str,
-        required: &[String],
-        rules: &PermissionRules,
-    ) -> Result<(), AuthError> {
-        if self.read_only && !method.is_safe() {
-            return Err(AuthError::ReadOnly { method });
-        }
-        let needed = required
-            .iter()
-            .map(String::as_str)
-            .chain(rules.required_for(method.as_str(), path_template));
-        match self.features.first_missing(needed) {
-            Some(missing) => Err(AuthError::Forbidden {
-                missing: missing.to_string(),
-            }),
-            None => Ok(()),
-        }
-    }
-
-    /// Whether discovery and schema should show the operation: the caller could execute it
-    /// (holds `apigate.execute` and passes [`Principal::may_execute`]).
-    pub fn may_see(
-        &self,
-        method: Method,
-        path_template: &str,
-        required: &[String],
-        rules: &PermissionRules,
-    ) -> bool {
-        self.features.allows("apigate.execute")
-            && self
-                .may_execute(method, path_template, required, rules)
-                .is_ok()
-    }
-
-    /// An audit entry for a call by this principal; fill in the rest and pass it to
-    /// [`Auth::record_audit`].
-    pub fn audit_entry(&self, tool: &str, decision: Decision) -> AuditEntry {
-        AuditEntry {
-            key_id: self.key_id,
-            session_id: self.session_id,
-            user_id: self.user_id.clone(),
-            tenant_id: self.tenant_id.clone(),
-            organization_id: self.organization_id.clone(),
-            credential_sources: Vec::new(),
-            tool: tool.to_string(),
-            actor: Some(self.key_label.clone()),
-            target: None,
-            operation: None,
-            method: None,
-            path: None,
-            decision,
-            upstream_status: None,
-            duration_ms: 0,
-            error_code: None,
-            at: Utc::now(),
-            call_id: Uuid::new_v4(),
-        }
-    }
-
-    fn rate_subjects(&self) -> Vec<Subject> {
-        let mut v = vec![Subject::Key(match self.key_id {
-            Some(id) => id.to_string(),
-            None => self.key_label.clone(),
-        })];
-        if let Some(s) = self.session_id {
-            v.push(Subject::Session(s.to_string()));
-        }
-        v
-    }
-}
-
-// ---- caches -----------------------------------------------------------------------------------
-
-#[derive(Clone)]
-enum KeyOutcome {
-    Valid(Arc<KeyPrincipal>),
-    Unknown,
-    WrongSecret,
-    Revoked,
-}
-
-#[derive(Clone)]
-struct CachedKey {
-    outcome: KeyOutcome,
-    key_id: Option<Uuid>,
-    /// The invalidation generation read before the database was asked.
-    generation: u64,
-}
-
-#[derive(Debug)]
-struct SessionData {
-    id: Uuid,
-    user_id: String,
-    tenant_id: Option<String>,
-    organization_id: Option<String>,
-    roles: Vec<String>,
-    features: Features,
-    read_only: bool,
-    expires_at: DateTime<Utc>,
-    /// Opened once per cache fill and kept only as long as this entry.
-    upstream: SessionCredentials,
-}
-
-/// A session's upstream credentials as loaded.
-#[derive(Debug)]
-enum SessionCredentials {
-    None,
-    Ready(Arc<SessionUpstream>),
-    /// Stored but cannot be opened here: the session's calls fail (closed).
-    Unusable(String),
-}
-
-#[derive(Clone)]
-enum SessionOutcome {
-    Valid(Arc<SessionData>),
-    Unknown,
-    Revoked,
-}
-
-#[derive(Clone)]
-struct CachedSession {
-    outcome: SessionOutcome,
-    session_id: Option<Uuid>,
-    generation: u64,
-}
-
-type Digest = [u8; 32];
-
-/// Why a key could not be verified (never cached).
-#[derive(Debug)]
-enum VerifyError {
-    Store(StoreError),
-    /// Too many verifications for this public id lately.
-    Throttled(Duration),
-}
-
-impl From<StoreError> for VerifyError {
-    fn from(e: StoreError) -> Self {
-        VerifyError::Store(e)
-    }
-}
-
-/// The caches and the counter the invalidation listener shares with [`Auth`].
-#[derive(Clone)]
-struct Caches {
-    keys: Cache<Digest, CachedKey>,
-    sessions: Cache<Digest, CachedSession>,
-    /// Bumped before every invalidation, so a lookup racing with one does not cache its result.
-    generation: Arc<AtomicU64>,
-}
-
-impl Caches {
-    fn new(ttl: Duration, capacity: u64) -> Caches {
-        Caches {
-            keys: Cache::builder()
-                .max_capacity(capacity)
-                .time_to_live(ttl)
-                .build(),
-            sessions: Cache::builder()
-                .max_capacity(capacity)
-                .time_to_live(ttl)
-                .build(),
-            generation: Arc::new(AtomicU64::new(0)),
-        }
-    }
-
-    async fn apply(&self, what: &Invalidation) {
-        self.generation.fetch_add(1, Ordering::SeqCst);
-        match what {
-            Invalidation::Key(id) => {
-                for (digest, v) in self.keys.iter() {
-                    if v.key_id == Some(*id) {
-                        self.keys.invalidate(&*digest).await;
-                    }
-                }
-            }
-            Invalidation::Session(id) => {
-                for (digest, v) in self.sessions.iter() {
-                    if v.session_id == Some(*id) {
-                        self.sessions.invalidate(&*digest).await;
-                    }
-                }
-            }
-            Invalidation::Roles => self.flush(),
-        }
-    }
-
-    fn flush(&self) {
-        self.generation.fetch_add(1, Ordering::SeqCst);
-        self.keys.invalidate_all();
-        self.sessions.invalidate_all();
-    }
-}
-
-async fn listen_for_invalidations(caches: Caches, mut listener: InvalidationListener) {
-    loop {
-        match listener.next().await {
-            Ok(Heard::Change(what)) => caches.apply(&what).await,
-            Ok(Heard::Gap) => {
-                tracing::warn!(
-                    "credential-change listener reconnected; dropping cached credentials"
-                );
-                caches.flush();
-            }
-            Err(e) if e.is_pool_closed() => {
-                tracing::debug!("credential-change listener stopped: the pool is closed");
-                return;
-            }
-            Err(e) => {
-                // Changes may be missed until the listener reconnects (on its next call).
-                caches.flush();
-                tracing::warn!(error = %e, "credential-change listener failed; retrying in 1 s");
-                tokio::time::sleep(Duration::from_secs(1)).await;
-            }
-        }
-    }
-}
+crate::debug_fields!(|c: AuthConfig| {
+    bootstrap_key: c.bootstrap_key.as_ref().map(|_| "<redacted>"),
+    cache_ttl,
+    cache_capacity,
+    key_rate,
+    session_rate,
+    verify_rate,
+    secret_keys,
+});
 
 struct Inner {
     store: Store,
@@ -538,11 +200,7 @@ pub struct Auth {
     inner: Arc<Inner>,
 }
 
-impl fmt::Debug for Auth {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Auth").finish_non_exhaustive()
-    }
-}
+crate::debug_fields!(Auth { .. });
 
 impl Auth {
     /// Subscribes to credential changes (so it fails when the database is unreachable) and
@@ -588,327 +246,6 @@ impl Auth {
     /// Whether the database answers (`/health`): one `SELECT 1`.
     pub async fn ping(&self) -> Result<(), crate::store::StoreError> {
         self.inner.store.ping().await
-    }
-
-    // ---- tier 1 ---------------------------------------------------------------------------------
-
-    /// Verifies an `x-api-key` value: the bootstrap key, or an active server key. For keys
-    /// presented over the network use [`Auth::authenticate_key_from`], so that secrets guessed
-    /// elsewhere cannot throttle this caller.
-    pub async fn authenticate_key(&self, presented: &str) -> Result<KeyPrincipal, AuthError> {
-        self.authenticate_key_from(presented, None).await
-    }
-
-    /// [`Auth::authenticate_key`] for a request from `source` (the peer address of the
-    /// connection). argon2 verifications of keys this instance has not verified before are
-    /// throttled per public id **and** source: someone guessing secrets for a known public id
-    /// exhausts only their own budget, not the key owner's. Behind a reverse proxy every
-    /// request has the proxy's address (forwarding headers are not trusted), so callers behind
-    /// one proxy share one budget.
-    pub async fn authenticate_key_from(
-        &self,
-        presented: &str,
-        source: Option<IpAddr>,
-    ) -> Result<KeyPrincipal, AuthError> {
-        if presented.is_empty() {
-            return Err(AuthError::Unauthorized(
-                "an API key is required: send it in the x-api-key header".into(),
-            ));
-        }
-        if let Some(bootstrap) = &self.inner.bootstrap_key
-            && secrets::secrets_equal(presented, bootstrap)
-        {
-            return Ok(KeyPrincipal::bootstrap());
-        }
-        let Some((public_id, secret)) = secrets::parse_key(presented) else {
-            return Err(AuthError::Unauthorized("invalid API key".into()));
-        };
-        let digest = secrets::sha256(presented);
-        let caches = &self.inner.caches;
-        let mut cached = None;
-        for _attempt in 0..2 {
-            let entry = caches
-                .keys
-                .entry(digest)
-                .or_try_insert_with(self.verify_key(public_id, secret, &digest, source))
-                .await
-                .map_err(|e| match &*e {
-                    VerifyError::Store(e) => AuthError::from_store(e),
-                    VerifyError::Throttled(wait) => {
-                        let source = source.map(|s| Source::of(s).to_string());
-                        tracing::warn!(public_id, source, "API key verification throttled");
-                        AuthError::RateLimited {
-                            retry_after_ms: millis(*wait),
-                        }
-                    }
-                })?;
-            let fresh = entry.is_fresh();
-            let value = entry.into_value();
-            let raced = fresh && caches.generation.load(Ordering::SeqCst) != value.generation;
-            if raced {
-                // An invalidation arrived while we asked the database: the answer may predate it.
-                caches.keys.invalidate(&digest).await;
-                cached = Some(value);
-                continue;
-            }
-            cached = Some(value);
-            break;
-        }
-        let Some(cached) = cached else {
-            return Err(AuthError::Unauthorized("invalid API key".into()));
-        };
-        match cached.outcome {
-            KeyOutcome::Valid(k) => {
-                if k.expires_at.is_some_and(|at| at <= Utc::now()) {
-                    return Err(AuthError::Unauthorized("the API key has expired".into()));
-                }
-                Ok((*k).clone())
-            }
-            KeyOutcome::Revoked => Err(AuthError::Unauthorized(
-                "the API key has been revoked".into(),
-            )),
-            KeyOutcome::Unknown | KeyOutcome::WrongSecret => {
-                Err(AuthError::Unauthorized("invalid API key".into()))
-            }
-        }
-    }
-
-    async fn verify_key(
-        &self,
-        public_id: &str,
-        secret: &str,
-        digest: &Digest,
-        source: Option<IpAddr>,
-    ) -> Result<CachedKey, VerifyError> {
-        let generation = self.inner.caches.generation.load(Ordering::SeqCst);
-        let Some(row) = self.inner.store.find_server_key(public_id).await? else {
-            return Ok(CachedKey {
-                outcome: KeyOutcome::Unknown,
-                key_id: None,
-                generation,
-            });
-        };
-        let key_id = Some(row.id);
-        if row.revoked_at.is_some() {
-            return Ok(CachedKey {
-                outcome: KeyOutcome::Revoked,
-                key_id,
-                generation,
-            });
-        }
-        let Some(hash) = row.secret_hash.as_deref() else {
-            return Ok(CachedKey {
-                outcome: KeyOutcome::WrongSecret,
-                key_id,
-                generation,
-            });
-        };
-        let seen_before = self
-            .inner
-            .verified
-            .get(public_id)
-            .await
-            .is_some_and(|v| v.0 == *digest && v.1 == hash);
-        let matches = seen_before || {
-            self.inner
-                .limiter
-                .take(&[Subject::Verify {
-                    public_id: public_id.to_string(),
-                    source: source.map(Source::of),
-                }])
-                .map_err(VerifyError::Throttled)?;
-            let ok = self.verify_blocking(secret, hash).await;
-            if ok {
-                self.inner
-                    .verified
-                    .insert(public_id.to_string(), Arc::new((*digest, hash.to_string())))
-                    .await;
-            }
-            ok
-        };
-        if !matches {
-            tracing::warn!(public_id, "API key refused: wrong secret");
-            return Ok(CachedKey {
-                outcome: KeyOutcome::WrongSecret,
-                key_id,
-                generation,
-            });
-        }
-        self.touch_later(row.id);
-        Ok(CachedKey {
-            outcome: KeyOutcome::Valid(Arc::new(key_principal(row))),
-            key_id,
-            generation,
-        })
-    }
-
-    async fn verify_blocking(&self, secret: &str, hash: &str) -> bool {
-        let Ok(_permit) = self.inner.verify_slots.acquire().await else {
-            return false;
-        };
-        let (secret, hash) = (secret.to_string(), hash.to_string());
-        match tokio::task::spawn_blocking(move || secrets::verify_secret(&secret, &hash)).await {
-            Ok(ok) => ok,
-            Err(e) => {
-                tracing::error!(error = %e, "argon2 verification task failed");
-                false
-            }
-        }
-    }
-
-    fn touch_later(&self, id: Uuid) {
-        let store = self.inner.store.clone();
-        tokio::spawn(async move {
-            if let Err(e) = store.touch(id).await {
-                tracing::debug!(error = %e, "could not record last use");
-            }
-        });
-    }
-
-    // ---- tier 2 ---------------------------------------------------------------------------------
-
-    /// Resolves a session token presented over an authenticated key. The principal carries the
-    /// session's user, tenant and organization; its features are those both the key and the
-    /// session hold, and it is read-only when either the session or the key is.
-    pub async fn authenticate_session(
-        &self,
-        key: &KeyPrincipal,
-        token: &str,
-    ) -> Result<Principal, AuthError> {
-        if token.is_empty() {
-            return Err(AuthError::Unauthorized(
-                "a session token is required: pass `_sessionToken` in the tool arguments (or the x-session-token header)".into(),
-            ));
-        }
-        if !secrets::is_session_token(token) {
-            return Err(AuthError::Unauthorized("invalid session token".into()));
-        }
-        let digest = secrets::sha256(token);
-        let caches = &self.inner.caches;
-        let mut cached = None;
-        for _attempt in 0..2 {
-            let entry = caches
-                .sessions
-                .entry(digest)
-                .or_try_insert_with(self.load_session(&digest))
-                .await
-                .map_err(|e| AuthError::from_store(&e))?;
-            let fresh = entry.is_fresh();
-            let value = entry.into_value();
-            let raced = fresh && caches.generation.load(Ordering::SeqCst) != value.generation;
-            if raced {
-                caches.sessions.invalidate(&digest).await;
-                cached = Some(value);
-                continue;
-            }
-            cached = Some(value);
-            break;
-        }
-        let Some(cached) = cached else {
-            return Err(AuthError::Unauthorized("invalid session token".into()));
-        };
-        let s = match cached.outcome {
-            SessionOutcome::Valid(s) => s,
-            SessionOutcome::Revoked => {
-                return Err(AuthError::Unauthorized(
-                    "the session has been revoked".into(),
-                ));
-            }
-            SessionOutcome::Unknown => {
-                return Err(AuthError::Unauthorized("invalid session token".into()));
-            }
-        };
-        if s.expires_at <= Utc::now() {
-            return Err(AuthError::SessionExpired);
-        }
-        let upstream = match &s.upstream {
-            SessionCredentials::None => None,
-            SessionCredentials::Ready(u) => Some(u.clone()),
-            SessionCredentials::Unusable(why) => {
-                return Err(AuthError::Credentials(why.clone()));
-            }
-        };
-        Ok(Principal {
-            key_id: key.key_id,
-            key_label: key.label(),
-            key_name: key.name.clone(),
-            session_id: Some(s.id),
-            user_id: Some(s.user_id.clone()),
-            tenant_id: s.tenant_id.clone(),
-            organization_id: s.organization_id.clone(),
-            roles: s.roles.clone(),
-            // The key says what the agent may do at all, the session what the user may: a
-            // call needs both.
-            features: s.features.intersection(&key.features),
-            read_only: s.read_only || key.read_only,
-            expires_at: Some(s.expires_at),
-            upstream,
-        })
-    }
-
-    async fn load_session(&self, digest: &Digest) -> Result<CachedSession, StoreError> {
-        let generation = self.inner.caches.generation.load(Ordering::SeqCst);
-        let Some(row) = self.inner.store.find_session(digest).await? else {
-            return Ok(CachedSession {
-                outcome: SessionOutcome::Unknown,
-                session_id: None,
-                generation,
-            });
-        };
-        let session_id = Some(row.id);
-        if row.revoked_at.is_some() {
-            return Ok(CachedSession {
-                outcome: SessionOutcome::Revoked,
-                session_id,
-                generation,
-            });
-        }
-        let Some(expires_at) = row.expires_at else {
-            return Ok(CachedSession {
-                outcome: SessionOutcome::Unknown,
-                session_id,
-                generation,
-            });
-        };
-        self.touch_later(row.id);
-        let features = effective_features(&row);
-        let upstream = self.open_upstream(&row);
-        Ok(CachedSession {
-            outcome: SessionOutcome::Valid(Arc::new(SessionData {
-                id: row.id,
-                user_id: row.user_id.unwrap_or_default(),
-                tenant_id: row.tenant_id,
-                organization_id: row.organization_id,
-                roles: row.roles,
-                features,
-                read_only: row.read_only,
-                expires_at,
-                upstream,
-            })),
-            session_id,
-            generation,
-        })
-    }
-
-    /// Opens a session row's sealed upstream headers with the configured keys.
-    fn open_upstream(&self, row: &KeyRow) -> SessionCredentials {
-        let Some(sealed) = row.upstream_headers.as_deref() else {
-            return SessionCredentials::None;
-        };
-        let Some(keys) = &self.inner.keys else {
-            tracing::error!(session = %row.id,
-                "a session carries upstream credentials but no secret key is configured \
-                 (APIGATE_SECRET_KEY or --secret-key-file); its calls are refused");
-            return SessionCredentials::Unusable("no secret key is configured".into());
-        };
-        match SessionUpstream::open(keys, row.id, sealed) {
-            Ok(u) => SessionCredentials::Ready(Arc::new(u)),
-            Err(e) => {
-                tracing::error!(session = %row.id, error = %e,
-                    "cannot open a session's upstream credentials; its calls are refused");
-                SessionCredentials::Unusable(e.to_string())
-            }
-        }
     }
 
     /// Deletes the upstream credentials of expired sessions now (a task also does it every
@@ -1059,94 +396,9 @@ fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
 }
 
-fn effective_features(row: &KeyRow) -> Features {
-    Features::new(row.features.iter().chain(row.role_features.iter()))
-}
-
-fn key_principal(row: KeyRow) -> KeyPrincipal {
-    let features = effective_features(&row);
-    KeyPrincipal {
-        key_id: Some(row.id),
-        name: row.name.unwrap_or_default(),
-        public_id: row.public_id,
-        roles: row.roles,
-        features,
-        read_only: row.read_only,
-        expires_at: row.expires_at,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn principal(features: &[&str], read_only: bool) -> Principal {
-        Principal {
-            features: Features::new(features),
-            read_only,
-            ..Principal::dev()
-        }
-    }
-
-    #[test]
-    fn tools_need_their_feature() {
-        let p = principal(&["apigate.discover"], false);
-        assert!(p.may_use_tool("api_discover").is_ok());
-        let e = p.may_use_tool("api_execute").unwrap_err();
-        assert!(matches!(e, AuthError::Forbidden { .. }));
-        assert!(e.to_string().contains("apigate.execute"));
-        assert!(
-            principal(&["apigate.*"], false)
-                .may_use_tool("api_schema")
-                .is_ok()
-        );
-    }
-
-    #[test]
-    fn operations_need_spec_and_rule_features() {
-        let rules = PermissionRules::from_toml(
-            "[[rule]]\nmethod = \"DELETE\"\npath = \"/repos/**\"\nfeatures = [\"github.admin\"]\n",
-        )
-        .unwrap();
-        let p = principal(&["apigate.execute", "billing.*"], false);
-        let billing = vec!["billing.read".to_string()];
-        assert!(
-            p.may_execute(Method::Get, "/invoices", &billing, &rules)
-                .is_ok()
-        );
-        assert!(
-            p.may_execute(Method::Get, "/repos/{o}/{r}", &[], &rules)
-                .is_ok()
-        );
-        match p.may_execute(Method::Delete, "/repos/{o}/{r}", &[], &rules) {
-            Err(AuthError::Forbidden { missing }) => assert_eq!(missing, "github.admin"),
-            other => panic!("{other:?}"),
-        }
-        let crm = vec!["crm.read".to_string()];
-        assert!(p.may_execute(Method::Get, "/c", &crm, &rules).is_err());
-        assert!(p.may_see(Method::Get, "/invoices", &billing, &rules));
-        assert!(!p.may_see(Method::Get, "/c", &crm, &rules));
-        assert!(!principal(&["billing.*"], false).may_see(
-            Method::Get,
-            "/invoices",
-            &billing,
-            &rules
-        ));
-    }
-
-    #[test]
-    fn read_only_allows_only_safe_methods() {
-        let p = principal(&["*"], true);
-        let none = PermissionRules::default();
-        for m in [Method::Get, Method::Head, Method::Options] {
-            assert!(p.may_execute(m, "/x", &[], &none).is_ok(), "{m}");
-        }
-        for m in [Method::Post, Method::Trace] {
-            let e = p.may_execute(m, "/x", &[], &none).unwrap_err();
-            assert!(matches!(e, AuthError::ReadOnly { method } if method == m));
-        }
-        assert!(!p.may_see(Method::Delete, "/x", &[], &none));
-    }
 
     #[test]
     fn config_debug_hides_the_bootstrap_key() {

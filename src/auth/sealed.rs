@@ -111,17 +111,10 @@ pub struct SecretKeys {
     previous: Option<SecretKey>,
 }
 
-impl std::fmt::Debug for SecretKeys {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SecretKeys")
-            .field("current", &hex::encode(self.current.id))
-            .field(
-                "previous",
-                &self.previous.as_ref().map(|k| hex::encode(k.id)),
-            )
-            .finish()
-    }
-}
+crate::debug_fields!(|k: SecretKeys| {
+    current: hex::encode(k.current.id),
+    previous: k.previous.as_ref().map(|k| hex::encode(k.id)),
+});
 
 /// Where the keys come from: files win over the environment.
 #[derive(Debug, Clone, Default)]

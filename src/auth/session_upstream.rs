@@ -26,14 +26,9 @@ pub struct UpstreamInput {
     pub headers: Vec<(String, String)>,
 }
 
-impl std::fmt::Debug for UpstreamInput {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let names: Vec<&str> = self.headers.iter().map(|(n, _)| n.as_str()).collect();
-        f.debug_struct("UpstreamInput")
-            .field("headers", &names)
-            .finish()
-    }
-}
+crate::debug_fields!(|u: UpstreamInput| {
+    headers: u.headers.iter().map(|(n, _)| n.as_str()).collect::<Vec<&str>>(),
+});
 
 const SHAPE: &str = "upstream must be an object {\"headers\": {\"Name\": \"value\", …}} of strings";
 
@@ -169,13 +164,7 @@ pub struct SessionUpstream {
     headers: Vec<(HeaderName, HeaderValue)>,
 }
 
-impl std::fmt::Debug for SessionUpstream {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SessionUpstream")
-            .field("headers", &self.names())
-            .finish()
-    }
-}
+crate::debug_fields!(|u: SessionUpstream| { headers: u.names() });
 
 /// What is bound into the sealed value: it opens only for this session.
 fn context(session_id: uuid::Uuid) -> Vec<u8> {

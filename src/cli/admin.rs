@@ -1,19 +1,20 @@
 //! `apigate migrate`, `apigate keys …`, `apigate sessions …`, `apigate roles …`, `apigate audit`:
 //! the same admin operations as `/admin/v1/*`, printed as a table or, with `--json`, as JSON.
 //! All read `DATABASE_URL` (or `--database-url`). The command names and flags are a contract.
+//! Here: the commands and their flags, and what each asks of [`Admin`]; how the answers print
+//! is in `admin/print.rs`.
+
+mod print;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use serde::Serialize;
 
 use chrono::{DateTime, Utc};
 
 use crate::auth::session_upstream::{HeaderArg, UpstreamInput};
-use crate::auth::{
-    Admin, AuditPage, AuditQuery, NewKey, NewSession, SessionPage, SessionQuery, SessionRef,
-};
-use crate::printable;
+use crate::auth::{Admin, AuditPage, AuditQuery, NewKey, NewSession, SessionQuery, SessionRef};
 use crate::store::{Store, describe_target};
+use print::{audit_table, created, keys_table, list_or_dash, roles_table, sessions_table, shown};
 
 /// Where the database is.
 #[derive(Debug, Clone, Args)]
@@ -298,71 +299,34 @@ pub async fn keys(admin: &Admin, cmd: KeysCommand) -> anyhow::Result<String> {
                 })
                 .await
                 .context("cannot create the key")?;
-            if json {
-                return to_json(&k);
-            }
-            Ok(format!(
-                "Created server key {:?} (id {}, public id {}).\n\
-                 Key — shown only now, store it safely:\n\n  {}\n\n\
-                 features: {}\nroles: {}\nread-only: {}\n",
-                k.name,
-                k.id,
-                k.public_id,
-                k.key,
-                list_or_dash(&k.features),
-                list_or_dash(&k.roles),
-                k.read_only
-            ))
+            shown(json, &k, |k| {
+                created(
+                    format!(
+                        "Created server key {:?} (id {}, public id {}).",
+                        k.name, k.id, k.public_id
+                    ),
+                    "Key — shown only now, store it safely:",
+                    &k.key,
+                    &[
+                        ("features", list_or_dash(&k.features)),
+                        ("roles", list_or_dash(&k.roles)),
+                        ("read-only", k.read_only.to_string()),
+                    ],
+                )
+            })
         }
         KeysCommand::List { json } => {
             let keys = admin.list_keys().await.context("cannot list keys")?;
-            if json {
-                return to_json(&keys);
-            }
-            let rows = keys
-                .iter()
-                .map(|k| {
-                    vec![
-                        k.id.to_string(),
-                        k.public_id.clone(),
-                        k.name.clone(),
-                        list_or_dash(&k.features),
-                        list_or_dash(&k.roles),
-                        yes_no(k.read_only),
-                        minute(Some(k.created_at)),
-                        minute(k.last_used_at),
-                        k.revoked_at
-                            .map_or("active".into(), |t| format!("revoked {}", minute(Some(t)))),
-                    ]
-                })
-                .collect::<Vec<_>>();
-            Ok(table(
-                &[
-                    "ID",
-                    "PUBLIC ID",
-                    "NAME",
-                    "FEATURES",
-                    "ROLES",
-                    "READ-ONLY",
-                    "CREATED",
-                    "LAST USED",
-                    "STATUS",
-                ],
-                &rows,
-            ))
+            shown(json, &keys, |keys| keys_table(keys))
         }
         KeysCommand::Revoke { id, json } => {
             let r = admin
                 .revoke_key(&id)
                 .await
                 .context("cannot revoke the key")?;
-            if json {
-                return to_json(&r);
-            }
-            Ok(format!(
-                "Revoked server key {} at {}.\n",
-                r.id, r.revoked_at
-            ))
+            shown(json, &r, |r| {
+                format!("Revoked server key {} at {}.\n", r.id, r.revoked_at)
+            })
         }
     }
 }
@@ -421,22 +385,22 @@ pub async fn sessions(admin: &Admin, cmd: SessionsCommand) -> anyhow::Result<Str
                 })
                 .await
                 .context("cannot create the session")?;
-            if json {
-                return to_json(&s);
-            }
-            Ok(format!(
-                "Created session {} for user {:?}, expires {}.\n\
-                 Token — shown only now:\n\n  {}\n\n\
-                 features: {}\nroles: {}\nread-only: {}\nupstream headers: {}\n",
-                s.id,
-                s.user_id,
-                s.expires_at,
-                s.token,
-                list_or_dash(&s.features),
-                list_or_dash(&s.roles),
-                s.read_only,
-                list_or_dash(&s.upstream_headers)
-            ))
+            shown(json, &s, |s| {
+                created(
+                    format!(
+                        "Created session {} for user {:?}, expires {}.",
+                        s.id, s.user_id, s.expires_at
+                    ),
+                    "Token — shown only now:",
+                    &s.token,
+                    &[
+                        ("features", list_or_dash(&s.features)),
+                        ("roles", list_or_dash(&s.roles)),
+                        ("read-only", s.read_only.to_string()),
+                        ("upstream headers", list_or_dash(&s.upstream_headers)),
+                    ],
+                )
+            })
         }
         SessionsCommand::List {
             user,
@@ -454,10 +418,7 @@ pub async fn sessions(admin: &Admin, cmd: SessionsCommand) -> anyhow::Result<Str
                 })
                 .await
                 .context("cannot list sessions")?;
-            if json {
-                return to_json(&page);
-            }
-            Ok(sessions_table(&page))
+            shown(json, &page, sessions_table)
         }
         SessionsCommand::Revoke { token_or_id, json } => {
             let which = SessionRef::parse(&token_or_id)?;
@@ -465,56 +426,11 @@ pub async fn sessions(admin: &Admin, cmd: SessionsCommand) -> anyhow::Result<Str
                 .revoke_session(&which)
                 .await
                 .context("cannot revoke the session")?;
-            if json {
-                return to_json(&r);
-            }
-            Ok(format!("Revoked session {} at {}.\n", r.id, r.revoked_at))
+            shown(json, &r, |r| {
+                format!("Revoked session {} at {}.\n", r.id, r.revoked_at)
+            })
         }
     }
-}
-
-fn sessions_table(page: &SessionPage) -> String {
-    let rows = page
-        .sessions
-        .iter()
-        .map(|s| {
-            vec![
-                s.id.to_string(),
-                s.user_id.clone(),
-                s.tenant_id.clone().unwrap_or_else(|| "-".into()),
-                s.organization_id.clone().unwrap_or_else(|| "-".into()),
-                list_or_dash(&s.roles),
-                list_or_dash(&s.features),
-                yes_no(s.read_only),
-                minute(Some(s.created_at)),
-                minute(s.expires_at),
-                minute(s.last_used_at),
-                s.status.to_string(),
-                list_or_dash(&s.upstream_headers),
-            ]
-        })
-        .collect::<Vec<_>>();
-    let mut out = table(
-        &[
-            "ID",
-            "USER",
-            "TENANT",
-            "ORGANIZATION",
-            "ROLES",
-            "FEATURES",
-            "READ-ONLY",
-            "CREATED",
-            "EXPIRES",
-            "LAST USED",
-            "STATUS",
-            "UPSTREAM HEADERS",
-        ],
-        &rows,
-    );
-    if let Some(c) = &page.next_cursor {
-        out.push_str(&format!("more: --cursor {c}\n"));
-    }
-    out
 }
 
 /// Runs `apigate audit` and returns what it prints.
@@ -530,60 +446,7 @@ pub async fn audit(admin: &Admin, args: AuditArgs) -> anyhow::Result<String> {
         })
         .await
         .context("cannot read the audit log")?;
-    if args.json {
-        return to_json(&page);
-    }
-    let rows = page
-        .entries
-        .iter()
-        .map(|e| {
-            let op = match (&e.method, &e.path, &e.target) {
-                (Some(m), Some(p), _) => format!("{m} {p}"),
-                // An admin action: what it did, to what.
-                (_, _, Some(target)) => {
-                    format!("{} {target}", e.operation.as_deref().unwrap_or_default())
-                }
-                _ => e.operation.clone().unwrap_or_else(|| "-".into()),
-            };
-            vec![
-                e.at.format("%Y-%m-%d %H:%M:%S").to_string(),
-                e.actor.clone().unwrap_or_else(|| "-".into()),
-                e.user_id.clone().unwrap_or_else(|| "-".into()),
-                e.tenant_id.clone().unwrap_or_else(|| "-".into()),
-                e.tool.clone(),
-                op,
-                e.decision.clone(),
-                e.upstream_status.map_or("-".into(), |s| s.to_string()),
-                e.duration_ms.to_string(),
-                e.error_code.clone().unwrap_or_else(|| "-".into()),
-                list_or_dash(&e.credential_sources),
-            ]
-        })
-        .collect::<Vec<_>>();
-    let mut out = table(
-        &[
-            "AT (UTC)",
-            "ACTOR",
-            "USER",
-            "TENANT",
-            "TOOL",
-            "OPERATION",
-            "DECISION",
-            "STATUS",
-            "MS",
-            "ERROR",
-            "CREDENTIALS",
-        ],
-        &rows,
-    );
-    if let Some(c) = &page.next_cursor {
-        out.push_str(&format!("more: --cursor {c}\n"));
-    }
-    Ok(out)
-}
-
-fn minute(t: Option<DateTime<Utc>>) -> String {
-    t.map_or("-".into(), |t| t.format("%Y-%m-%d %H:%M").to_string())
+    shown(args.json, &page, audit_table)
 }
 
 /// Runs a `roles` command and returns what it prints.
@@ -598,84 +461,15 @@ pub async fn roles(admin: &Admin, cmd: RolesCommand) -> anyhow::Result<String> {
                 .set_role(&name, &features)
                 .await
                 .context("cannot set the role")?;
-            if json {
-                return to_json(&r);
-            }
-            Ok(format!(
-                "Role {:?}: {}\n",
-                r.name,
-                list_or_dash(&r.features)
-            ))
+            shown(json, &r, |r| {
+                format!("Role {:?}: {}\n", r.name, list_or_dash(&r.features))
+            })
         }
         RolesCommand::List { json } => {
             let roles = admin.list_roles().await.context("cannot list roles")?;
-            if json {
-                return to_json(&roles);
-            }
-            let rows = roles
-                .iter()
-                .map(|r| {
-                    vec![
-                        r.name.clone(),
-                        list_or_dash(&r.features),
-                        minute(Some(r.updated_at)),
-                    ]
-                })
-                .collect::<Vec<_>>();
-            Ok(table(&["NAME", "FEATURES", "UPDATED"], &rows))
+            shown(json, &roles, |roles| roles_table(roles))
         }
     }
-}
-
-fn to_json<T: Serialize>(v: &T) -> anyhow::Result<String> {
-    Ok(format!("{}\n", serde_json::to_string_pretty(v)?))
-}
-
-fn list_or_dash(items: &[String]) -> String {
-    if items.is_empty() {
-        "-".into()
-    } else {
-        items.join(",")
-    }
-}
-
-fn yes_no(b: bool) -> String {
-    if b { "yes" } else { "no" }.into()
-}
-
-/// Left-aligned columns separated by two spaces. Every cell is printed through
-/// [`printable::cell`]: control characters escaped (a value cannot start a row of its own or
-/// drive the terminal) and at most [`printable::MAX_CELL`] characters wide.
-fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
-    let rows: Vec<Vec<String>> = rows
-        .iter()
-        .map(|r| {
-            r.iter()
-                .map(|c| printable::cell(c, printable::MAX_CELL))
-                .collect()
-        })
-        .collect();
-    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    let mut out = String::new();
-    let mut line = |cells: &mut dyn Iterator<Item = &str>| {
-        let text = cells
-            .zip(&widths)
-            .map(|(c, w)| format!("{c:<w$}"))
-            .collect::<Vec<_>>()
-            .join("  ");
-        out.push_str(text.trim_end());
-        out.push('\n');
-    };
-    line(&mut headers.iter().copied());
-    for row in &rows {
-        line(&mut row.iter().map(String::as_str));
-    }
-    out
 }
 
 #[cfg(test)]
@@ -795,24 +589,5 @@ mod tests {
         }
         assert!(matches!(parse(&["roles", "list"]), Cmd::Roles(_)));
         assert!(matches!(parse(&["migrate"]), Cmd::Migrate(_)));
-    }
-
-    #[test]
-    fn tables_align() {
-        let t = table(&["A", "BB"], &[vec!["xxx".into(), "y".into()]]);
-        assert_eq!(t, "A    BB\nxxx  y\n");
-    }
-
-    #[test]
-    fn table_cells_are_escaped_and_capped() {
-        let huge = "n".repeat(1_000_000);
-        let t = table(
-            &["A", "B"],
-            &[vec!["x\n2026-01-01  forged\x1b[2J".into(), huge]],
-        );
-        assert_eq!(t.lines().count(), 2, "{t}");
-        assert!(!t.contains('\x1b'));
-        assert!(t.contains("x\\n2026-01-01  forged\\x1b[2J"));
-        assert!(t.lines().all(|l| l.chars().count() < 300));
     }
 }

@@ -5,12 +5,15 @@
 
 mod args;
 mod describe;
+mod extract;
+mod ids;
 pub mod method;
 mod operation;
 mod paths;
 mod refs;
 mod security;
 mod source;
+mod swagger;
 mod text;
 
 use std::collections::HashMap;
@@ -87,15 +90,12 @@ pub struct Spec {
     validators: Vec<OnceLock<args::ArgsValidator>>,
 }
 
-impl std::fmt::Debug for Spec {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Spec")
-            .field("source", &self.source)
-            .field("title", &self.title)
-            .field("operations", &self.operations.len())
-            .finish_non_exhaustive()
-    }
-}
+crate::debug_fields!(|s: Spec| {
+    source,
+    title,
+    operations: s.operations.len(),
+    ..
+});
 
 impl Spec {
     /// Loads a document from a file path or an `http(s)://` URL, with every document its
@@ -146,7 +146,7 @@ impl Spec {
         if info.is_none() {
             warnings.push("the document has no `info`".into());
         }
-        let extracted = operation::extract(&root, dialect);
+        let extracted = extract::extract(&root, dialect);
         warnings.extend(extracted.warnings);
         let by_id = extracted
             .operations

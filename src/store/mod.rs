@@ -1,24 +1,30 @@
-//! The only sqlx user: pool, embedded migrations, queries for `api_keys`, `roles`, `audit_log`,
-//! `held_responses` (in `responses`), and the `LISTEN/NOTIFY` channel that tells every instance to drop cached credentials.
+//! The only sqlx user: pool, embedded migrations, queries for `api_keys`, `roles`, `audit_log`
+//! (their rows in `rows`), `held_responses` (in `responses`), and the `LISTEN/NOTIFY` channel
+//! that tells every instance to drop cached credentials (`invalidation`). A revocation, a purge
+//! of sessions' upstream credentials and a role change are announced on it in the same
+//! transaction.
 //! Knows nothing about argon2, features or HTTP: it stores and returns rows.
 
-use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
-use sqlx::{ConnectOptions, Connection, FromRow, PgPool};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{ConnectOptions, Connection, PgPool};
 use uuid::Uuid;
 
+mod invalidation;
 mod responses;
+mod rows;
+
+use invalidation::notify;
+pub(crate) use invalidation::{Heard, Invalidation, InvalidationListener};
+pub use rows::{AuditEntry, AuditFilter, AuditRow, Decision, RoleRow};
+pub(crate) use rows::{KeyRow, NewServerKey, NewSession, RevokeTarget, Revoked};
 
 pub use responses::{Held, HeldMeta};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!();
-
-/// The channel on which credential changes are announced.
-const INVALIDATION_CHANNEL: &str = "apigate_auth";
 
 /// What went wrong talking to Postgres.
 #[derive(Debug, thiserror::Error)]
@@ -86,11 +92,7 @@ pub struct Store {
     pool: PgPool,
 }
 
-impl fmt::Debug for Store {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Store").finish_non_exhaustive()
-    }
-}
+crate::debug_fields!(Store { .. });
 
 /// `host:port/database` of a URL, for error messages (never the password).
 pub fn describe_target(url: &str) -> String {
@@ -103,6 +105,19 @@ pub fn describe_target(url: &str) -> String {
         ),
         Err(_) => "<invalid DATABASE_URL>".to_string(),
     }
+}
+
+/// The query for the `api_keys` row (`k`) matching `condition`, with the features of its roles
+/// (`role_features`).
+macro_rules! with_role_features {
+    ($condition:literal) => {
+        concat!(
+            "SELECT k.*, COALESCE((SELECT array_agg(DISTINCT f) FROM roles r, unnest(r.features) f \
+             WHERE r.name = ANY(k.roles)), '{}') AS role_features \
+             FROM api_keys k WHERE ",
+            $condition
+        )
+    };
 }
 
 impl Store {
@@ -211,11 +226,9 @@ impl Store {
         &self,
         public_id: &str,
     ) -> Result<Option<KeyRow>, StoreError> {
-        let row = sqlx::query_as::<_, KeyRow>(
-            "SELECT k.*, COALESCE((SELECT array_agg(DISTINCT f) FROM roles r, unnest(r.features) f \
-             WHERE r.name = ANY(k.roles)), '{}') AS role_features \
-             FROM api_keys k WHERE k.kind = 'server_key' AND k.public_id = $1",
-        )
+        let row = sqlx::query_as::<_, KeyRow>(with_role_features!(
+            "k.kind = 'server_key' AND k.public_id = $1"
+        ))
         .bind(public_id)
         .fetch_optional(&self.pool)
         .await?;
@@ -224,11 +237,9 @@ impl Store {
 
     /// A session by token digest (revoked and expired ones too), with its roles' features.
     pub(crate) async fn find_session(&self, digest: &[u8]) -> Result<Option<KeyRow>, StoreError> {
-        let row = sqlx::query_as::<_, KeyRow>(
-            "SELECT k.*, COALESCE((SELECT array_agg(DISTINCT f) FROM roles r, unnest(r.features) f \
-             WHERE r.name = ANY(k.roles)), '{}') AS role_features \
-             FROM api_keys k WHERE k.kind = 'session' AND k.token_digest = $1",
-        )
+        let row = sqlx::query_as::<_, KeyRow>(with_role_features!(
+            "k.kind = 'session' AND k.token_digest = $1"
+        ))
         .bind(digest)
         .fetch_optional(&self.pool)
         .await?;
@@ -466,318 +477,11 @@ impl Store {
         .await?;
         Ok(rows)
     }
-
-    // ---- invalidation -------------------------------------------------------------------------
-
-    /// Subscribes to credential changes made by any instance sharing this database.
-    pub(crate) async fn listen(&self) -> Result<InvalidationListener, StoreError> {
-        let listener = InvalidationListener::subscribe(&self.pool).await?;
-        Ok(InvalidationListener {
-            pool: self.pool.clone(),
-            listener: Some(listener),
-        })
-    }
-}
-
-async fn notify(
-    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
-    what: &Invalidation,
-) -> Result<(), StoreError> {
-    sqlx::query("SELECT pg_notify($1, $2)")
-        .bind(INVALIDATION_CHANNEL)
-        .bind(what.to_payload())
-        .execute(&mut **tx)
-        .await?;
-    Ok(())
-}
-
-/// A credential change announced over `LISTEN/NOTIFY`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Invalidation {
-    Key(Uuid),
-    Session(Uuid),
-    /// Some role changed: every cached principal may have different features now.
-    Roles,
-}
-
-impl Invalidation {
-    fn to_payload(&self) -> String {
-        match self {
-            Invalidation::Key(id) => format!("key:{id}"),
-            Invalidation::Session(id) => format!("session:{id}"),
-            Invalidation::Roles => "roles".to_string(),
-        }
-    }
-
-    fn parse(payload: &str) -> Option<Invalidation> {
-        if payload == "roles" {
-            return Some(Invalidation::Roles);
-        }
-        let (kind, id) = payload.split_once(':')?;
-        let id = Uuid::parse_str(id).ok()?;
-        match kind {
-            "key" => Some(Invalidation::Key(id)),
-            "session" => Some(Invalidation::Session(id)),
-            _ => None,
-        }
-    }
-}
-
-/// What the listener saw.
-#[derive(Debug)]
-pub(crate) enum Heard {
-    Change(Invalidation),
-    /// The connection dropped (and was re-established): changes may have been missed.
-    Gap,
-}
-
-pub(crate) struct InvalidationListener {
-    pool: PgPool,
-    /// `None` after an error: the next call subscribes again and reports a [`Heard::Gap`].
-    listener: Option<PgListener>,
-}
-
-impl InvalidationListener {
-    async fn subscribe(pool: &PgPool) -> Result<PgListener, StoreError> {
-        let mut listener = PgListener::connect_with(pool).await?;
-        listener.listen(INVALIDATION_CHANNEL).await?;
-        Ok(listener)
-    }
-
-    pub(crate) async fn next(&mut self) -> Result<Heard, StoreError> {
-        loop {
-            let Some(listener) = self.listener.as_mut() else {
-                // sqlx reconnects a failed listener silently on its next call, so changes
-                // announced while it was down would go unnoticed: subscribe afresh and say so.
-                self.listener = Some(InvalidationListener::subscribe(&self.pool).await?);
-                return Ok(Heard::Gap);
-            };
-            let received = match listener.try_recv().await {
-                Ok(r) => r,
-                Err(e) => {
-                    self.listener = None;
-                    return Err(e.into());
-                }
-            };
-            match received {
-                None => return Ok(Heard::Gap),
-                Some(n) => match Invalidation::parse(n.payload()) {
-                    Some(i) => return Ok(Heard::Change(i)),
-                    None => {
-                        tracing::warn!(payload = n.payload(), "ignoring unknown invalidation");
-                    }
-                },
-            }
-        }
-    }
-}
-
-// ---- rows -----------------------------------------------------------------------------------
-
-pub(crate) enum RevokeTarget<'a> {
-    ServerKey(Uuid),
-    ServerKeyPublicId(&'a str),
-    SessionId(Uuid),
-    SessionDigest(&'a [u8]),
-}
-
-#[derive(Debug, Clone)]
-pub(crate) struct Revoked {
-    pub id: Uuid,
-    pub revoked_at: DateTime<Utc>,
-}
-
-pub(crate) struct NewServerKey<'a> {
-    pub id: Uuid,
-    pub name: &'a str,
-    pub public_id: &'a str,
-    pub secret_hash: &'a str,
-    pub features: &'a [String],
-    pub roles: &'a [String],
-    pub read_only: bool,
-    pub created_by: Option<&'a str>,
-}
-
-pub(crate) struct NewSession<'a> {
-    pub id: Uuid,
-    pub token_digest: &'a [u8],
-    pub features: &'a [String],
-    pub roles: &'a [String],
-    pub read_only: bool,
-    pub user_id: &'a str,
-    pub tenant_id: Option<&'a str>,
-    pub organization_id: Option<&'a str>,
-    pub expires_at: DateTime<Utc>,
-    pub created_by: Option<&'a str>,
-    /// Sealed (`auth/sealed.rs`), never plaintext.
-    pub upstream_headers: Option<&'a [u8]>,
-    pub upstream_header_names: Option<&'a [String]>,
-}
-
-/// A row of `api_keys` (either kind) plus the features its roles grant.
-#[derive(Clone, FromRow)]
-pub(crate) struct KeyRow {
-    pub id: Uuid,
-    pub kind: String,
-    pub name: Option<String>,
-    pub public_id: Option<String>,
-    pub secret_hash: Option<String>,
-    #[allow(dead_code)]
-    pub token_digest: Option<Vec<u8>>,
-    pub features: Vec<String>,
-    pub roles: Vec<String>,
-    pub read_only: bool,
-    pub user_id: Option<String>,
-    pub tenant_id: Option<String>,
-    pub organization_id: Option<String>,
-    pub created_at: DateTime<Utc>,
-    pub expires_at: Option<DateTime<Utc>>,
-    pub revoked_at: Option<DateTime<Utc>>,
-    pub last_used_at: Option<DateTime<Utc>>,
-    pub created_by: Option<String>,
-    pub role_features: Vec<String>,
-    /// A session's sealed upstream headers (`auth/sealed.rs`).
-    #[sqlx(default)]
-    pub upstream_headers: Option<Vec<u8>>,
-    #[sqlx(default)]
-    pub upstream_header_names: Option<Vec<String>>,
-}
-
-impl fmt::Debug for KeyRow {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("KeyRow")
-            .field("id", &self.id)
-            .field("kind", &self.kind)
-            .field("name", &self.name)
-            .field("public_id", &self.public_id)
-            .field("secret_hash", &"<redacted>")
-            .field("user_id", &self.user_id)
-            .field("revoked_at", &self.revoked_at)
-            .finish_non_exhaustive()
-    }
-}
-
-/// Which audit rows to read; every field narrows, `None` does not.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct AuditFilter {
-    /// Rows at or after this time.
-    pub since: Option<DateTime<Utc>>,
-    pub user: Option<String>,
-    pub tool: Option<String>,
-    pub session: Option<Uuid>,
-    /// Rows with an id below this one: the cursor of a previous page.
-    pub before: Option<i64>,
-}
-
-/// A row of `roles`.
-#[derive(Debug, Clone, FromRow, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RoleRow {
-    pub name: String,
-    pub features: Vec<String>,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
-}
-
-/// The outcome recorded for a tool call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Decision {
-    /// The call ran (whatever the upstream answered).
-    Allowed,
-    /// Authentication, permissions, rate limit or the monitor stopped it.
-    Denied,
-    /// It was allowed but failed (invalid arguments, upstream error, timeout).
-    Failed,
-}
-
-impl Decision {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Decision::Allowed => "allowed",
-            Decision::Denied => "denied",
-            Decision::Failed => "failed",
-        }
-    }
-}
-
-/// One tool call or admin action, for `audit_log`. Carries no argument values, no bodies and
-/// no secrets: `path` must be the operation's path template (`/pets/{petId}`), not the concrete
-/// path.
-#[derive(Debug, Clone)]
-pub struct AuditEntry {
-    pub key_id: Option<Uuid>,
-    pub session_id: Option<Uuid>,
-    pub user_id: Option<String>,
-    pub tenant_id: Option<String>,
-    pub tool: String,
-    pub operation: Option<String>,
-    pub method: Option<String>,
-    pub path: Option<String>,
-    pub decision: Decision,
-    pub upstream_status: Option<u16>,
-    pub duration_ms: u64,
-    pub error_code: Option<String>,
-    /// When the call happened (a row held through a database outage is written later).
-    pub at: DateTime<Utc>,
-    /// The call's id: writing the same row twice (a retry after a write whose answer was
-    /// lost) keeps one row.
-    pub call_id: Uuid,
-    /// Who acted: `key:<public id>`, `bootstrap`, `dev`, or `cli` for the admin CLI.
-    pub actor: Option<String>,
-    /// What an admin action changed: `key:<public id>`, `session:<id>`, `role:<name>`.
-    pub target: Option<String>,
-    /// The subject's organization (with `user_id` and `tenant_id`).
-    pub organization_id: Option<String>,
-    /// Where the upstream credentials the call sent came from: `server` (configured
-    /// `--upstream-header`s), `session`, `oauth`, `assertion`, `scheme:NAME`. Never a value.
-    pub credential_sources: Vec<String>,
-}
-
-/// A row of `audit_log`.
-#[derive(Debug, Clone, FromRow, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AuditRow {
-    pub id: i64,
-    pub at: DateTime<Utc>,
-    pub key_id: Option<Uuid>,
-    pub session_id: Option<Uuid>,
-    pub user_id: Option<String>,
-    pub tenant_id: Option<String>,
-    pub tool: String,
-    pub operation: Option<String>,
-    pub method: Option<String>,
-    pub path: Option<String>,
-    pub decision: String,
-    pub upstream_status: Option<i32>,
-    pub duration_ms: i64,
-    pub error_code: Option<String>,
-    pub actor: Option<String>,
-    pub target: Option<String>,
-    pub organization_id: Option<String>,
-    /// Where the call's upstream credentials came from (`server`, `session`, …); never a value.
-    pub credential_sources: Vec<String>,
-    /// The tool call's id (the identity assertion's `jti`); none for rows written before it
-    /// was recorded.
-    pub call_id: Option<Uuid>,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn invalidation_payloads_round_trip() {
-        let id = Uuid::new_v4();
-        for i in [
-            Invalidation::Key(id),
-            Invalidation::Session(id),
-            Invalidation::Roles,
-        ] {
-            assert_eq!(Invalidation::parse(&i.to_payload()), Some(i));
-        }
-        assert_eq!(Invalidation::parse("key:nope"), None);
-        assert_eq!(Invalidation::parse("other"), None);
-    }
 
     #[test]
     fn target_description_hides_password() {

@@ -146,13 +146,7 @@ pub struct Upstream {
     oauth: Option<Arc<OAuth>>,
 }
 
-impl std::fmt::Debug for Upstream {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Upstream")
-            .field("cfg", &self.cfg)
-            .finish_non_exhaustive()
-    }
-}
+crate::debug_fields!(Upstream { cfg, .. });
 
 impl Upstream {
     /// The client for `cfg`; user info in `cfg.base_url` becomes an `Authorization: Basic`

@@ -164,13 +164,7 @@ pub struct OAuth {
     fetches: std::sync::atomic::AtomicU64,
 }
 
-impl std::fmt::Debug for OAuth {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OAuth")
-            .field("cfg", &self.cfg)
-            .finish_non_exhaustive()
-    }
-}
+crate::debug_fields!(OAuth { cfg, .. });
 
 impl OAuth {
     /// The token source; its client follows no redirect and uses the upstream's timeouts.

@@ -26,13 +26,7 @@ pub(super) struct Access {
     cookie_name: String,
 }
 
-impl std::fmt::Debug for Access {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Access")
-            .field("cookie_name", &self.cookie_name)
-            .finish_non_exhaustive()
-    }
-}
+crate::debug_fields!(Access { cookie_name, .. });
 
 impl Access {
     /// A fresh random secret (256 bits) for a monitor listening on `port`.

@@ -55,13 +55,7 @@ pub struct RunningMonitor {
     log_task: Option<tokio::task::JoinHandle<()>>,
 }
 
-impl std::fmt::Debug for RunningMonitor {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RunningMonitor")
-            .field("addr", &self.addr)
-            .finish_non_exhaustive()
-    }
-}
+crate::debug_fields!(RunningMonitor { addr, .. });
 
 impl RunningMonitor {
     /// The address it listens on.

@@ -1,7 +1,8 @@
 //! The reference monitor's state apart from its routes: the event ring, the sessions as the
 //! events describe them, held approvals and their outcomes, the decision log, and the fan-out
 //! to the page's event stream and the JSONL log. Every change goes through [`Shared`]; the
-//! routes only parse requests and shape answers.
+//! routes only parse requests and shape answers. How a `tool.pre_execute` is decided (the
+//! rules, held approvals) is in `state/approvals.rs`.
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -13,8 +14,11 @@ use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+mod approvals;
+
 use crate::monitor::protocol::{Decision, Event, Received};
-use crate::monitor::rules::{Action, CallFacts, RuleSet};
+use crate::monitor::rules::RuleSet;
+use approvals::Outcome;
 
 const MAX_SESSIONS: usize = 1000;
 const MAX_DECISIONS: usize = 500;
@@ -161,51 +165,6 @@ impl Push {
         SseEvent::default()
             .event(name)
             .data(data.unwrap_or_else(|_| "null".to_owned()))
-    }
-}
-
-/// How a held approval ended.
-#[derive(Debug, Clone)]
-pub(super) enum Outcome {
-    Approved,
-    Denied(Option<String>),
-    TimedOut,
-    Abandoned,
-    Shutdown,
-}
-
-impl Outcome {
-    fn status(&self) -> &'static str {
-        match self {
-            Outcome::Approved => "approved",
-            Outcome::Denied(_) => "denied",
-            Outcome::TimedOut => "timed_out",
-            Outcome::Abandoned => "abandoned",
-            Outcome::Shutdown => "shutdown",
-        }
-    }
-
-    fn decision(&self) -> Decision {
-        match self {
-            Outcome::Approved => Decision::allow(),
-            Outcome::Denied(Some(r)) if !r.trim().is_empty() => {
-                Decision::block(format!("denied by a person: {}", r.trim()))
-            }
-            Outcome::Denied(_) => Decision::block("denied by a person"),
-            Outcome::TimedOut => Decision::block("approval timed out"),
-            Outcome::Abandoned => {
-                Decision::block("the caller disconnected before a person decided")
-            }
-            Outcome::Shutdown => Decision::block("the monitor is shutting down"),
-        }
-    }
-
-    /// The reason a decision record shows.
-    fn reason(&self) -> String {
-        match self {
-            Outcome::Approved => "approved by a person".to_owned(),
-            other => other.decision().reason.unwrap_or_default(),
-        }
     }
 }
 
@@ -445,161 +404,6 @@ impl Shared {
         (stored, per_minute, pushes)
     }
 
-    /// Decides a `tool.pre_execute` by the rules; a call that needs approval is held until a
-    /// person decides, the approval times out, the caller goes away or the monitor stops.
-    async fn pre_execute(self: Arc<Self>, call: HeldCall) -> Decision {
-        let verdict = self.rules.evaluate(&CallFacts {
-            tool: &call.tool,
-            args: &call.args,
-            tool_call_count: call.tool_call_count,
-            calls_last_minute: call.calls_last_minute,
-        });
-        if verdict.action != Action::RequireApproval {
-            let block = verdict.action == Action::Block;
-            let record = DecisionRecord {
-                event_seq: call.event_seq,
-                at: now_ms(),
-                summary: call_summary(&call.tool, &call.args),
-                session_id: call.session_id,
-                call_id: call.call_id,
-                tool: call.tool,
-                block,
-                reason: verdict.reason.clone(),
-                by: if verdict.rule.is_some() {
-                    "rule"
-                } else {
-                    "default"
-                },
-                rule: verdict.rule,
-                approval_id: None,
-            };
-            let pushes = {
-                let mut state = self.lock();
-                self.push_decision(&mut state, record)
-            };
-            for p in pushes {
-                self.publish(p);
-            }
-            return if block {
-                Decision::block(verdict.reason)
-            } else {
-                Decision::allow()
-            };
-        }
-
-        let (tx, mut rx) = oneshot::channel();
-        let created = now_ms();
-        let view = {
-            let mut state = self.lock();
-            state.next_approval += 1;
-            let view = ApprovalView {
-                id: format!("ap-{}", state.next_approval),
-                status: "pending",
-                created_at: created,
-                expires_at: created
-                    + i64::try_from(self.approval_timeout.as_millis()).unwrap_or(i64::MAX / 2),
-                session_id: call.session_id,
-                call_id: call.call_id,
-                tool: call.tool,
-                args: call.args,
-                preview: call.preview,
-                rule: verdict.rule,
-                reason: verdict.reason,
-                event_seq: call.event_seq,
-            };
-            state.pending.insert(
-                view.id.clone(),
-                Pending {
-                    view: view.clone(),
-                    reply: tx,
-                },
-            );
-            view
-        };
-        self.publish(Push::Approval(view.clone()));
-        let _guard = PendingGuard {
-            shared: self.clone(),
-            id: view.id.clone(),
-        };
-        let outcome = tokio::select! {
-            r = &mut rx => r.ok(),
-            () = tokio::time::sleep(self.approval_timeout) => {
-                self.resolve(&view.id, Outcome::TimedOut);
-                rx.await.ok()
-            }
-            () = self.shutdown.cancelled() => {
-                self.resolve(&view.id, Outcome::Shutdown);
-                rx.await.ok()
-            }
-        };
-        outcome.unwrap_or(Outcome::Abandoned).decision()
-    }
-
-    fn push_decision(&self, state: &mut MonitorState, d: DecisionRecord) -> Vec<Push> {
-        let mut pushes = Vec::new();
-        if d.block
-            && let Some(s) = state.sessions.get_mut(&d.session_id)
-        {
-            s.blocked += 1;
-            pushes.push(Push::Session(s.clone()));
-        }
-        state.decisions.push_back(d.clone());
-        while state.decisions.len() > MAX_DECISIONS {
-            state.decisions.pop_front();
-        }
-        pushes.push(Push::Decision(d));
-        pushes
-    }
-
-    /// A person approves or denies a pending approval; `None` if it is not pending (already
-    /// decided, timed out, or unknown).
-    pub(super) fn decide(
-        &self,
-        id: &str,
-        approve: bool,
-        reason: Option<String>,
-    ) -> Option<ApprovalView> {
-        let outcome = if approve {
-            Outcome::Approved
-        } else {
-            Outcome::Denied(reason)
-        };
-        self.resolve(id, outcome)
-    }
-
-    /// Ends a pending approval, if still pending: records the decision, tells the page and
-    /// wakes the held request. Whoever resolves first wins.
-    fn resolve(&self, id: &str, outcome: Outcome) -> Option<ApprovalView> {
-        let (view, pushes) = {
-            let mut state = self.lock();
-            let pending = state.pending.remove(id)?;
-            let mut view = pending.view;
-            view.status = outcome.status();
-            let record = DecisionRecord {
-                event_seq: view.event_seq,
-                at: now_ms(),
-                session_id: view.session_id.clone(),
-                call_id: view.call_id.clone(),
-                tool: view.tool.clone(),
-                summary: call_summary(&view.tool, &view.args),
-                block: outcome.decision().block,
-                reason: outcome.reason(),
-                by: outcome.status(),
-                rule: view.rule.clone(),
-                approval_id: Some(view.id.clone()),
-            };
-            let mut pushes = vec![Push::Approval(view.clone())];
-            pushes.extend(self.push_decision(&mut state, record));
-            // The held request may be gone already; its guard handles that.
-            let _ = pending.reply.send(outcome);
-            (view, pushes)
-        };
-        for p in pushes {
-            self.publish(p);
-        }
-        Some(view)
-    }
-
     pub(super) fn rules_view(&self) -> Value {
         json!({
             "source": self.rules.source(),
@@ -714,18 +518,6 @@ fn evict_session(sessions: &mut HashMap<String, SessionView>) {
     }
 }
 
-/// Answers a held request's approval as abandoned when the request is dropped.
-struct PendingGuard {
-    shared: Arc<Shared>,
-    id: String,
-}
-
-impl Drop for PendingGuard {
-    fn drop(&mut self) {
-        self.shared.resolve(&self.id, Outcome::Abandoned);
-    }
-}
-
 fn sessions_sorted(state: &MonitorState) -> Vec<SessionView> {
     let mut v: Vec<SessionView> = state.sessions.values().cloned().collect();
     v.sort_by_key(|s| std::cmp::Reverse(s.last_event_at));
@@ -736,23 +528,4 @@ fn approvals_sorted(state: &MonitorState) -> Vec<ApprovalView> {
     let mut v: Vec<ApprovalView> = state.pending.values().map(|p| p.view.clone()).collect();
     v.sort_by_key(|a| a.event_seq);
     v
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn outcomes_block_except_approval() {
-        assert!(!Outcome::Approved.decision().block);
-        assert_eq!(Outcome::Approved.reason(), "approved by a person");
-        assert_eq!(
-            Outcome::TimedOut.decision(),
-            Decision::block("approval timed out")
-        );
-        assert_eq!(
-            Outcome::Denied(Some("not today".into())).reason(),
-            "denied by a person: not today"
-        );
-    }
 }

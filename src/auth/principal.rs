@@ -1,0 +1,292 @@
+//! Who is calling: a verified server key ([`KeyPrincipal`]) and the [`Principal`] a call runs
+//! as (the key, or the key plus a session), with what it may do: tools, operations (features,
+//! permission rules, read-only), and the audit entry and rate-limit buckets it is counted in.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::AuthError;
+use super::features::{Features, PermissionRules};
+use super::rate::Subject;
+use super::session_upstream::SessionUpstream;
+use crate::spec::Method;
+use crate::store::{AuditEntry, Decision, KeyRow};
+
+/// A verified server key (tier 1).
+#[derive(Debug, Clone)]
+pub struct KeyPrincipal {
+    /// `None` for the bootstrap key and the dev key.
+    pub key_id: Option<Uuid>,
+    pub name: String,
+    pub public_id: Option<String>,
+    pub roles: Vec<String>,
+    /// The key's own features ∪ its roles' features.
+    pub features: Features,
+    pub read_only: bool,
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+impl KeyPrincipal {
+    pub(super) fn bootstrap() -> KeyPrincipal {
+        KeyPrincipal {
+            key_id: None,
+            name: "bootstrap".into(),
+            public_id: None,
+            roles: Vec::new(),
+            features: Features::all(),
+            read_only: false,
+            expires_at: None,
+        }
+    }
+
+    /// The dev-mode key (no database): every feature.
+    pub fn dev() -> KeyPrincipal {
+        KeyPrincipal {
+            name: "dev".into(),
+            ..KeyPrincipal::bootstrap()
+        }
+    }
+
+    pub fn is_bootstrap(&self) -> bool {
+        self.key_id.is_none() && self.name == "bootstrap"
+    }
+
+    /// A label for logs and `created_by`: `key:<public id>`, `bootstrap` or `dev`.
+    pub fn label(&self) -> String {
+        match &self.public_id {
+            Some(p) => format!("key:{p}"),
+            None => self.name.clone(),
+        }
+    }
+
+    /// The key acting on its own (dev mode, admin API): its features, no user.
+    pub fn principal(&self) -> Principal {
+        Principal {
+            key_id: self.key_id,
+            key_label: self.label(),
+            key_name: self.name.clone(),
+            session_id: None,
+            user_id: None,
+            tenant_id: None,
+            organization_id: None,
+            roles: self.roles.clone(),
+            features: self.features.clone(),
+            read_only: self.read_only,
+            expires_at: self.expires_at,
+            upstream: None,
+        }
+    }
+}
+
+/// Who is calling and what they may do: a key alone (dev mode) or a key plus a session.
+#[derive(Debug, Clone)]
+pub struct Principal {
+    pub key_id: Option<Uuid>,
+    /// `key:<public id>`, `bootstrap` or `dev`.
+    pub key_label: String,
+    /// The key's name (`apigate keys create --name`), `bootstrap` or `dev`.
+    pub key_name: String,
+    pub session_id: Option<Uuid>,
+    pub user_id: Option<String>,
+    pub tenant_id: Option<String>,
+    pub organization_id: Option<String>,
+    pub roles: Vec<String>,
+    /// Effective features: the key's (own ∪ its roles') ∩ the session's (own ∪ its roles');
+    /// the key's alone without a session.
+    pub features: Features,
+    /// Set when the session or the key is read-only.
+    pub read_only: bool,
+    pub expires_at: Option<DateTime<Utc>>,
+    /// The session's own upstream credentials, opened (`Debug` shows names only).
+    pub upstream: Option<Arc<SessionUpstream>>,
+}
+
+impl Principal {
+    /// The all-features principal of dev mode.
+    pub fn dev() -> Principal {
+        KeyPrincipal::dev().principal()
+    }
+
+    /// The feature a tool needs: `api_discover` → `apigate.discover`, and so on.
+    pub fn tool_feature(tool: &str) -> String {
+        format!("apigate.{}", tool.strip_prefix("api_").unwrap_or(tool))
+    }
+
+    /// Whether the caller may call the tool at all.
+    pub fn may_use_tool(&self, tool: &str) -> Result<(), AuthError> {
+        let feature = Principal::tool_feature(tool);
+        if self.features.allows(&feature) {
+            Ok(())
+        } else {
+            Err(AuthError::Forbidden { missing: feature })
+        }
+    }
+
+    /// Whether the caller may execute `method path_template`: read-only callers only safe
+    /// methods; every feature in `required` (the operation's `x-required-features`) and every
+    /// feature the configured rules require.
+    pub fn may_execute(
+        &self,
+        method: Method,
+        path_template: &str,
+        required: &[String],
+        rules: &PermissionRules,
+    ) -> Result<(), AuthError> {
+        if self.read_only && !method.is_safe() {
+            return Err(AuthError::ReadOnly { method });
+        }
+        let needed = required
+            .iter()
+            .map(String::as_str)
+            .chain(rules.required_for(method.as_str(), path_template));
+        match self.features.first_missing(needed) {
+            Some(missing) => Err(AuthError::Forbidden {
+                missing: missing.to_string(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether discovery and schema should show the operation: the caller could execute it
+    /// (holds `apigate.execute` and passes [`Principal::may_execute`]).
+    pub fn may_see(
+        &self,
+        method: Method,
+        path_template: &str,
+        required: &[String],
+        rules: &PermissionRules,
+    ) -> bool {
+        self.features.allows("apigate.execute")
+            && self
+                .may_execute(method, path_template, required, rules)
+                .is_ok()
+    }
+
+    /// An audit entry for a call by this principal; fill in the rest and pass it to
+    /// [`super::Auth::record_audit`].
+    pub fn audit_entry(&self, tool: &str, decision: Decision) -> AuditEntry {
+        AuditEntry {
+            key_id: self.key_id,
+            session_id: self.session_id,
+            user_id: self.user_id.clone(),
+            tenant_id: self.tenant_id.clone(),
+            organization_id: self.organization_id.clone(),
+            credential_sources: Vec::new(),
+            tool: tool.to_string(),
+            actor: Some(self.key_label.clone()),
+            target: None,
+            operation: None,
+            method: None,
+            path: None,
+            decision,
+            upstream_status: None,
+            duration_ms: 0,
+            error_code: None,
+            at: Utc::now(),
+            call_id: Uuid::new_v4(),
+        }
+    }
+
+    pub(super) fn rate_subjects(&self) -> Vec<Subject> {
+        let mut v = vec![Subject::Key(match self.key_id {
+            Some(id) => id.to_string(),
+            None => self.key_label.clone(),
+        })];
+        if let Some(s) = self.session_id {
+            v.push(Subject::Session(s.to_string()));
+        }
+        v
+    }
+}
+
+pub(super) fn effective_features(row: &KeyRow) -> Features {
+    Features::new(row.features.iter().chain(row.role_features.iter()))
+}
+
+pub(super) fn key_principal(row: KeyRow) -> KeyPrincipal {
+    let features = effective_features(&row);
+    KeyPrincipal {
+        key_id: Some(row.id),
+        name: row.name.unwrap_or_default(),
+        public_id: row.public_id,
+        roles: row.roles,
+        features,
+        read_only: row.read_only,
+        expires_at: row.expires_at,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn principal(features: &[&str], read_only: bool) -> Principal {
+        Principal {
+            features: Features::new(features),
+            read_only,
+            ..Principal::dev()
+        }
+    }
+
+    #[test]
+    fn tools_need_their_feature() {
+        let p = principal(&["apigate.discover"], false);
+        assert!(p.may_use_tool("api_discover").is_ok());
+        let e = p.may_use_tool("api_execute").unwrap_err();
+        assert!(matches!(e, AuthError::Forbidden { .. }));
+        assert!(e.to_string().contains("apigate.execute"));
+        assert!(
+            principal(&["apigate.*"], false)
+                .may_use_tool("api_schema")
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn operations_need_spec_and_rule_features() {
+        let rules = PermissionRules::from_toml(
+            "[[rule]]\nmethod = \"DELETE\"\npath = \"/repos/**\"\nfeatures = [\"github.admin\"]\n",
+        )
+        .unwrap();
+        let p = principal(&["apigate.execute", "billing.*"], false);
+        let billing = vec!["billing.read".to_string()];
+        assert!(
+            p.may_execute(Method::Get, "/invoices", &billing, &rules)
+                .is_ok()
+        );
+        assert!(
+            p.may_execute(Method::Get, "/repos/{o}/{r}", &[], &rules)
+                .is_ok()
+        );
+        match p.may_execute(Method::Delete, "/repos/{o}/{r}", &[], &rules) {
+            Err(AuthError::Forbidden { missing }) => assert_eq!(missing, "github.admin"),
+            other => panic!("{other:?}"),
+        }
+        let crm = vec!["crm.read".to_string()];
+        assert!(p.may_execute(Method::Get, "/c", &crm, &rules).is_err());
+        assert!(p.may_see(Method::Get, "/invoices", &billing, &rules));
+        assert!(!p.may_see(Method::Get, "/c", &crm, &rules));
+        assert!(!principal(&["billing.*"], false).may_see(
+            Method::Get,
+            "/invoices",
+            &billing,
+            &rules
+        ));
+    }
+
+    #[test]
+    fn read_only_allows_only_safe_methods() {
+        let p = principal(&["*"], true);
+        let none = PermissionRules::default();
+        for m in [Method::Get, Method::Head, Method::Options] {
+            assert!(p.may_execute(m, "/x", &[], &none).is_ok(), "{m}");
+        }
+        for m in [Method::Post, Method::Trace] {
+            let e = p.may_execute(m, "/x", &[], &none).unwrap_err();
+            assert!(matches!(e, AuthError::ReadOnly { method } if method == m));
+        }
+        assert!(!p.may_see(Method::Delete, "/x", &[], &none));
+    }
+}
