@@ -7,7 +7,7 @@
 
 /// Returns free heap pages to the OS (glibc's `malloc_trim`). Call it after large, one-off
 /// work: start-up, and the background embedding pass. Elsewhere (musl, macOS) it does nothing.
-pub fn release_freed() {
+pub(crate) fn release_freed() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: `malloc_trim` only walks the allocator's own free lists under its locks; it
     // takes no pointers from us and is safe to call from any thread at any time.

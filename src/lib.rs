@@ -4,7 +4,7 @@
 
 pub mod auth;
 pub mod cli;
-pub mod heap;
+pub(crate) mod heap;
 pub mod held;
 pub mod http;
 pub mod index;
@@ -19,7 +19,7 @@ pub mod upstream;
 /// Constant-time equality of two secrets of any length (compares their SHA-256 digests): the
 /// one comparison of a presented key, token or secret with the expected one, for `auth`,
 /// `http` and the reference monitor alike.
-pub fn secrets_equal(a: &str, b: &str) -> bool {
+pub(crate) fn secrets_equal(a: &str, b: &str) -> bool {
     use sha2::{Digest, Sha256};
     use subtle::ConstantTimeEq;
     let (a, b): ([u8; 32], [u8; 32]) = (Sha256::digest(a).into(), Sha256::digest(b).into());

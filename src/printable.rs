@@ -9,7 +9,7 @@ use std::fmt::Write;
 
 /// Whether `c` would change how a terminal shows the line rather than show itself: control
 /// characters (C0, DEL, C1), line and paragraph separators, and bidirectional controls.
-pub fn is_unprintable(c: char) -> bool {
+pub(crate) fn is_unprintable(c: char) -> bool {
     c.is_control()
         || matches!(
             c,
@@ -20,7 +20,7 @@ pub fn is_unprintable(c: char) -> bool {
 }
 
 /// Whether the text holds any character [`is_unprintable`] refuses.
-pub fn has_unprintable(text: &str) -> bool {
+pub(crate) fn has_unprintable(text: &str) -> bool {
     text.chars().any(is_unprintable)
 }
 
@@ -51,7 +51,7 @@ pub fn escape(text: &str) -> Cow<'_, str> {
 }
 
 /// The widest a table cell is printed, in characters; longer ones end in `…`.
-pub const MAX_CELL: usize = 120;
+pub(crate) const MAX_CELL: usize = 120;
 
 /// A table cell: [`escape`]d, then cut to `max` characters (the last one `…` when cut).
 pub fn cell(text: &str, max: usize) -> String {

@@ -21,7 +21,7 @@ use tokio::task::JoinHandle;
 use crate::store::{AuditEntry, Store, StoreError};
 
 /// How many rows may wait in memory for the database.
-pub const MAX_HELD_ROWS: usize = 100_000;
+pub(crate) const MAX_HELD_ROWS: usize = 100_000;
 const RETRY_FIRST: Duration = Duration::from_millis(100);
 const RETRY_MAX: Duration = Duration::from_secs(2);
 

@@ -39,7 +39,7 @@ impl Features {
     }
 
     /// The first of `required` that is not granted.
-    pub fn first_missing<'a, I>(&self, required: I) -> Option<&'a str>
+    pub(crate) fn first_missing<'a, I>(&self, required: I) -> Option<&'a str>
     where
         I: IntoIterator<Item = &'a str>,
     {
@@ -54,7 +54,7 @@ impl Features {
     }
 
     /// The first of `wanted` (features or wildcards) not covered here.
-    pub fn first_uncovered<'a, I>(&self, wanted: I) -> Option<&'a str>
+    pub(crate) fn first_uncovered<'a, I>(&self, wanted: I) -> Option<&'a str>
     where
         I: IntoIterator<Item = &'a str>,
     {
@@ -64,7 +64,7 @@ impl Features {
     /// What both sets grant: a feature is allowed by the result exactly when both allow it.
     /// Held names form a tree (`*` ⊇ `a.*` ⊇ `a.b.*` ⊇ `a.b`), so two names either nest or are
     /// disjoint, and the intersection keeps the narrower of each nested pair.
-    pub fn intersection(&self, other: &Features) -> Features {
+    pub(crate) fn intersection(&self, other: &Features) -> Features {
         let mut out = BTreeSet::new();
         for a in &self.0 {
             for b in &other.0 {
@@ -244,7 +244,7 @@ impl PermissionRules {
     }
 
     /// The features the rules require for `method path_template`.
-    pub fn required_for<'a>(
+    pub(crate) fn required_for<'a>(
         &'a self,
         method: &str,
         path_template: &str,

@@ -28,16 +28,16 @@ use zeroize::Zeroizing;
 use super::Principal;
 
 /// How long an assertion is valid after it was made, in seconds (the bound is 60).
-pub const LIFETIME_SECS: i64 = 60;
+pub(crate) const LIFETIME_SECS: i64 = 60;
 
 /// A key file larger than this is not a key (an Ed25519 PKCS#8 PEM is about 120 bytes).
-pub const MAX_KEY_FILE_BYTES: u64 = 16 * 1024;
+pub(crate) const MAX_KEY_FILE_BYTES: u64 = 16 * 1024;
 
 /// Signing keys published at once (a rotation needs two; a few more is a mistake).
 pub const MAX_KEYS: usize = 8;
 
 /// The `audit`/`CallCredentials` source of the assertion header.
-pub const SOURCE: &str = crate::upstream::headers::ASSERTION_SOURCE;
+pub(crate) const SOURCE: &str = crate::upstream::headers::ASSERTION_SOURCE;
 
 /// What a dry run shows in place of the assertion (never a value).
 pub const DRY_RUN_PLACEHOLDER: &str = "[signed identity assertion, added when sent]";
@@ -116,7 +116,7 @@ impl SigningKey {
     }
 
     /// The key in a PEM text, or `None` when it holds no Ed25519 PKCS#8 private key.
-    pub fn from_pem(text: &str) -> Option<SigningKey> {
+    pub(crate) fn from_pem(text: &str) -> Option<SigningKey> {
         let start = text.find(PEM_BEGIN)? + PEM_BEGIN.len();
         let end = start + text[start..].find(PEM_END)?;
         let body: Zeroizing<String> = Zeroizing::new(
@@ -303,7 +303,7 @@ impl Identity {
     }
 
     /// As [`Identity::new`], from keys already loaded (`path` names each in errors).
-    pub fn from_keys(
+    pub(crate) fn from_keys(
         header: &str,
         issuer: &str,
         keys: Vec<(PathBuf, SigningKey)>,
@@ -348,7 +348,7 @@ impl Identity {
     }
 
     /// The `kid` of the key that signs.
-    pub fn signing_kid(&self) -> &str {
+    pub(crate) fn signing_kid(&self) -> &str {
         &self.keys[0].kid
     }
 
@@ -371,7 +371,7 @@ impl Identity {
     }
 
     /// As [`Identity::assertion`], issued at `now` (seconds since the epoch).
-    pub fn assertion_at(
+    pub(crate) fn assertion_at(
         &self,
         who: &Principal,
         call: &CallFacts<'_>,
@@ -424,7 +424,7 @@ impl Identity {
     }
 
     /// Marks in a dry run's request view that the assertion will be added (without a value).
-    pub fn mark_dry_run(&self, view: &mut Value) {
+    pub(crate) fn mark_dry_run(&self, view: &mut Value) {
         if let Some(Value::Object(headers)) = view.get_mut("headers") {
             // The agent's own header of that name (if the operation declares one) is replaced.
             headers.retain(|k, _| !k.eq_ignore_ascii_case(self.header.as_str()));

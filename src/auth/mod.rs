@@ -21,7 +21,7 @@ mod rate;
 pub mod sealed;
 mod secrets;
 pub mod session_upstream;
-pub use secrets::secrets_equal;
+pub(crate) use secrets::secrets_equal;
 mod token_arg;
 mod verify;
 
@@ -34,17 +34,18 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 use uuid::Uuid;
 
+pub(crate) use admin::{
+    ADMIN_AUDIT_TOOL, Actor, DEFAULT_SESSION_TTL_MINUTES, Role, SessionPage, SessionQuery,
+};
 pub use admin::{
-    ADMIN_AUDIT_TOOL, Actor, Admin, AdminError, AuditPage, AuditQuery, CreatedKey, CreatedSession,
-    DEFAULT_SESSION_TTL_MINUTES, KeyInfo, MAX_SESSION_TTL_MINUTES, NewKey, NewSession, Revocation,
-    Role, SessionInfo, SessionPage, SessionQuery, SessionRef,
+    Admin, AdminError, AuditPage, AuditQuery, CreatedKey, CreatedSession, KeyInfo, NewKey,
+    NewSession, Revocation, SessionRef,
 };
 pub use features::{Features, PermissionRules, RuleError, RuleSpec};
 pub use principal::{KeyPrincipal, Principal};
 pub use rate::RateLimit;
-pub use token_arg::{
-    SESSION_TOKEN_ARG, SESSION_TOKEN_HEADER, add_session_token_param, choose_session_token,
-    take_session_token,
+pub(crate) use token_arg::{
+    SESSION_TOKEN_HEADER, add_session_token_param, choose_session_token, take_session_token,
 };
 
 use crate::spec::Method;
@@ -56,10 +57,10 @@ use rate::{Limiter, Subject};
 use sealed::SecretKeys;
 
 /// The longest time a verified credential is trusted without asking the database.
-pub const MAX_CACHE_TTL: Duration = Duration::from_secs(60);
+pub(crate) const MAX_CACHE_TTL: Duration = Duration::from_secs(60);
 
 /// The feature that admits a server key to `/admin/v1/*`.
-pub const ADMIN_FEATURE: &str = "apigate.admin";
+pub(crate) const ADMIN_FEATURE: &str = "apigate.admin";
 
 /// Why a caller was turned away. Adapters map each variant to a stable code for the agent.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -176,7 +177,7 @@ impl Drop for Inner {
 }
 
 /// How often expired sessions' upstream credentials are deleted.
-pub const PURGE_EVERY: Duration = Duration::from_secs(60);
+pub(crate) const PURGE_EVERY: Duration = Duration::from_secs(60);
 
 async fn purge_expired_credentials(store: Store) {
     let mut tick = tokio::time::interval(PURGE_EVERY);
@@ -268,14 +269,14 @@ impl Auth {
 
     /// Takes one call from the bucket of the principal's key only (a tool call does this
     /// before its session is checked, so a failed session check spends the key's budget).
-    pub fn check_key_rate(&self, principal: &Principal) -> Result<(), AuthError> {
+    pub(crate) fn check_key_rate(&self, principal: &Principal) -> Result<(), AuthError> {
         let mut subjects = principal.rate_subjects();
         subjects.retain(|s| matches!(s, Subject::Key(_)));
         self.take(&subjects)
     }
 
     /// Takes one call from the principal's session bucket, if it has a session.
-    pub fn check_session_rate(&self, principal: &Principal) -> Result<(), AuthError> {
+    pub(crate) fn check_session_rate(&self, principal: &Principal) -> Result<(), AuthError> {
         let mut subjects = principal.rate_subjects();
         subjects.retain(|s| matches!(s, Subject::Session(_)));
         self.take(&subjects)
@@ -305,7 +306,7 @@ impl Auth {
     /// presented when it has a key's shape (never any part of its secret). `route` is the
     /// route template, `code` the refusal's code. Bounded like every refusal
     /// (`auth/audit_budget.rs`): per key, and for all unauthenticated callers together.
-    pub async fn record_admin_refusal(
+    pub(crate) async fn record_admin_refusal(
         &self,
         key: Option<&KeyPrincipal>,
         presented: &str,
@@ -359,7 +360,7 @@ impl Auth {
 
     /// The admin operations as `key` (the admin API): read-only keys only read, and nothing is
     /// granted beyond the key's own features.
-    pub fn admin_as(&self, key: &KeyPrincipal) -> Admin {
+    pub(crate) fn admin_as(&self, key: &KeyPrincipal) -> Admin {
         self.admin().acting_as(Actor::key(key))
     }
 

@@ -110,7 +110,7 @@ impl Principal {
     }
 
     /// The feature a tool needs: `api_discover` → `apigate.discover`, and so on.
-    pub fn tool_feature(tool: &str) -> String {
+    pub(crate) fn tool_feature(tool: &str) -> String {
         format!("apigate.{}", tool.strip_prefix("api_").unwrap_or(tool))
     }
 

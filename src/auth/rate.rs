@@ -67,7 +67,7 @@ pub(crate) enum Subject {
 /// single IPv6 addresses would give it billions of budgets). An IPv4 address mapped into IPv6
 /// counts as the IPv4 address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Source(IpAddr);
+pub(crate) struct Source(IpAddr);
 
 impl Source {
     pub fn of(ip: IpAddr) -> Source {

@@ -19,9 +19,9 @@ use sha2::{Digest, Sha256};
 use zeroize::{Zeroize, Zeroizing};
 
 /// The environment variable holding the current key.
-pub const SECRET_KEY_ENV: &str = "APIGATE_SECRET_KEY";
+pub(crate) const SECRET_KEY_ENV: &str = "APIGATE_SECRET_KEY";
 /// The environment variable holding the previous key (decryption only).
-pub const PREVIOUS_SECRET_KEY_ENV: &str = "APIGATE_SECRET_KEY_PREVIOUS";
+pub(crate) const PREVIOUS_SECRET_KEY_ENV: &str = "APIGATE_SECRET_KEY_PREVIOUS";
 
 const VERSION: u8 = 1;
 const KEY_ID_LEN: usize = 4;
@@ -29,10 +29,10 @@ const NONCE_LEN: usize = 12;
 const HEADER_LEN: usize = 1 + KEY_ID_LEN + NONCE_LEN;
 const TAG_LEN: usize = 16;
 /// The most plaintext one sealed value may hold.
-pub const MAX_PLAINTEXT: usize = 64 * 1024;
+pub(crate) const MAX_PLAINTEXT: usize = 64 * 1024;
 
 /// What to tell an operator who has no key configured.
-pub const HOW_TO_SET_A_KEY: &str = "set APIGATE_SECRET_KEY to 32 random bytes in base64 (e.g. \
+pub(crate) const HOW_TO_SET_A_KEY: &str = "set APIGATE_SECRET_KEY to 32 random bytes in base64 (e.g. \
     `openssl rand -base64 32`) or pass --secret-key-file FILE (a file holding that base64 \
     text), on `apigate serve` and on `apigate sessions create`";
 
@@ -129,7 +129,7 @@ pub struct KeySource<'a> {
 
 impl KeySource<'_> {
     /// The environment's keys (`APIGATE_SECRET_KEY`, `APIGATE_SECRET_KEY_PREVIOUS`).
-    pub fn with_env(self) -> Self {
+    pub(crate) fn with_env(self) -> Self {
         let var = |n: &str| std::env::var(n).ok().filter(|v| !v.trim().is_empty());
         KeySource {
             env: var(SECRET_KEY_ENV),
@@ -194,7 +194,7 @@ impl SecretKeys {
     }
 
     /// The current key's id (hex), for logs.
-    pub fn current_id(&self) -> String {
+    pub(crate) fn current_id(&self) -> String {
         hex::encode(self.current.id)
     }
 
@@ -251,15 +251,6 @@ impl SecretKeys {
             .map(Zeroizing::new)
             .map_err(|_| SealError::Tampered)
     }
-
-    /// Whether `sealed` was made with the previous key (and should be sealed again).
-    pub fn is_sealed_with_previous(&self, sealed: &[u8]) -> bool {
-        sealed.len() > KEY_ID_LEN
-            && self
-                .previous
-                .as_ref()
-                .is_some_and(|p| p.id == sealed[1..1 + KEY_ID_LEN])
-    }
 }
 
 /// Generates a new key as base64 text (32 random bytes).
@@ -269,6 +260,19 @@ pub fn generate_key_base64() -> String {
     let text = base64::engine::general_purpose::STANDARD.encode(bytes);
     bytes.zeroize();
     text
+}
+
+/// Whether `sealed` was made with the previous key (and should be sealed again): what the
+/// rotation tests check.
+#[cfg(test)]
+impl SecretKeys {
+    fn is_sealed_with_previous(&self, sealed: &[u8]) -> bool {
+        sealed.len() > KEY_ID_LEN
+            && self
+                .previous
+                .as_ref()
+                .is_some_and(|p| p.id == sealed[1..1 + KEY_ID_LEN])
+    }
 }
 
 #[cfg(test)]

@@ -91,7 +91,7 @@ pub(crate) fn sha256(text: &str) -> [u8; 32] {
     Sha256::digest(text.as_bytes()).into()
 }
 
-pub use crate::secrets_equal;
+pub(crate) use crate::secrets_equal;
 
 #[cfg(test)]
 mod tests {

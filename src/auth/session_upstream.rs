@@ -11,13 +11,13 @@ use super::sealed::{SealError, SecretKeys};
 use crate::upstream::headers;
 
 /// The most headers one session may carry.
-pub const MAX_SESSION_HEADERS: usize = 16;
+pub(crate) const MAX_SESSION_HEADERS: usize = 16;
 /// The longest header name.
-pub const MAX_HEADER_NAME: usize = 100;
+pub(crate) const MAX_HEADER_NAME: usize = 100;
 /// The longest header value.
-pub const MAX_HEADER_VALUE: usize = 8 * 1024;
+pub(crate) const MAX_HEADER_VALUE: usize = 8 * 1024;
 /// The most bytes of names and values together.
-pub const MAX_HEADERS_TOTAL: usize = 16 * 1024;
+pub(crate) const MAX_HEADERS_TOTAL: usize = 16 * 1024;
 
 /// The headers as given, before any check. `Debug` shows names only; deserialising never
 /// echoes a value in its error.
@@ -64,7 +64,7 @@ impl<'de> Deserialize<'de> for UpstreamInput {
 
 impl UpstreamInput {
     /// From `--upstream-header "Name: value"` arguments.
-    pub fn from_args(args: &[HeaderArg]) -> UpstreamInput {
+    pub(crate) fn from_args(args: &[HeaderArg]) -> UpstreamInput {
         UpstreamInput {
             headers: args
                 .iter()

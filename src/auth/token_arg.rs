@@ -9,13 +9,13 @@ use super::AuthError;
 use super::secrets::secrets_equal;
 
 /// The argument name.
-pub const SESSION_TOKEN_ARG: &str = "_sessionToken";
+pub(crate) const SESSION_TOKEN_ARG: &str = "_sessionToken";
 /// The MCP-connection header that may carry the token instead (keeps it out of the model's
 /// context).
-pub const SESSION_TOKEN_HEADER: &str = "x-session-token";
+pub(crate) const SESSION_TOKEN_HEADER: &str = "x-session-token";
 
 /// Adds `_sessionToken` to an object schema's `properties` and `required`.
-pub fn add_session_token_param(input_schema: &mut Map<String, Value>) {
+pub(crate) fn add_session_token_param(input_schema: &mut Map<String, Value>) {
     let props = input_schema
         .entry("properties")
         .or_insert_with(|| Value::Object(Map::new()));
@@ -40,7 +40,7 @@ pub fn add_session_token_param(input_schema: &mut Map<String, Value>) {
 
 /// Removes `_sessionToken` from the arguments (whatever its type) and returns it when it is a
 /// non-empty string.
-pub fn take_session_token(args: &mut Map<String, Value>) -> Option<String> {
+pub(crate) fn take_session_token(args: &mut Map<String, Value>) -> Option<String> {
     match args.remove(SESSION_TOKEN_ARG) {
         Some(Value::String(s)) if !s.trim().is_empty() => Some(s.trim().to_string()),
         _ => None,
@@ -52,7 +52,7 @@ pub fn take_session_token(args: &mut Map<String, Value>) -> Option<String> {
 /// it. An argument that differs (another session's token, or a placeholder a model filled in)
 /// is refused, never preferred: otherwise a read-only session pinned by the header could be
 /// swapped for a stronger one by whatever writes the arguments.
-pub fn choose_session_token(
+pub(crate) fn choose_session_token(
     from_args: Option<String>,
     from_header: Option<&str>,
 ) -> Result<Option<String>, AuthError> {

@@ -51,7 +51,7 @@ impl Auth {
     /// exhausts only their own budget, not the key owner's. Behind a reverse proxy every
     /// request has the proxy's address (forwarding headers are not trusted), so callers behind
     /// one proxy share one budget.
-    pub async fn authenticate_key_from(
+    pub(crate) async fn authenticate_key_from(
         &self,
         presented: &str,
         source: Option<IpAddr>,

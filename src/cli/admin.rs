@@ -252,26 +252,26 @@ pub async fn run_migrate(args: MigrateArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub async fn run_keys(args: KeysArgs) -> anyhow::Result<()> {
+pub(crate) async fn run_keys(args: KeysArgs) -> anyhow::Result<()> {
     let admin = Admin::new(args.db.store().await?);
     super::print(&keys(&admin, args.command).await?)?;
     Ok(())
 }
 
-pub async fn run_sessions(args: SessionsArgs) -> anyhow::Result<()> {
+pub(crate) async fn run_sessions(args: SessionsArgs) -> anyhow::Result<()> {
     let keys = args.secret_key.load()?;
     let admin = Admin::new(args.db.store().await?).with_secret_keys(keys);
     super::print(&sessions(&admin, args.command).await?)?;
     Ok(())
 }
 
-pub async fn run_audit(args: AuditArgs) -> anyhow::Result<()> {
+pub(crate) async fn run_audit(args: AuditArgs) -> anyhow::Result<()> {
     let admin = Admin::new(args.db.store().await?);
     super::print(&audit(&admin, args).await?)?;
     Ok(())
 }
 
-pub async fn run_roles(args: RolesArgs) -> anyhow::Result<()> {
+pub(crate) async fn run_roles(args: RolesArgs) -> anyhow::Result<()> {
     let admin = Admin::new(args.db.store().await?);
     super::print(&roles(&admin, args.command).await?)?;
     Ok(())

@@ -62,7 +62,11 @@ pub enum KeySource {
 
 /// Resolves the dev key: flag, APIGATE_API_KEY, MCP_SERVER_API_KEY, `.mcp.json` (an entry
 /// whose url points at `listen`), else a new random key.
-pub fn resolve_key(flag: Option<&str>, listen: SocketAddr, mcp_json: &Path) -> (String, KeySource) {
+pub(crate) fn resolve_key(
+    flag: Option<&str>,
+    listen: SocketAddr,
+    mcp_json: &Path,
+) -> (String, KeySource) {
     if let Some(k) = flag.map(str::trim).filter(|k| !k.is_empty()) {
         return (k.to_string(), KeySource::Flag);
     }
@@ -154,7 +158,7 @@ fn points_at(url: &str, listen: SocketAddr) -> bool {
     host_ok && url.port_or_known_default() == Some(listen.port())
 }
 
-pub async fn run_dev(args: DevArgs) -> anyhow::Result<ExitCode> {
+pub(crate) async fn run_dev(args: DevArgs) -> anyhow::Result<ExitCode> {
     let mut engine = args.engine.build().await?;
     engine.rules = args.access.rules()?;
     if let Some(dir) = &args.download_dir {
@@ -235,7 +239,7 @@ pub async fn run_dev(args: DevArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub async fn run_stdio(args: StdioArgs) -> anyhow::Result<ExitCode> {
+pub(crate) async fn run_stdio(args: StdioArgs) -> anyhow::Result<ExitCode> {
     let engine = Arc::new(args.engine.build().await?);
     let id = format!("stdio-{}", uuid::Uuid::new_v4().simple());
     let server = McpServer::new(engine, Some(id), true)

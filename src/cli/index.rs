@@ -49,13 +49,13 @@ fn ranker_parser() -> impl clap::builder::TypedValueParser<Value = Ranker> {
 }
 
 /// The folder name of the model the repository ships.
-pub const SHIPPED_MODEL: &str = "minilm-api";
+pub(crate) const SHIPPED_MODEL: &str = "minilm-api";
 
 /// Where the shipped model is looked for, in this order: beside the installed binary
 /// (`BIN/../share/apigate/models/minilm-api`, as a package or `make install` lays it out),
 /// the Docker image's /usr/share/apigate/models/minilm-api, and the repository the binary was
 /// built from (`cargo run`, and `cargo install --path .` while the checkout exists).
-pub fn shipped_model_places() -> Vec<PathBuf> {
+pub(crate) fn shipped_model_places() -> Vec<PathBuf> {
     let mut places = Vec::new();
     if let Ok(exe) = std::env::current_exe()
         && let Some(bin) = exe.parent()
@@ -72,7 +72,7 @@ pub fn shipped_model_places() -> Vec<PathBuf> {
 }
 
 /// The first of [`shipped_model_places`] that holds the model's files.
-pub fn shipped_model() -> Option<PathBuf> {
+pub(crate) fn shipped_model() -> Option<PathBuf> {
     shipped_model_places().into_iter().find(|dir| {
         crate::index::embed::MODEL_FILES
             .iter()
@@ -185,7 +185,7 @@ impl RankingArgs {
 }
 
 /// The bar long CLI work shows on stderr (hidden when stderr is not a terminal).
-pub fn progress_bar(operations: usize) -> ProgressBar {
+pub(crate) fn progress_bar(operations: usize) -> ProgressBar {
     ProgressBar::new(operations as u64).with_style(
         ProgressStyle::with_template("embedding {bar:40} {pos}/{len} operations, {eta} left")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),

@@ -41,7 +41,7 @@ pub struct MonitorArgs {
 
 impl MonitorArgs {
     /// The server's configuration: loads the rules file (or the default rules).
-    pub fn server_config(&self) -> anyhow::Result<ServerConfig> {
+    pub(crate) fn server_config(&self) -> anyhow::Result<ServerConfig> {
         let rules = match &self.rules {
             Some(path) => RuleSet::from_file(path)?,
             None => RuleSet::default_rules(),

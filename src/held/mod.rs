@@ -16,13 +16,13 @@ use crate::store::{Store, StoreError};
 use crate::upstream::BinaryBody;
 
 /// Default time a held response stays readable (`--response-ttl`): 10 minutes.
-pub const DEFAULT_RESPONSE_TTL: Duration = Duration::from_secs(10 * 60);
+pub(crate) const DEFAULT_RESPONSE_TTL: Duration = Duration::from_secs(10 * 60);
 /// Default total of held bytes per API key (`--max-held-bytes`): 64 MiB.
-pub const DEFAULT_MAX_HELD_BYTES: usize = 64 * 1024 * 1024;
+pub(crate) const DEFAULT_MAX_HELD_BYTES: usize = 64 * 1024 * 1024;
 /// The URI scheme and path of a held response: `apigate://responses/<id>`.
-pub const URI_PREFIX: &str = "apigate://responses/";
+pub(crate) const URI_PREFIX: &str = "apigate://responses/";
 /// The resource template `resources/templates/list` names.
-pub const URI_TEMPLATE: &str = "apigate://responses/{id}";
+pub(crate) const URI_TEMPLATE: &str = "apigate://responses/{id}";
 /// Random bytes in an id (hex-encoded: 48 characters, 192 bits).
 const ID_BYTES: usize = 24;
 
@@ -92,7 +92,7 @@ impl std::fmt::Debug for HeldResponses {
 
 impl HeldResponses {
     /// Held in this process's memory (dev, stdio).
-    pub fn in_memory(cfg: HeldConfig) -> HeldResponses {
+    pub(crate) fn in_memory(cfg: HeldConfig) -> HeldResponses {
         HeldResponses {
             cfg,
             backend: Backend::Memory(Arc::new(memory::Memory::new(cfg))),
@@ -176,7 +176,7 @@ fn new_id() -> String {
 }
 
 /// The id in `apigate://responses/<id>`, when it has the shape of one.
-pub fn parse_uri(uri: &str) -> Option<&str> {
+pub(crate) fn parse_uri(uri: &str) -> Option<&str> {
     let id = uri.strip_prefix(URI_PREFIX)?;
     (id.len() == ID_BYTES * 2 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
         .then_some(id)

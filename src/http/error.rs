@@ -58,13 +58,17 @@ impl From<Code> for ErrorCode {
 }
 
 /// `{"error": message, "code": CODE}` with its status.
-pub fn json_error(status: StatusCode, code: impl Into<ErrorCode>, message: &str) -> Response {
+pub(crate) fn json_error(
+    status: StatusCode,
+    code: impl Into<ErrorCode>,
+    message: &str,
+) -> Response {
     let code = code.into().as_str();
     (status, Json(json!({"error": message, "code": code}))).into_response()
 }
 
 /// 413 for a request body over `--max-body-bytes` (`limit`).
-pub fn too_large(limit: usize) -> Response {
+pub(crate) fn too_large(limit: usize) -> Response {
     json_error(
         StatusCode::PAYLOAD_TOO_LARGE,
         ErrorCode::PayloadTooLarge,
@@ -78,7 +82,7 @@ pub fn too_large(limit: usize) -> Response {
 /// The connection's peer address (the client, or the reverse proxy in front of apigate:
 /// forwarding headers are not trusted). Absent when the server was not started with connect
 /// info.
-pub fn peer_ip(extensions: &axum::http::Extensions) -> Option<std::net::IpAddr> {
+pub(crate) fn peer_ip(extensions: &axum::http::Extensions) -> Option<std::net::IpAddr> {
     extensions
         .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
         .map(|c| c.0.ip())
@@ -87,7 +91,7 @@ pub fn peer_ip(extensions: &axum::http::Extensions) -> Option<std::net::IpAddr> 
 /// The response for an authentication failure anywhere in the HTTP layer (e.g. the tier-1
 /// middleware in front of `/mcp`): 401 / 403 / 429 (with `Retry-After`) / 503 and a JSON body
 /// `{error, code, …details}`.
-pub fn auth_error_response(e: AuthError) -> Response {
+pub(crate) fn auth_error_response(e: AuthError) -> Response {
     ApiError::from(e).into_response()
 }
 

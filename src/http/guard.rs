@@ -15,7 +15,7 @@ use crate::mcp::{HttpCaller, fingerprint};
 use crate::tools::Code;
 
 /// Host names accepted by default: loopback only, any port.
-pub const DEFAULT_HOSTS: [&str; 4] = ["localhost", "127.0.0.1", "::1", "[::1]"];
+pub(crate) const DEFAULT_HOSTS: [&str; 4] = ["localhost", "127.0.0.1", "::1", "[::1]"];
 
 /// Which `Host` and `Origin` values may reach the server.
 #[derive(Debug, Clone)]
@@ -85,7 +85,7 @@ impl Allowed {
 }
 
 /// 403 for a `Host` or `Origin` the server does not serve (DNS rebinding protection).
-pub async fn host_and_origin(
+pub(crate) async fn host_and_origin(
     State(state): State<Arc<AppState>>,
     request: Request,
     next: Next,

@@ -75,11 +75,11 @@ impl HttpOptions {
     }
 }
 
-pub use sessions::DEFAULT_MAX_SESSIONS_PER_KEY;
-pub use sse::DEFAULT_QUEUE as DEFAULT_SSE_QUEUE;
+pub(crate) use sessions::DEFAULT_MAX_SESSIONS_PER_KEY;
+pub(crate) use sse::DEFAULT_QUEUE as DEFAULT_SSE_QUEUE;
 
 /// Shared by every handler.
-pub struct AppState {
+pub(crate) struct AppState {
     pub engine: Arc<Engine>,
     pub keys: KeyCheck,
     pub allowed: Allowed,
@@ -95,7 +95,7 @@ pub struct AppState {
 }
 
 /// The process-wide Prometheus recorder (installed once, on first use).
-pub fn metrics_handle() -> Option<&'static PrometheusHandle> {
+pub(crate) fn metrics_handle() -> Option<&'static PrometheusHandle> {
     static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
     HANDLE
         .get_or_init(|| {
@@ -360,7 +360,7 @@ async fn render_metrics() -> Response {
 }
 
 /// Cancels `token` on Ctrl-C or SIGTERM.
-pub fn cancel_on_signal(token: CancellationToken) {
+pub(crate) fn cancel_on_signal(token: CancellationToken) {
     tokio::spawn(async move {
         let ctrl_c = tokio::signal::ctrl_c();
         #[cfg(unix)]

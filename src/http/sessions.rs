@@ -29,14 +29,14 @@ use crate::mcp::HttpCaller;
 const SESSION_HEADER: &str = "mcp-session-id";
 
 /// Default of `--max-sessions-per-key`.
-pub const DEFAULT_MAX_SESSIONS_PER_KEY: usize = 1000;
+pub(crate) const DEFAULT_MAX_SESSIONS_PER_KEY: usize = 1000;
 
 /// How long a Streamable HTTP session may go without a request before it is closed (rmcp's
 /// own default, which apigate now applies itself: see [`McpSessions::expire_idle`]).
-pub const SESSION_IDLE: Duration = Duration::from_secs(300);
+pub(crate) const SESSION_IDLE: Duration = Duration::from_secs(300);
 
 /// Who opened each live Streamable HTTP session, and when it was last used.
-pub struct McpSessions {
+pub(crate) struct McpSessions {
     /// `None` in stateless mode: there are no sessions to own.
     pub(super) manager: Option<Arc<LocalSessionManager>>,
     max_per_key: usize,
@@ -54,7 +54,7 @@ struct Owned {
 /// A session manager whose sessions never time out by themselves: the gate sees every request
 /// of a session, including the `tools/list` it answers without rmcp, so apigate keeps the
 /// idle clock ([`McpSessions::expire_idle`]); rmcp's would only see the requests it serves.
-pub fn session_manager() -> LocalSessionManager {
+pub(crate) fn session_manager() -> LocalSessionManager {
     let mut manager = LocalSessionManager::default();
     manager.session_config.keep_alive = None;
     manager
@@ -76,7 +76,7 @@ impl McpSessions {
 
     /// Closes every session idle for longer than the limit, then again every quarter of it
     /// (at most every 30 s), until `shutdown`.
-    pub async fn expire_idle(self: Arc<Self>, shutdown: CancellationToken) {
+    pub(crate) async fn expire_idle(self: Arc<Self>, shutdown: CancellationToken) {
         let Some(manager) = self.manager.clone() else {
             return;
         };
@@ -119,7 +119,7 @@ impl McpSessions {
         }
     }
 
-    pub fn max_per_key(&self) -> usize {
+    pub(crate) fn max_per_key(&self) -> usize {
         self.max_per_key
     }
 

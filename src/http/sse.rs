@@ -28,7 +28,7 @@ use crate::mcp::{HttpCaller, McpServer};
 
 /// Default of `--sse-queue`: requests a legacy SSE session may have unanswered on its stream
 /// (running, or answered but not yet taken by the client) before more are refused (429).
-pub const DEFAULT_QUEUE: usize = 64;
+pub(crate) const DEFAULT_QUEUE: usize = 64;
 
 /// One open legacy SSE session.
 #[derive(Clone)]
@@ -46,7 +46,7 @@ struct Entry {
 
 /// Open legacy SSE sessions by id.
 #[derive(Default)]
-pub struct SseSessions {
+pub(crate) struct SseSessions {
     inner: Mutex<HashMap<String, Entry>>,
 }
 
@@ -162,7 +162,7 @@ fn boxed(
 }
 
 #[derive(Deserialize)]
-pub struct MessageQuery {
+pub(crate) struct MessageQuery {
     #[serde(rename = "sessionId")]
     session_id: Option<String>,
 }

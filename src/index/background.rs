@@ -28,7 +28,7 @@ impl VectorDirs {
 
     /// [`VectorDirs::load`] for the model whose files hash to `hash` and whose vectors have
     /// `dim` dimensions (known before the model is built).
-    pub fn load_for(&self, index: &Index, hash: &str, dim: usize) -> Option<Vectors> {
+    pub(crate) fn load_for(&self, index: &Index, hash: &str, dim: usize) -> Option<Vectors> {
         let key = vectors::cache_key(hash, index.embedding_texts());
         for dir in self.prebuilt.iter().chain(&self.cache) {
             match vectors::load(dir, &key, index.len()) {
@@ -48,7 +48,7 @@ impl VectorDirs {
 }
 
 /// Embeds every operation of `index`; `progress` is told how many are done.
-pub fn compute(
+pub(crate) fn compute(
     index: &Index,
     embedder: &Embedder,
     progress: &dyn Fn(usize),

@@ -13,20 +13,20 @@ use sha2::{Digest, Sha256};
 use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
 
 /// The files a model folder must hold.
-pub const MODEL_FILES: [&str; 3] = ["model.safetensors", "tokenizer.json", "config.json"];
+pub(crate) const MODEL_FILES: [&str; 3] = ["model.safetensors", "tokenizer.json", "config.json"];
 
 /// Tokens per input beyond this are cut (the model's `max_seq_length`).
 const MAX_TOKENS: usize = 256;
 
 /// Inputs per forward pass at index time. Inputs are sorted by length first, so a batch pads
 /// to a length close to each of its inputs.
-pub const BATCH: usize = 32;
+pub(crate) const BATCH: usize = 32;
 
 /// Bytes of recent queries and their vectors kept (each entry weighs its text plus its vector).
 const QUERY_CACHE_BYTES: u64 = 16 * 1024 * 1024;
 
 /// A query is embedded, and cached, by at most its first this many characters.
-pub const QUERY_KEY_CHARS: usize = 1000;
+pub(crate) const QUERY_KEY_CHARS: usize = 1000;
 
 /// Why the model could not be loaded or run.
 #[derive(Debug, thiserror::Error)]
@@ -150,7 +150,7 @@ impl Embedder {
     }
 
     /// Builds the model from files already read (the slower half of [`Embedder::load`]).
-    pub fn from_files(files: ModelFiles) -> Result<Embedder, EmbedError> {
+    pub(crate) fn from_files(files: ModelFiles) -> Result<Embedder, EmbedError> {
         let ModelFiles {
             weights,
             tokenizer,
@@ -241,7 +241,7 @@ impl Embedder {
 
     /// Unit vectors for many texts, in batches of [`BATCH`] sorted by length; `progress` is
     /// told how many are done after each batch. Results are in the order of `texts`.
-    pub fn embed_all(
+    pub(crate) fn embed_all(
         &self,
         texts: &[String],
         progress: &dyn Fn(usize),
@@ -301,7 +301,7 @@ fn query_key(text: &str) -> String {
 
 /// Mean of the token vectors `hidden` `[batch, tokens, dim]` over the tokens whose `mask`
 /// `[batch, tokens]` is 1: padding does not count.
-pub fn mean_pool(hidden: &Tensor, mask: &Tensor) -> candle_core::Result<Tensor> {
+pub(crate) fn mean_pool(hidden: &Tensor, mask: &Tensor) -> candle_core::Result<Tensor> {
     let mask = mask.to_dtype(hidden.dtype())?;
     let summed = hidden.broadcast_mul(&mask.unsqueeze(2)?)?.sum(1)?;
     let counts = mask.sum_keepdim(1)?.clamp(1e-9, f64::MAX)?;
@@ -309,7 +309,7 @@ pub fn mean_pool(hidden: &Tensor, mask: &Tensor) -> candle_core::Result<Tensor> 
 }
 
 /// Each row of `x` `[batch, dim]` divided by its Euclidean length.
-pub fn normalize(x: &Tensor) -> candle_core::Result<Tensor> {
+pub(crate) fn normalize(x: &Tensor) -> candle_core::Result<Tensor> {
     let norms = x.sqr()?.sum_keepdim(1)?.sqrt()?.clamp(1e-12, f64::MAX)?;
     x.broadcast_div(&norms)
 }

@@ -190,7 +190,7 @@ impl Index {
     }
 
     /// Switches to hybrid ranking with `vectors` (one per document, by `embedder`).
-    pub fn enable_dense(
+    pub(crate) fn enable_dense(
         &self,
         embedder: Arc<Embedder>,
         vectors: Vectors,
@@ -210,7 +210,7 @@ impl Index {
 
     /// Records that `model` is embedding the operations (the index ranks lexically until
     /// [`Index::enable_dense`]), so [`Index::model`] can name it meanwhile.
-    pub fn expect_dense(&self, model: ModelId) {
+    pub(crate) fn expect_dense(&self, model: ModelId) {
         self.coming.store(Some(Arc::new(model)));
     }
 
@@ -234,7 +234,7 @@ impl Index {
 
     /// The embedding of a recent query, if the index is hybrid and has it cached: costs no
     /// model run, so it may be called on the async runtime.
-    pub fn cached_query_vector(&self, text: &str) -> Option<Arc<[f32]>> {
+    pub(crate) fn cached_query_vector(&self, text: &str) -> Option<Arc<[f32]>> {
         self.dense.load().as_ref()?.embedder.cached_query(text)
     }
 
@@ -242,7 +242,7 @@ impl Index {
     /// blank text, or if the model fails (logged; the query then ranks lexically). Costs a
     /// forward pass of the model (milliseconds) unless the query was seen recently: call it
     /// off the async runtime.
-    pub fn query_vector(&self, text: &str) -> Option<Arc<[f32]>> {
+    pub(crate) fn query_vector(&self, text: &str) -> Option<Arc<[f32]>> {
         let dense = self.dense.load_full()?;
         if text.trim().is_empty() {
             return None;

@@ -24,7 +24,7 @@ impl Index {
 
     /// [`Index::search`], plus how many operations matched and passed the filters in all
     /// (before `limit`).
-    pub fn search_total(&self, q: &Query<'_>) -> (Vec<Hit>, usize) {
+    pub(crate) fn search_total(&self, q: &Query<'_>) -> (Vec<Hit>, usize) {
         let mut stems = Stems::new();
         let analyzed = vocab::analyze_query(q.text, &mut stems, self.tuning.synonyms);
         let keep = |d: &DocMeta| self.passes(d, q);

@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 
 /// Bumped when vectors change for the same texts (pooling, truncation, the file format's
 /// meaning); the key already covers the texts and the model.
-pub const TEXT_VERSION: u32 = 1;
+pub(crate) const TEXT_VERSION: u32 = 1;
 
 const MAGIC: &[u8; 8] = b"APGVEC01";
 const HEADER: usize = 16;
@@ -77,7 +77,7 @@ impl Vectors {
 
     /// Cosine similarity of every row with `query` (a unit vector of the same length; rows
     /// are unit vectors, so this is the dot product). Empty when the lengths differ.
-    pub fn scores(&self, query: &[f32]) -> Vec<f32> {
+    pub(crate) fn scores(&self, query: &[f32]) -> Vec<f32> {
         if query.len() != self.dim || self.dim == 0 {
             return Vec::new();
         }
@@ -140,7 +140,7 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
 }
 
 /// The cache key for the vectors of `texts` under the model with hash `model`.
-pub fn cache_key(model: &str, texts: &[String]) -> String {
+pub(crate) fn cache_key(model: &str, texts: &[String]) -> String {
     let mut h = Sha256::new();
     h.update(TEXT_VERSION.to_le_bytes());
     h.update(model.as_bytes());

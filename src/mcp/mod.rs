@@ -5,7 +5,7 @@
 
 mod resources;
 
-pub use resources::binary_content;
+pub(crate) use resources::binary_content;
 
 use std::sync::{Arc, Mutex};
 
@@ -24,7 +24,7 @@ use crate::tools::{Caller, Engine, Named, UnknownTool};
 
 /// What the HTTP layer learned about the caller, attached to each request's extensions.
 #[derive(Debug, Clone, Default)]
-pub struct HttpCaller {
+pub(crate) struct HttpCaller {
     /// A stable, non-secret id for the presented credential (used as the session id in
     /// stateless mode).
     pub key_fingerprint: String,
@@ -35,12 +35,12 @@ pub struct HttpCaller {
 /// The `_meta` key on an `api_execute` result: `true` when the call used a safe method (GET,
 /// HEAD, OPTIONS) and so changed nothing, `false` when it may have (`Output::read_only`; a
 /// dry run and the other tools carry none).
-pub const READ_ONLY_META: &str = "apigate/readOnly";
+pub(crate) const READ_ONLY_META: &str = "apigate/readOnly";
 
 /// A tool's outcome as MCP sends it: the value as `structuredContent` plus a JSON text block,
 /// `isError: true` for a tool failure, and `_meta` saying whether an `api_execute` changed
 /// nothing.
-pub fn call_tool_result(tool: &Named, result: crate::tools::ToolResult) -> CallToolResult {
+pub(crate) fn call_tool_result(tool: &Named, result: crate::tools::ToolResult) -> CallToolResult {
     match result {
         Ok(output) => {
             let read_only = output.read_only();
@@ -74,7 +74,7 @@ pub fn fingerprint(secret: &str) -> String {
 /// One MCP session's handler. Stateful transports create one per session (its drop ends the
 /// session for the monitor); stateless HTTP creates one per request.
 #[derive(Clone)]
-pub struct McpServer {
+pub(crate) struct McpServer {
     engine: Arc<Engine>,
     session: Arc<Session>,
     tools: Arc<ToolLists>,
@@ -94,7 +94,7 @@ struct ToolLists {
 /// answers plain `tools/list` requests with (see `http::tool_list`). Each without and with the
 /// session header.
 #[derive(Clone)]
-pub struct ToolList {
+pub(crate) struct ToolList {
     tools: Arc<ToolLists>,
     json_plain: bytes::Bytes,
     json_with_session_header: bytes::Bytes,
@@ -123,7 +123,7 @@ impl ToolList {
     }
 
     /// The serialized result for a request with these headers.
-    pub fn json_for(&self, headers: &http::HeaderMap) -> &bytes::Bytes {
+    pub(crate) fn json_for(&self, headers: &http::HeaderMap) -> &bytes::Bytes {
         if has_session_header(headers) {
             &self.json_with_session_header
         } else {
@@ -193,7 +193,7 @@ impl McpServer {
     }
 
     /// [`McpServer::new`] with the server's tool list, built once.
-    pub fn with_tools(
+    pub(crate) fn with_tools(
         engine: Arc<Engine>,
         session_id: Option<String>,
         tracked: bool,
@@ -213,7 +213,7 @@ impl McpServer {
 
     /// Makes the handlers of one Streamable HTTP service (one per session, or per request
     /// when stateless), all sharing the server's tool list.
-    pub fn factory(
+    pub(crate) fn factory(
         engine: Arc<Engine>,
         tracked: bool,
         tools: &ToolList,

@@ -16,7 +16,7 @@ use crate::tools::{BinaryOut, Caller, Engine};
 
 /// Adds the content item for `out` to a tool result (after its text): MCP `image` content
 /// with the bytes, or a `resource_link` to the held response.
-pub fn binary_content(result: &mut CallToolResult, out: BinaryOut) {
+pub(crate) fn binary_content(result: &mut CallToolResult, out: BinaryOut) {
     let item = match out {
         BinaryOut::Image { mime_type, data } => ContentBlock::image(
             base64::engine::general_purpose::STANDARD.encode(&data),

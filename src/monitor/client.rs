@@ -26,9 +26,9 @@ use super::sanitize::{
 };
 
 /// Default time `tool.pre_execute` may take before the call is blocked.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default time without calls after which a session is reported idle and forgotten.
-pub const DEFAULT_IDLE_AFTER: Duration = Duration::from_secs(30 * 60);
+pub(crate) const DEFAULT_IDLE_AFTER: Duration = Duration::from_secs(30 * 60);
 /// The largest monitor answer we read; anything longer is an invalid answer.
 const MAX_RESPONSE_BYTES: usize = 64 * 1024;
 const MAX_ERROR_CHARS: usize = 500;

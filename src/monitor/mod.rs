@@ -18,11 +18,9 @@ mod sanitize;
 mod server;
 mod session_id;
 
-pub use client::{
-    BlockCause, Blocked, DEFAULT_TIMEOUT, Monitor, MonitorConfig, MonitorError, ToolCall,
-};
-pub use duration::{human_duration, parse_duration};
+pub use client::{BlockCause, Blocked, Monitor, MonitorConfig, MonitorError, ToolCall};
+pub(crate) use duration::{human_duration, parse_duration};
 pub use rules::RuleSet;
 pub use sanitize::{MAX_ARG_CHARS, OperationRef, preview, sanitize_args};
 pub use server::{RunningMonitor, ServerConfig, spawn};
-pub use session_id::monitor_session_id;
+pub(crate) use session_id::monitor_session_id;

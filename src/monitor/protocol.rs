@@ -135,7 +135,7 @@ pub enum Event {
 
 impl Event {
     /// Every `type` the protocol defines.
-    pub const TYPES: [&'static str; 5] = [
+    pub(crate) const TYPES: [&'static str; 5] = [
         "session.started",
         "tool.pre_execute",
         "tool.post_execute",

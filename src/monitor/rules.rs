@@ -160,7 +160,7 @@ pub struct Verdict {
 
 impl RuleSet {
     /// The rules used without `--rules`: every mutating `api_execute` needs approval.
-    pub fn default_rules() -> Self {
+    pub(crate) fn default_rules() -> Self {
         let spec = RuleSpec {
             name: Some("approve-mutating".to_owned()),
             action: Action::RequireApproval,
@@ -187,7 +187,7 @@ impl RuleSet {
     }
 
     /// Reads and compiles a TOML rules file.
-    pub fn from_file(path: &Path) -> Result<Self, RulesError> {
+    pub(crate) fn from_file(path: &Path) -> Result<Self, RulesError> {
         let text = std::fs::read_to_string(path).map_err(|source| RulesError::Read {
             path: path.display().to_string(),
             source,
@@ -208,7 +208,7 @@ impl RuleSet {
     }
 
     /// The action when no rule matches.
-    pub fn default_action(&self) -> Action {
+    pub(crate) fn default_action(&self) -> Action {
         self.default
     }
 
@@ -332,7 +332,7 @@ fn arg_str<'a>(args: &'a Value, key: &str) -> Option<&'a str> {
 
 /// Does this `api_execute` call change something? `Method::is_mutating` decides, as it does
 /// for discovery; a method that is not one of the eight, or none, counts as mutating.
-pub fn is_mutating(tool: &str, args: &Value) -> bool {
+pub(crate) fn is_mutating(tool: &str, args: &Value) -> bool {
     if tool != Tool::Execute.name() {
         return false;
     }

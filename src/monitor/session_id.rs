@@ -21,7 +21,7 @@ use sha2::{Digest, Sha256};
 ///
 /// `key_fingerprint` is [`crate::mcp::fingerprint`] of the key. The monitor counts its rate rules
 /// per id and also per key and per user session, read from these segments.
-pub fn monitor_session_id(
+pub(crate) fn monitor_session_id(
     key_fingerprint: Option<&str>,
     mcp_session: Option<&str>,
     user_session: Option<uuid::Uuid>,

@@ -75,7 +75,7 @@ pub fn schema(op: &Operation) -> Value {
 /// Rewrites OpenAPI 3.0 / Swagger 2.0 schema dialect to draft 2020-12, in place:
 /// `nullable`/`x-nullable`, boolean `exclusiveMinimum`/`exclusiveMaximum`, `type: file`, and
 /// `readOnly` properties listed as `required` (they are never sent in requests).
-pub fn normalize(v: &mut Value) {
+pub(crate) fn normalize(v: &mut Value) {
     match v {
         Value::Object(map) => {
             for key in ["exclusiveMinimum", "exclusiveMaximum"] {
@@ -152,7 +152,7 @@ fn make_nullable(v: &mut Value) {
 }
 
 /// A compiled validator for one operation's arguments.
-pub struct ArgsValidator {
+pub(crate) struct ArgsValidator {
     validator: Option<jsonschema::Validator>,
 }
 
@@ -272,7 +272,7 @@ fn strip_key(v: &mut Value, key: &str) {
 /// Turns string values of scalar parameters into the number or boolean their schema asks for
 /// (`"42"` → `42` for an integer path parameter), since agents often send path and query
 /// values as strings. Leaves anything it cannot convert for validation to report.
-pub fn coerce(root: &Value, op: &Operation, args: &mut Value) {
+pub(crate) fn coerce(root: &Value, op: &Operation, args: &mut Value) {
     for p in &op.parameters {
         let Some(slot) = args
             .get_mut(section(p.location))

@@ -7,7 +7,7 @@ use super::method::Method;
 use super::operation::Operation;
 
 /// The `{names}` in a path template, in order.
-pub fn template_names(path: &str) -> Vec<String> {
+pub(crate) fn template_names(path: &str) -> Vec<String> {
     let mut names = Vec::new();
     let mut rest = path;
     while let Some(start) = rest.find('{') {
@@ -68,7 +68,7 @@ pub(super) fn assign_ids(ops: &mut [Operation], warnings: &mut Vec<String>) {
 }
 
 /// `GET /api/contents/{path}` → `get_api_contents_by_path`.
-pub fn synthesize_id(method: Method, path: &str) -> String {
+pub(crate) fn synthesize_id(method: Method, path: &str) -> String {
     let mut out = method.path_item_key().to_string();
     for seg in path.split('/').filter(|s| !s.is_empty()) {
         out.push('_');

@@ -47,7 +47,7 @@ impl Method {
     }
 
     /// The key of the operation in an OpenAPI path item: `get`, `post`, …
-    pub fn path_item_key(self) -> &'static str {
+    pub(crate) fn path_item_key(self) -> &'static str {
         match self {
             Method::Get => "get",
             Method::Put => "put",
@@ -71,14 +71,14 @@ impl Method {
     /// Whether a read-only caller may use it: GET, HEAD and OPTIONS. RFC 9110 also calls TRACE
     /// safe, but TRACE echoes the request back, credentials apigate adds included, so apigate
     /// treats it as unsafe.
-    pub fn is_safe(self) -> bool {
+    pub(crate) fn is_safe(self) -> bool {
         matches!(self, Method::Get | Method::Head | Method::Options)
     }
 
     /// Whether a call may change data: every method that is not safe (TRACE included). What
     /// discovery marks `mutating`, what the monitor's approval rule asks a person about, and
     /// what a result's `_meta` reports: one answer for all three.
-    pub fn is_mutating(self) -> bool {
+    pub(crate) fn is_mutating(self) -> bool {
         !self.is_safe()
     }
 }
@@ -87,7 +87,7 @@ impl Method {
     /// Whether sending it twice has the effect of sending it once (RFC 9110 §9.2.2): all but
     /// POST and PATCH. A failed POST or PATCH may have been applied and must not be blindly
     /// retried.
-    pub fn is_idempotent(self) -> bool {
+    pub(crate) fn is_idempotent(self) -> bool {
         !matches!(self, Method::Post | Method::Patch)
     }
 }

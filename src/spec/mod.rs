@@ -26,10 +26,9 @@ pub use describe::{BodyView, Detail, OperationView, ParameterView};
 pub use method::{Method, NotAMethod};
 pub use operation::{Dialect, MediaType, Operation, ParamIn, Parameter, RequestBody, Response};
 pub use paths::match_template;
-pub use refs::InlineBudget;
+pub(crate) use refs::InlineBudget;
 pub use security::{KeyIn, SchemeKind, alternatives as security_alternatives};
-pub use source::{Location, MAX_DOCUMENT_BYTES};
-pub use text::plain as plain_text;
+pub(crate) use source::Location;
 
 /// How a caller names an operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,7 +114,7 @@ impl Spec {
     }
 
     /// Normalizes a parsed document whose external refs are already bundled.
-    pub fn from_value(mut root: Value, file: &str) -> Result<Spec, SpecError> {
+    pub(crate) fn from_value(mut root: Value, file: &str) -> Result<Spec, SpecError> {
         let not_openapi = |message: &str| SpecError::NotOpenApi {
             file: file.to_string(),
             message: message.to_string(),
@@ -259,7 +258,7 @@ impl Spec {
 
     /// Where the document came from, as an unauthenticated caller may see it (`/health`): a
     /// URL without user info or query, or a file's name without its directory.
-    pub fn public_source(&self) -> String {
+    pub(crate) fn public_source(&self) -> String {
         source::public_name(&self.source)
     }
 
@@ -270,7 +269,7 @@ impl Spec {
     }
 
     /// Inlines `$ref`s of any fragment of this document.
-    pub fn inline(&self, value: &Value, budget: InlineBudget) -> Value {
+    pub(crate) fn inline(&self, value: &Value, budget: InlineBudget) -> Value {
         refs::inline(&self.root, value, budget)
     }
 

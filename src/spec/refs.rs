@@ -12,7 +12,7 @@ use super::SpecError;
 use super::source::{self, Location};
 
 /// Where bundled external documents live inside the main one.
-pub const EXTERNAL_KEY: &str = "x-apigate-external";
+pub(crate) const EXTERNAL_KEY: &str = "x-apigate-external";
 const MAX_EXTERNAL_DOCUMENTS: usize = 256;
 const MAX_REF_CHAIN: usize = 64;
 
@@ -41,7 +41,7 @@ fn unescape(segment: &str) -> Cow<'_, str> {
 }
 
 /// Resolves a pointer (`/a/b`, without `#`; percent-encoding allowed) in `root`.
-pub fn resolve_pointer<'a>(root: &'a Value, pointer: &str) -> Option<&'a Value> {
+pub(crate) fn resolve_pointer<'a>(root: &'a Value, pointer: &str) -> Option<&'a Value> {
     let decoded = percent_encoding::percent_decode_str(pointer).decode_utf8_lossy();
     if decoded.is_empty() {
         return Some(root);
@@ -60,7 +60,7 @@ pub fn resolve_pointer<'a>(root: &'a Value, pointer: &str) -> Option<&'a Value> 
 }
 
 /// The local pointer of a `#/…` ref, or `None` for external or malformed refs.
-pub fn local_pointer(reference: &str) -> Option<&str> {
+pub(crate) fn local_pointer(reference: &str) -> Option<&str> {
     reference.strip_prefix('#')
 }
 
@@ -83,7 +83,7 @@ pub fn follow<'a>(root: &'a Value, value: &'a Value) -> (&'a Value, Option<Strin
 }
 
 /// The last segment of a pointer, for names in messages and `$recursive` markers.
-pub fn pointer_name(pointer: &str) -> String {
+pub(crate) fn pointer_name(pointer: &str) -> String {
     let decoded = percent_encoding::percent_decode_str(pointer).decode_utf8_lossy();
     unescape(decoded.rsplit('/').next().unwrap_or_default()).into_owned()
 }
@@ -151,7 +151,10 @@ fn split_ref(reference: &str) -> (&str, &str) {
 
 /// Loads every document reachable through external `$ref`s and bundles them into `main`
 /// under `x-apigate-external`, rewriting all refs to local ones.
-pub async fn bundle_external(main: &mut Value, location: &Location) -> Result<(), SpecError> {
+pub(crate) async fn bundle_external(
+    main: &mut Value,
+    location: &Location,
+) -> Result<(), SpecError> {
     let mut docs: Vec<(Location, Value)> = vec![(location.clone(), std::mem::take(main))];
     let mut index: HashMap<Location, usize> = HashMap::from([(location.clone(), 0)]);
     let mut next = 0;
@@ -275,7 +278,7 @@ pub fn check(root: &Value, file: &str) -> Result<Vec<String>, SpecError> {
 
 /// Limits for [`inline`].
 #[derive(Debug, Clone, Copy)]
-pub struct InlineBudget {
+pub(crate) struct InlineBudget {
     /// How many `$ref`s deep to expand before leaving `{"$truncated": name}`.
     pub depth: usize,
 }
@@ -283,12 +286,12 @@ pub struct InlineBudget {
 /// How many `$ref`s one [`inline`] call expands at most; later ones become `$truncated`.
 /// Depth alone does not bound the output: in documents where every schema references dozens of
 /// others (docusign.net), eight levels expand into millions of nodes.
-pub const MAX_INLINED_REFS: usize = 500;
+pub(crate) const MAX_INLINED_REFS: usize = 500;
 
 /// Returns `value` with `$ref`s replaced by their targets, up to `budget.depth` levels of refs
 /// and [`MAX_INLINED_REFS`] expansions in all (further refs become `{"$truncated": name}`).
 /// A ref back into its own chain becomes `{"$recursive": name}`.
-pub fn inline(root: &Value, value: &Value, budget: InlineBudget) -> Value {
+pub(crate) fn inline(root: &Value, value: &Value, budget: InlineBudget) -> Value {
     let mut left = MAX_INLINED_REFS;
     inline_at(root, value, budget.depth, &mut Vec::new(), &mut left)
 }
@@ -347,7 +350,7 @@ fn inline_at(
 
 /// Makes `schema` self-contained: every local `$ref` it reaches (transitively) is copied into
 /// `$defs` and the refs are rewritten to `#/$defs/<name>`.
-pub fn bundle_schema(root: &Value, schema: &Value) -> Value {
+pub(crate) fn bundle_schema(root: &Value, schema: &Value) -> Value {
     let mut names: HashMap<String, String> = HashMap::new();
     let mut queue: Vec<(String, String)> = Vec::new();
     let mut taken: HashSet<String> = HashSet::new();
@@ -455,7 +458,7 @@ fn reachable<'a>(
 /// reach) resolves in the result exactly as in the original: this is what a loaded spec keeps
 /// after its operations are extracted, so `paths`, examples and unreferenced components stop
 /// holding memory.
-pub fn retain_reachable<'a>(
+pub(crate) fn retain_reachable<'a>(
     root: &mut Value,
     seeds: impl IntoIterator<Item = &'a Value>,
     keep: &[&str],

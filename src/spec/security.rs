@@ -59,7 +59,7 @@ impl SchemeKind {
     }
 
     /// Whether this scheme's credential travels in the `Authorization` header.
-    pub fn uses_authorization(&self) -> bool {
+    pub(crate) fn uses_authorization(&self) -> bool {
         matches!(
             self,
             SchemeKind::Bearer | SchemeKind::Basic | SchemeKind::OAuth2

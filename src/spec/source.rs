@@ -9,12 +9,12 @@ use serde_json::Value;
 use super::SpecError;
 
 /// Largest document apigate reads (file or URL).
-pub const MAX_DOCUMENT_BYTES: u64 = 64 * 1024 * 1024;
+pub(crate) const MAX_DOCUMENT_BYTES: u64 = 64 * 1024 * 1024;
 const FETCH_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Where a document came from; relative `$ref`s resolve against it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum Location {
+pub(crate) enum Location {
     File(PathBuf),
     Url(url::Url),
 }
@@ -84,7 +84,7 @@ fn shown_url(url: &url::Url) -> String {
 
 /// A spec source (a [`Location::display`]) as an unauthenticated caller may see it
 /// (`/health`): a URL without user info or query, or a file's name without its directory.
-pub fn public_name(source: &str) -> String {
+pub(crate) fn public_name(source: &str) -> String {
     match Location::parse(source) {
         Ok(Location::Url(u)) => shown_url(&u),
         _ => Path::new(source).file_name().map_or_else(

@@ -44,7 +44,7 @@ pub enum StoreError {
 
 impl StoreError {
     /// True when the pool was closed (the process is shutting down).
-    pub fn is_pool_closed(&self) -> bool {
+    pub(crate) fn is_pool_closed(&self) -> bool {
         matches!(self, StoreError::Database(sqlx::Error::PoolClosed))
     }
 
@@ -71,7 +71,7 @@ impl StoreError {
 
     /// True when the server took the statement and refused it (a constraint, a missing
     /// table, bad data): trying the same statement again cannot help.
-    pub fn is_refused_statement(&self) -> bool {
+    pub(crate) fn is_refused_statement(&self) -> bool {
         match self {
             StoreError::Database(sqlx::Error::Database(e)) => !is_connection_state(e.code()),
             StoreError::Migrate(_) => true,

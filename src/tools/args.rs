@@ -120,13 +120,13 @@ pub struct InputLimits {
 }
 
 /// Default `--max-pages`.
-pub const DEFAULT_MAX_PAGES: usize = 10;
+pub(crate) const DEFAULT_MAX_PAGES: usize = 10;
 
 /// Default of `--max-request-bytes`: 10 MiB.
-pub const DEFAULT_MAX_REQUEST_BYTES: usize = 10 * 1024 * 1024;
+pub(crate) const DEFAULT_MAX_REQUEST_BYTES: usize = 10 * 1024 * 1024;
 
 /// More segments than any API's path template has: a path beyond it cannot name an operation.
-pub const MAX_PATH_SEGMENTS: usize = 64;
+pub(crate) const MAX_PATH_SEGMENTS: usize = 64;
 
 impl Default for InputLimits {
     fn default() -> Self {
@@ -142,7 +142,7 @@ impl Default for InputLimits {
 
 impl InputLimits {
     /// `INVALID_ARGUMENTS` naming every argument over its limit.
-    pub fn check_discover(&self, a: &DiscoverArgs) -> Result<(), ToolError> {
+    pub(crate) fn check_discover(&self, a: &DiscoverArgs) -> Result<(), ToolError> {
         let mut over = Vec::new();
         let chars = a.query.chars().count();
         if chars > self.max_query_chars {
@@ -159,13 +159,13 @@ impl InputLimits {
         refuse(over)
     }
 
-    pub fn check_schema(&self, a: &SchemaArgs) -> Result<(), ToolError> {
+    pub(crate) fn check_schema(&self, a: &SchemaArgs) -> Result<(), ToolError> {
         let mut over = Vec::new();
         self.name(&mut over, &a.target);
         refuse(over)
     }
 
-    pub fn check_execute(&self, a: &ExecuteArgs) -> Result<(), ToolError> {
+    pub(crate) fn check_execute(&self, a: &ExecuteArgs) -> Result<(), ToolError> {
         let mut over = Vec::new();
         self.name(&mut over, &a.target);
         self.text(&mut over, "/contentType", a.call.content_type.as_deref());
@@ -271,7 +271,7 @@ fn pointer_escape(name: &str) -> String {
 
 impl Target {
     /// The operation the arguments name: `operationId`, else `method` + `path`.
-    pub fn operation_name(&self) -> Result<OperationName<'_>, ToolError> {
+    pub(crate) fn operation_name(&self) -> Result<OperationName<'_>, ToolError> {
         let id = self.operation_id.as_deref();
         if let Some(id) = id.map(str::trim).filter(|s| !s.is_empty()) {
             return Ok(OperationName::Id(id));

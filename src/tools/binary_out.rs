@@ -15,7 +15,7 @@ use crate::held::HeldMeta;
 use crate::upstream::BinaryBody;
 
 /// Default largest image returned as `image` content (`--max-image-bytes`): 1 MiB.
-pub const DEFAULT_MAX_IMAGE_BYTES: usize = 1024 * 1024;
+pub(crate) const DEFAULT_MAX_IMAGE_BYTES: usize = 1024 * 1024;
 
 /// How binary responses leave the server.
 #[derive(Debug, Clone)]
@@ -38,7 +38,7 @@ impl Default for BinaryOptions {
 /// The bytes of an `api_execute` result that do not travel in its JSON: what the MCP adapter
 /// adds to the result's content (`mcp::binary_content`).
 #[derive(Debug, Clone)]
-pub enum BinaryOut {
+pub(crate) enum BinaryOut {
     /// MCP `image` content: the bytes, of a type their magic number confirmed.
     Image {
         mime_type: String,

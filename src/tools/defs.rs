@@ -9,8 +9,8 @@ use super::select::MAX_SELECT_BYTES;
 use crate::spec::Method;
 
 /// Default and maximum `limit` of `api_discover`.
-pub const DEFAULT_LIMIT: usize = 10;
-pub const MAX_LIMIT: usize = 50;
+pub(crate) const DEFAULT_LIMIT: usize = 10;
+pub(crate) const MAX_LIMIT: usize = 50;
 
 fn methods() -> Vec<&'static str> {
     Method::ALL.iter().map(|m| m.as_str()).collect()
@@ -68,7 +68,7 @@ pub fn input_schema(tool: Tool) -> Value {
 }
 
 /// The argument names a tool takes, in its schema's order.
-pub fn argument_names(tool: Tool) -> Vec<String> {
+pub(crate) fn argument_names(tool: Tool) -> Vec<String> {
     input_schema(tool)["properties"]
         .as_object()
         .map(|p| p.keys().cloned().collect())
@@ -76,7 +76,7 @@ pub fn argument_names(tool: Tool) -> Vec<String> {
 }
 
 /// One tool's definition in MCP's `tools/list` shape.
-pub fn definition(tool: Tool, api_title: &str) -> Value {
+pub(crate) fn definition(tool: Tool, api_title: &str) -> Value {
     let api = if api_title.is_empty() {
         "the API"
     } else {

@@ -60,7 +60,7 @@ impl Code {
     }
 
     /// Whether the call was refused (audit `denied`) rather than failed.
-    pub fn is_denial(self) -> bool {
+    pub(crate) fn is_denial(self) -> bool {
         matches!(
             self,
             Code::Unauthorized

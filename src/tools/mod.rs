@@ -7,7 +7,7 @@
 pub mod args;
 pub mod binary_out;
 mod credentials;
-pub mod defs;
+pub(crate) mod defs;
 pub mod error;
 mod method_override;
 pub mod name;
@@ -34,10 +34,12 @@ use crate::monitor::{Monitor, OperationRef, ToolCall};
 use crate::spec::Spec;
 use crate::store::Decision;
 use crate::upstream::Upstream;
-pub use binary_out::{BinaryOptions, BinaryOut};
+pub use binary_out::BinaryOptions;
+pub(crate) use binary_out::BinaryOut;
 pub use error::{Code, ToolError};
 pub use name::{Tool, UnknownTool};
-pub use ops::{Planned, Prepared};
+pub use ops::Planned;
+pub(crate) use ops::Prepared;
 pub use output::Output;
 
 /// The audit log's and the metrics' name for a tool that is not one of the three.
@@ -102,7 +104,7 @@ pub struct Caller {
 impl Caller {
     /// The id the monitor knows this caller's MCP session by ([`Engine::session_started`]),
     /// made as each call's is (`monitor::monitor_session_id`); `None` without an MCP session.
-    pub fn monitor_session(&self) -> Option<String> {
+    pub(crate) fn monitor_session(&self) -> Option<String> {
         let session = self.mcp_session.as_deref()?;
         Some(crate::monitor::monitor_session_id(
             self.key_fingerprint.as_deref(),
@@ -116,7 +118,7 @@ impl Caller {
     /// fingerprint), or `local` for a transport with no key (stdio: one client per process).
     /// Not the user session: `resources/read` carries no `_sessionToken`, and the key is
     /// what a connection proves.
-    pub fn held_owner(&self) -> String {
+    pub(crate) fn held_owner(&self) -> String {
         if let Some(id) = self.key.as_ref().and_then(|k| k.key_id) {
             return format!("key:{id}");
         }
@@ -127,11 +129,11 @@ impl Caller {
 }
 
 /// What a tool call produced before it is shaped by an adapter.
-pub type ToolResult = Result<Output, ToolError>;
+pub(crate) type ToolResult = Result<Output, ToolError>;
 
 /// The tool a call names, as the adapter parsed it: one of the three, or a name the pipeline
 /// refuses with `UNKNOWN_TOOL` (after the session check, as any call).
-pub type Named = Result<Tool, UnknownTool>;
+pub(crate) type Named = Result<Tool, UnknownTool>;
 
 /// What the audit row records about a call, filled in as the pipeline learns it.
 #[derive(Default)]
@@ -170,7 +172,7 @@ impl Engine {
     /// The tool definitions for `tools/list`; in production each takes `_sessionToken`, unless
     /// the connection carries the session in its `x-session-token` header (`session_header`):
     /// then a model is not asked for it (it would fill in a placeholder).
-    pub fn tool_definitions(&self, session_header: bool) -> Vec<Value> {
+    pub(crate) fn tool_definitions(&self, session_header: bool) -> Vec<Value> {
         let mut tools = defs::all(&self.spec.title);
         if matches!(self.access, Access::Sessions) && !session_header {
             for t in &mut tools {
@@ -191,7 +193,7 @@ impl Engine {
     }
 
     /// Tells the monitor that a session ended.
-    pub fn session_ended(&self, session_id: &str) {
+    pub(crate) fn session_ended(&self, session_id: &str) {
         if let Some(m) = &self.monitor {
             m.session_idle(session_id);
         }
@@ -213,7 +215,7 @@ impl Engine {
     /// An `api_execute` with `pages` runs the pipeline once per page: each page is a call of
     /// its own to the monitor, the audit log and the session's rate limit, and the pages end
     /// as one result (`result::finish`).
-    pub async fn call_with_binary(
+    pub(crate) async fn call_with_binary(
         &self,
         caller: &Caller,
         tool: &Named,
@@ -523,7 +525,7 @@ impl Engine {
 }
 
 /// What running a validated call produced.
-pub enum Ran {
+pub(crate) enum Ran {
     /// A finished result (`api_discover`, `api_schema`, a dry run).
     Done(Output),
     /// One page of an `api_execute` call, to be followed or finished.

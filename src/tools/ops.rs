@@ -16,7 +16,7 @@ use crate::spec::{Detail, Operation, OperationName, ParamIn, Resolved, Violation
 use crate::upstream::{CallArgs, PreparedRequest, headers, media_essence, scalar};
 
 /// A call's arguments, typed, with the operation they name found (or not) in the spec.
-pub enum Parsed {
+pub(crate) enum Parsed {
     Discover(DiscoverArgs),
     Schema {
         args: SchemaArgs,
@@ -41,7 +41,7 @@ impl Parsed {
 }
 
 /// A validated call, ready to run.
-pub enum Prepared {
+pub(crate) enum Prepared {
     Discover(DiscoverArgs),
     Schema(usize, Detail),
     Execute(Box<Planned>),
@@ -408,7 +408,7 @@ pub(super) fn validate(engine: &Engine, op: &Operation, call: &mut CallArgs) -> 
 }
 
 /// An invalid `select` as `INVALID_ARGUMENTS` at `/select`, with the parser's position.
-pub fn select_error(e: &SelectError) -> ToolError {
+pub(crate) fn select_error(e: &SelectError) -> ToolError {
     ToolError::invalid(
         format!("`select` {e}; it is a JMESPath expression, e.g. `[].{{id: id, name: name}}`"),
         vec![Violation {

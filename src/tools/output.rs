@@ -21,7 +21,7 @@ pub enum Output {
 
 impl Output {
     /// The JSON an agent reads (`structuredContent`).
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         let value = match self {
             Output::Discover(r) => serde_json::to_value(r),
             Output::Schema(r) => serde_json::to_value(r),
@@ -128,7 +128,7 @@ fn always_true(_: &mut SchemaGenerator) -> Schema {
 
 /// A failed call as an agent reads it: `{error, code, …details}`.
 #[derive(Serialize, JsonSchema)]
-pub struct ErrorResult<'a> {
+pub(crate) struct ErrorResult<'a> {
     /// What happened and what to do.
     pub error: &'a str,
     pub code: super::Code,
@@ -191,7 +191,7 @@ pub fn output_schema(tool: Tool) -> Value {
 
 impl ToolError {
     /// `{"error": message, "code": CODE, ...details}`.
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         serde_json::to_value(ErrorResult {
             error: &self.message,
             code: self.code,

@@ -32,7 +32,7 @@ impl Page {
     /// The `api_execute` arguments that fetch the page after this one: with the call's
     /// `select` and `pages` (what the result's `next` shows), or with neither, as one raw page
     /// (how the pipeline fetches the following pages itself).
-    pub fn next_args(
+    pub(crate) fn next_args(
         &self,
         engine: &Engine,
         select: Option<&str>,

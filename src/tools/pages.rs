@@ -10,7 +10,7 @@ use url::Url;
 use crate::spec::{Operation, ParamIn};
 
 /// The query of the page after this one, when the response shows one.
-pub fn next_query(
+pub(crate) fn next_query(
     op: &Operation,
     request: &Url,
     sent: &Map<String, Value>,

@@ -6,7 +6,7 @@
 use serde_json::Value;
 
 /// Longest `select` expression, in bytes (also the input schema's `maxLength`).
-pub const MAX_SELECT_BYTES: usize = 1024;
+pub(crate) const MAX_SELECT_BYTES: usize = 1024;
 
 /// A compiled `select` expression.
 pub struct Select {
@@ -127,7 +127,7 @@ pub fn lesson(responses: &serde_json::Map<String, Value>) -> Option<String> {
 /// The most operators (`.`, `|`, `||`, `&&`, comparisons, `!`, opening brackets) an
 /// expression may hold: the parser and the interpreter recurse once per operator of a chain
 /// or a nesting, and a 1 KiB chain (`a.a.a…`, 500 levels) overflows a thread's stack.
-pub const MAX_OPERATORS: usize = 64;
+pub(crate) const MAX_OPERATORS: usize = 64;
 
 /// Refuses an expression with more than [`MAX_OPERATORS`] operators outside its quoted
 /// strings and literals, before the recursive parser sees it.

@@ -32,7 +32,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 /// `--max-read-bytes` rather than the text budget: a type that names neither text, JSON, XML,
 /// YAML, a form nor a script. Its content decides afterwards. A response with no type is
 /// shown as before (text, JSON, or small binary as base64 within the budget).
-pub fn may_be_binary(content_type: Option<&str>) -> bool {
+pub(crate) fn may_be_binary(content_type: Option<&str>) -> bool {
     let essence = essence(content_type.unwrap_or_default());
     if essence.is_empty() {
         return false;

@@ -45,7 +45,7 @@ pub struct CallArgs {
 
 /// The media type without parameters, lower-case: `application/json; charset=utf-8` →
 /// `application/json`.
-pub fn media_essence(media_type: &str) -> String {
+pub(crate) fn media_essence(media_type: &str) -> String {
     media_type
         .split(';')
         .next()

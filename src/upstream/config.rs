@@ -23,11 +23,11 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 40 * 1024;
 /// whole items before the shown budget applies, and for a binary download returned whole.
 pub const DEFAULT_MAX_READ_BYTES: usize = 16 * 1024 * 1024;
 /// Default connect timeout.
-pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default total timeout (connect, send, and reading the whole response).
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default number of same-origin redirects followed.
-pub const DEFAULT_MAX_REDIRECTS: usize = 5;
+pub(crate) const DEFAULT_MAX_REDIRECTS: usize = 5;
 
 /// How `api_execute` reaches the upstream API.
 #[derive(Clone)]
@@ -127,7 +127,7 @@ impl UpstreamConfig {
     /// header (user and password percent-decoded, as HTTP clients do), so the URL no longer
     /// holds a credential and the header is treated like any configured one. Refused when an
     /// `Authorization` header is configured as well. Idempotent.
-    pub fn with_user_info_as_header(mut self) -> Result<UpstreamConfig, ConfigError> {
+    pub(crate) fn with_user_info_as_header(mut self) -> Result<UpstreamConfig, ConfigError> {
         use base64::Engine as _;
         let Some(url) = self.base_url.as_mut() else {
             return Ok(self);

@@ -9,7 +9,7 @@
 
 use http::{HeaderName, HeaderValue};
 
-pub use super::headers::ASSERTION_SOURCE;
+pub(crate) use super::headers::ASSERTION_SOURCE;
 
 /// What one call adds, and where each part came from (for the audit row; never a value).
 #[derive(Default, Clone)]
@@ -52,7 +52,7 @@ impl CallCredentials {
 
     /// Adds the query parameter `name=value` to the URL this call is sent to, replacing an
     /// earlier credential of that name.
-    pub fn set_query(&mut self, name: &str, value: &str, source: &str) {
+    pub(crate) fn set_query(&mut self, name: &str, value: &str, source: &str) {
         self.query.retain(|(n, ..)| n != name);
         self.query
             .push((name.to_string(), value.to_string(), source.to_string()));
@@ -87,7 +87,7 @@ impl CallCredentials {
 
     /// Where the credentials this call sends came from, in the order they were added (a
     /// source whose every header was replaced later is not listed).
-    pub fn sources(&self) -> Vec<String> {
+    pub(crate) fn sources(&self) -> Vec<String> {
         let sent = |source: &String| {
             self.headers.iter().any(|(.., s)| s == source)
                 || self.query.iter().any(|(.., s)| s == source)
@@ -108,7 +108,7 @@ impl CallCredentials {
     }
 
     /// Whether a header from `source` is sent.
-    pub fn sends_from(&self, source: &str) -> bool {
+    pub(crate) fn sends_from(&self, source: &str) -> bool {
         self.headers.iter().any(|(.., s)| s == source)
     }
 }

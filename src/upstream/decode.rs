@@ -13,7 +13,7 @@
 use std::io::{self, Read};
 
 /// The most `Content-Encoding` layers undone (`gzip, gzip` is two).
-pub const MAX_LAYERS: usize = 3;
+pub(crate) const MAX_LAYERS: usize = 3;
 
 /// zstd's largest back-reference window accepted, as a power of two: 8 MiB, the limit HTTP's
 /// zstd content coding sets (RFC 9659), so a crafted frame cannot make the decoder allocate
@@ -22,7 +22,7 @@ const ZSTD_WINDOW_LOG_MAX: u32 = 23;
 
 /// Why a body's content encoding could not be undone.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum DecodeError {
+pub(crate) enum DecodeError {
     #[error(
         "its content encoding `{0}` is not one apigate decodes (gzip, deflate, br, zstd, identity)"
     )]
@@ -85,7 +85,7 @@ fn decoder<'a>(coding: &str, inner: Box<dyn Read + 'a>) -> io::Result<Box<dyn Re
 
 /// `raw` (the first bytes of the body; `raw_truncated` when the upstream sent more) with the
 /// codings of `content_encoding` undone, read up to `budget` bytes.
-pub fn decode_content(
+pub(crate) fn decode_content(
     raw: Vec<u8>,
     raw_truncated: bool,
     content_encoding: Option<&str>,
@@ -189,7 +189,7 @@ fn guess_le(bytes: &[u8], width: usize) -> bool {
 /// must decode, apart from a unit cut off at the end of a `truncated` body; anything else is
 /// not text), or by a `charset` of `content_type` (lower-case) alone (then whatever does not
 /// decode becomes U+FFFD). A UTF-8 byte-order mark is dropped. `None` when nothing changes.
-pub fn to_utf8(bytes: &[u8], truncated: bool, content_type: &str) -> Option<Vec<u8>> {
+pub(crate) fn to_utf8(bytes: &[u8], truncated: bool, content_type: &str) -> Option<Vec<u8>> {
     if let Some(rest) = bytes.strip_prefix(b"\xEF\xBB\xBF") {
         return Some(rest.to_vec());
     }

@@ -34,7 +34,7 @@ pub struct Fitted {
 const MAX_LIST_DEPTH: usize = 3;
 
 /// The bytes `v` takes as compact JSON.
-pub fn json_len(v: &Value) -> usize {
+pub(crate) fn json_len(v: &Value) -> usize {
     struct Count(usize);
     impl std::io::Write for Count {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
@@ -54,7 +54,7 @@ pub fn json_len(v: &Value) -> usize {
 /// The pointer of the body's list: `""` for a top-level array, else the largest array reached
 /// through objects only (`/data`, `/workflow_runs`), if it holds at least half of the body's
 /// bytes. `None` for a body that is not a list.
-pub fn list_pointer(body: &Value) -> Option<String> {
+pub(crate) fn list_pointer(body: &Value) -> Option<String> {
     if body.is_array() {
         return Some(String::new());
     }

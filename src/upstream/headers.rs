@@ -31,18 +31,18 @@ const BODY: [&str; 2] = ["content-type", "content-encoding"];
 
 /// The credential source of a signed identity assertion (`--identity-header`): its `htu`
 /// names the URL it was signed for, so a call that carries one follows no redirect.
-pub const ASSERTION_SOURCE: &str = "assertion";
+pub(crate) const ASSERTION_SOURCE: &str = "assertion";
 
 /// Headers that make many frameworks (Rack, Laravel, Symfony, ASP.NET) apply another method than
 /// the one on the wire.
-pub const METHOD_OVERRIDE: [&str; 3] = [
+pub(crate) const METHOD_OVERRIDE: [&str; 3] = [
     "x-http-method-override",
     "x-http-method",
     "x-method-override",
 ];
 
 /// The form field or query parameter with the same effect (compared without regard to case).
-pub const METHOD_OVERRIDE_FIELD: &str = "_method";
+pub(crate) const METHOD_OVERRIDE_FIELD: &str = "_method";
 
 /// Headers a proxy sets to say where a request came from: an API may trust them for its
 /// access decisions, so no stored credential may forge them.
@@ -57,24 +57,24 @@ fn lower(name: &str) -> String {
 }
 
 /// Whether the HTTP client owns the header (connection, framing, `Host`): nobody configures it.
-pub fn is_hop_by_hop(name: &str) -> bool {
+pub(crate) fn is_hop_by_hop(name: &str) -> bool {
     HOP_BY_HOP.contains(&lower(name).as_str())
 }
 
 /// Whether the header carries identity (`Authorization`, `Cookie`, …): only the server's
 /// configuration sets it.
-pub fn is_identity(name: &str) -> bool {
+pub(crate) fn is_identity(name: &str) -> bool {
     IDENTITY.contains(&lower(name).as_str())
 }
 
 /// Whether the operator may configure the header (`--upstream-header`, a scheme credential).
-pub fn operator_may_set(name: &str) -> bool {
+pub(crate) fn operator_may_set(name: &str) -> bool {
     !is_hop_by_hop(name)
 }
 
 /// Whether an agent may set the header through `api_execute`'s `headers` (when the operation
 /// declares it): never identity, connection or framing headers, nor `Expect`.
-pub fn agent_may_set(name: &str) -> bool {
+pub(crate) fn agent_may_set(name: &str) -> bool {
     let lower = lower(name);
     !(IDENTITY.contains(&lower.as_str())
         || HOP_BY_HOP.contains(&lower.as_str())
@@ -86,7 +86,7 @@ pub fn agent_may_set(name: &str) -> bool {
 /// `X-Real-IP`), not `Accept-Encoding` (apigate decides what it can decode), not a method
 /// override (a read-only session's GET would act as a DELETE), and not apigate's own
 /// `x-session-token`.
-pub fn session_may_store(name: &str) -> bool {
+pub(crate) fn session_may_store(name: &str) -> bool {
     let lower = lower(name);
     let l = lower.as_str();
     !(HOP_BY_HOP.contains(&l)
@@ -101,7 +101,7 @@ pub fn session_may_store(name: &str) -> bool {
 
 /// Whether the header can carry the signed identity assertion: not connection, framing, body,
 /// `Host` or cookie headers (`Authorization` may).
-pub fn may_carry_assertion(name: &str) -> bool {
+pub(crate) fn may_carry_assertion(name: &str) -> bool {
     let lower = lower(name);
     let l = lower.as_str();
     l == "authorization"
@@ -109,7 +109,7 @@ pub fn may_carry_assertion(name: &str) -> bool {
 }
 
 /// Whether the header asks for a method override.
-pub fn is_method_override(name: &str) -> bool {
+pub(crate) fn is_method_override(name: &str) -> bool {
     METHOD_OVERRIDE.contains(&lower(name).as_str())
 }
 

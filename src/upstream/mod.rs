@@ -35,19 +35,19 @@ use url::Url;
 
 use crate::spec::{Operation, Spec};
 
-pub use binary::{may_be_binary, sha256_hex};
+pub use binary::sha256_hex;
 pub(crate) use body::choose_media;
-pub use build::{CallArgs, PreparedRequest, media_essence};
-pub use config::{
-    ConfigError, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_READ_BYTES,
-    DEFAULT_MAX_REDIRECTS, DEFAULT_TIMEOUT, UpstreamConfig,
-};
-pub use credentials::{ASSERTION_SOURCE, CallCredentials};
-pub use decode::{DecodeError, MAX_LAYERS};
+pub(crate) use build::media_essence;
+pub use build::{CallArgs, PreparedRequest};
+pub use config::{ConfigError, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_READ_BYTES, UpstreamConfig};
+pub(crate) use credentials::ASSERTION_SOURCE;
+pub use credentials::CallCredentials;
 pub(crate) use encode::scalar;
-pub use fit::{Cut, Fitted, fit, json_len, list_pointer};
+pub use fit::{Cut, Fitted, fit};
+pub(crate) use fit::{json_len, list_pointer};
 pub use oauth::{OAuth, OAuthConfig, OAuthError};
-pub use redact::{REDACTED, Secrets, SecretsError};
+pub(crate) use redact::REDACTED;
+pub use redact::{Secrets, SecretsError};
 pub use response::{BinaryBody, ShownBody, UpstreamResponse, shown_body, shown_response};
 pub use schemes::{SchemeCredential, SchemeCredentials};
 

@@ -231,7 +231,7 @@ impl OAuth {
     }
 
     /// The API refused `token` (401): it is not used again.
-    pub fn rejected(&self, token: &Arc<Token>) {
+    pub(crate) fn rejected(&self, token: &Arc<Token>) {
         let mut current = self.current.write().unwrap_or_else(|p| p.into_inner());
         if current.as_ref().is_some_and(|c| Arc::ptr_eq(c, token)) {
             *current = None;

@@ -23,10 +23,10 @@ use serde_json::Value;
 use url::Url;
 
 /// What a credential is replaced with.
-pub const REDACTED: &str = "[redacted]";
+pub(crate) const REDACTED: &str = "[redacted]";
 
 /// Credentials shorter than this are not scrubbed: redacting them would mangle ordinary text.
-pub const MIN_SECRET_CHARS: usize = 8;
+pub(crate) const MIN_SECRET_CHARS: usize = 8;
 
 /// A form shorter than this once its backslashes are out (a credential made mostly of them)
 /// is not looked for.
@@ -191,7 +191,7 @@ impl Secrets {
     }
 
     /// [`Secrets::scrub`] for text.
-    pub fn scrub_str<'a>(&self, text: &'a str) -> Cow<'a, str> {
+    pub(crate) fn scrub_str<'a>(&self, text: &'a str) -> Cow<'a, str> {
         match self.scrub(text.as_bytes()) {
             Cow::Borrowed(_) => Cow::Borrowed(text),
             // Whole forms (valid UTF-8) and backslashes replaced by ASCII: still UTF-8.
@@ -204,7 +204,7 @@ impl Secrets {
 
     /// How many bytes at the end of `text` are the beginning of a form (backslashes not
     /// counting; 0 if none): what is left of a credential that a cut went through.
-    pub fn partial_tail_len(&self, text: &[u8]) -> usize {
+    pub(crate) fn partial_tail_len(&self, text: &[u8]) -> usize {
         let Some(longest) = self.forms.first().map(String::len) else {
             return 0;
         };
@@ -240,7 +240,7 @@ impl Secrets {
     /// beginning of a credential: [`Secrets::partial_tail_len`], again while what was dropped
     /// is at least [`MIN_FORM_BYTES`] long (a shorter piece ends it: a text of repeated
     /// characters, `aaaa…` when a credential starts with `a`, is not eaten whole).
-    pub fn cut_tail_len(&self, text: &[u8]) -> usize {
+    pub(crate) fn cut_tail_len(&self, text: &[u8]) -> usize {
         let mut keep = text.len();
         loop {
             let k = self.partial_tail_len(&text[..keep]);
@@ -255,7 +255,7 @@ impl Secrets {
     /// few characters more or less at a cut change nothing for the reader). Once what was
     /// dropped is shorter than [`MIN_FORM_BYTES`] it stops: a text of repeated characters
     /// (`aaaa…`, when a credential starts with `a`) is not eaten whole.
-    pub fn trim_partial_tail(&self, text: &mut String) {
+    pub(crate) fn trim_partial_tail(&self, text: &mut String) {
         loop {
             let k = self.partial_tail_len(text.as_bytes());
             let keep = text.len() - k;
@@ -271,7 +271,7 @@ impl Secrets {
     }
 
     /// Scrubs every string and every object key in `v`.
-    pub fn redact_value(&self, v: &mut Value) {
+    pub(crate) fn redact_value(&self, v: &mut Value) {
         if self.is_empty() {
             return;
         }

@@ -149,15 +149,6 @@ impl SchemeCredential {
         }
         out
     }
-
-    /// The header this credential is sent in, if it is one (for `api_schema` and the audit).
-    pub fn header_name(&self) -> Option<&HeaderName> {
-        match &self.place {
-            Place::Header(n, _) => Some(n),
-            Place::Cookie(_) => Some(&http::header::COOKIE),
-            Place::Query(_) => None,
-        }
-    }
 }
 
 /// The configured scheme credentials.

@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 use crate::spec::{MediaType, Spec};
 
 /// The longest filename or part media type accepted, in bytes.
-pub const MAX_PART_TEXT_BYTES: usize = 255;
+pub(crate) const MAX_PART_TEXT_BYTES: usize = 255;
 
 /// Decoded bytes for the whole body or one multipart file part.
 #[derive(Clone)]
@@ -60,7 +60,7 @@ pub enum Uploads {
 
 /// What a request body's media type carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BodyKind {
+pub(crate) enum BodyKind {
     /// Bytes as they are: `application/octet-stream`, `application/zip`, `image/*`, any type
     /// whose schema is a binary string.
     Binary,
@@ -88,7 +88,7 @@ const BINARY_TYPES: [&str; 13] = [
 ];
 
 /// The kind of body `media` takes in `spec`.
-pub fn body_kind(spec: &Spec, media: &MediaType) -> BodyKind {
+pub(crate) fn body_kind(spec: &Spec, media: &MediaType) -> BodyKind {
     let essence = super::media_essence(&media.content_type);
     let (main, sub) = essence.split_once('/').unwrap_or((essence.as_str(), ""));
     if main == "multipart" {
@@ -117,7 +117,7 @@ pub fn body_kind(spec: &Spec, media: &MediaType) -> BodyKind {
 /// Swagger 2.0 `type: file` is loaded as this), or with a `contentMediaType` and no
 /// `contentEncoding` (OpenAPI 3.1; with `contentEncoding: base64` the API wants base64 text,
 /// which the agent passes as a string).
-pub fn is_binary_schema(spec: &Spec, schema: &Value) -> bool {
+pub(crate) fn is_binary_schema(spec: &Spec, schema: &Value) -> bool {
     let s = spec.follow(schema);
     let string = match s.get("type") {
         Some(Value::String(t)) => t == "string",
@@ -132,7 +132,7 @@ pub fn is_binary_schema(spec: &Spec, schema: &Value) -> bool {
 /// `Err` with the reason when `name` cannot be a part's filename: empty, over
 /// [`MAX_PART_TEXT_BYTES`], or holding a quote, backslash, line break or other control
 /// character (it goes inside `filename="…"`).
-pub fn check_filename(name: &str) -> Result<(), String> {
+pub(crate) fn check_filename(name: &str) -> Result<(), String> {
     if name.is_empty() {
         return Err("empty; leave it out to use the field name".into());
     }
@@ -156,7 +156,7 @@ pub fn check_filename(name: &str) -> Result<(), String> {
 
 /// `Err` with the reason when `text` is not a media type (`type/subtype`, optional
 /// `; name=value` parameters, at most [`MAX_PART_TEXT_BYTES`] bytes).
-pub fn check_media_type(text: &str) -> Result<(), String> {
+pub(crate) fn check_media_type(text: &str) -> Result<(), String> {
     if text.len() > MAX_PART_TEXT_BYTES {
         return Err(format!(
             "{} bytes, over the limit of {MAX_PART_TEXT_BYTES}",
@@ -200,7 +200,7 @@ pub fn check_media_type(text: &str) -> Result<(), String> {
 
 /// Whether the declared media type `declared` (maybe a range: `image/*`, `*/*`) admits
 /// `asked`.
-pub fn media_admits(declared: &str, asked: &str) -> bool {
+pub(crate) fn media_admits(declared: &str, asked: &str) -> bool {
     let (d, a) = (super::media_essence(declared), super::media_essence(asked));
     if d == a || d == "*/*" {
         return true;
@@ -213,7 +213,7 @@ pub fn media_admits(declared: &str, asked: &str) -> bool {
 
 /// The `Content-Type` a binary body goes out with: the media type the call asked for, else
 /// the declared one, else (a declared range such as `image/*`) `application/octet-stream`.
-pub fn binary_content_type(declared: &str, asked: Option<&str>) -> String {
+pub(crate) fn binary_content_type(declared: &str, asked: Option<&str>) -> String {
     match asked {
         Some(a) => a.to_string(),
         None if declared.contains('*') => "application/octet-stream".into(),

@@ -17,9 +17,10 @@ use uuid::Uuid;
 
 pub use types::{
     AuditPage, AuditQuery, CreatedKey, CreatedSession, KeyInfo, NewKey, NewSession, Revocation,
-    Role, SessionInfo, SessionPage, SessionQuery, SessionRef,
+    SessionRef,
 };
-pub use validate::MAX_ID_CHARS;
+pub(crate) use types::{Role, SessionInfo, SessionPage, SessionQuery};
+pub(crate) use validate::MAX_ID_CHARS;
 use validate::{
     bad_cursor, clean_features, dedup, invalid_role_name, keep_page, non_blank, page_size,
     printable_id, valid_role_name,
@@ -34,20 +35,20 @@ use crate::store::{
 };
 
 /// The `tool` of the audit rows that admin actions write.
-pub const ADMIN_AUDIT_TOOL: &str = "admin";
+pub(crate) const ADMIN_AUDIT_TOOL: &str = "admin";
 
 /// The `operation` of the audit row of a request the admin API turned away before any action
 /// (no key, a wrong secret, a key without `apigate.admin`, rate-limited).
 pub(crate) const ADMIN_ACCESS: &str = "admin.access";
 
 /// How long a session lives unless its creator says otherwise.
-pub const DEFAULT_SESSION_TTL_MINUTES: u32 = 120;
+pub(crate) const DEFAULT_SESSION_TTL_MINUTES: u32 = 120;
 /// The longest session TTL accepted (30 days).
-pub const MAX_SESSION_TTL_MINUTES: u32 = 30 * 24 * 60;
+pub(crate) const MAX_SESSION_TTL_MINUTES: u32 = 30 * 24 * 60;
 /// Rows in one page of a listing unless the caller asks for fewer or more.
-pub const DEFAULT_PAGE: u32 = 100;
+pub(crate) const DEFAULT_PAGE: u32 = 100;
 /// The most rows one page of a listing returns.
-pub const MAX_PAGE: u32 = 1000;
+pub(crate) const MAX_PAGE: u32 = 1000;
 
 /// Why an admin operation failed; adapters map these to 400 / 404 / 503 / 500.
 #[derive(Debug, thiserror::Error)]
@@ -92,7 +93,7 @@ impl From<StoreError> for AdminError {
 
 /// Who performs admin actions, as the audit log names them, and what they may hand out.
 #[derive(Debug, Clone)]
-pub struct Actor {
+pub(crate) struct Actor {
     /// `cli`, `bootstrap` or `key:<public id>`.
     pub label: String,
     /// The server key acting, if it is one from the database.
@@ -151,12 +152,12 @@ impl Admin {
     }
 
     /// The same operations, able to store sessions' upstream credentials sealed with `keys`.
-    pub fn with_secret_keys(self, keys: Option<Arc<SecretKeys>>) -> Admin {
+    pub(crate) fn with_secret_keys(self, keys: Option<Arc<SecretKeys>>) -> Admin {
         Admin { keys, ..self }
     }
 
     /// The same operations, acting as `actor`.
-    pub fn acting_as(self, actor: Actor) -> Admin {
+    pub(crate) fn acting_as(self, actor: Actor) -> Admin {
         Admin { actor, ..self }
     }
 
@@ -472,7 +473,7 @@ impl Admin {
     }
 
     /// Lists sessions, newest first (never tokens).
-    pub async fn list_sessions(&self, q: &SessionQuery) -> Result<SessionPage, AdminError> {
+    pub(crate) async fn list_sessions(&self, q: &SessionQuery) -> Result<SessionPage, AdminError> {
         let limit = page_size(q.limit)?;
         let offset = match q.cursor.as_deref() {
             None => 0,

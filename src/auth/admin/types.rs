@@ -141,7 +141,7 @@ crate::debug_fields!(CreatedSession {
 /// A session as listed: who it is for and what it may do, never its token.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct SessionInfo {
+pub(crate) struct SessionInfo {
     pub id: Uuid,
     pub user_id: String,
     pub tenant_id: Option<String>,
@@ -190,7 +190,7 @@ impl SessionInfo {
 /// Which sessions to list.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct SessionQuery {
+pub(crate) struct SessionQuery {
     /// Only this user's sessions.
     #[serde(default)]
     pub user: Option<String>,
@@ -208,7 +208,7 @@ pub struct SessionQuery {
 /// One page of sessions; `next_cursor` fetches the next one.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct SessionPage {
+pub(crate) struct SessionPage {
     pub sessions: Vec<SessionInfo>,
     pub next_cursor: Option<String>,
 }
@@ -287,7 +287,7 @@ pub struct Revocation {
 }
 
 /// A role as listed.
-pub type Role = RoleRow;
+pub(crate) type Role = RoleRow;
 
 #[cfg(test)]
 mod tests {

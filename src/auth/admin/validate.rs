@@ -29,7 +29,7 @@ pub(super) fn bad_cursor(c: &str) -> AdminError {
 }
 
 /// The longest user, tenant or organization id accepted.
-pub const MAX_ID_CHARS: usize = 200;
+pub(crate) const MAX_ID_CHARS: usize = 200;
 
 /// Refuses an id that would print as something else (control characters, bidirectional
 /// overrides): it reaches the audit log and the operator's terminal.
