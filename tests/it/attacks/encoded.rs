@@ -85,8 +85,7 @@ async fn start_echo() -> SocketAddr {
     let app = Router::new()
         .route("/api/echo", get(echo))
         .route("/api/bomb", get(bomb));
-    let addr = crate::support::serve_app(app).await;
-    addr
+    crate::support::serve_app(app).await
 }
 
 type Params = Query<std::collections::HashMap<String, String>>;
