@@ -27,9 +27,7 @@ async fn start() -> Server {
     .await
     .unwrap();
     let app = apigate::http::admin::router(auth.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let addr = crate::support::serve_app(app).await;
     Server {
         base: format!("http://{addr}/admin/v1"),
         auth,

@@ -21,7 +21,9 @@ use rand::RngCore;
 use serde_json::{Value, json};
 use sha2::Digest;
 
-use crate::support::{KEY, Proc, Server, call, engine_args, mcp_client, spec_path};
+use crate::support::{
+    KEY, Server, call, engine_args, execute_ok, mcp_client, spawn_dev, spec_path,
+};
 
 const UPLOADS: &str = "uploads-3.0.json";
 
@@ -56,9 +58,7 @@ impl Recorder {
     async fn start() -> Recorder {
         let got: Arc<Mutex<Vec<Got>>> = Arc::default();
         let app = Router::new().fallback(record).with_state(got.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move { axum::serve(listener, app).await });
+        let addr = crate::support::serve_app(app).await;
         Recorder { addr, got }
     }
 
@@ -131,13 +131,8 @@ async fn server(spec: &str, upstream: &Recorder, max_request_bytes: Option<usize
     Server::start_custom(args, |o| o.max_body_bytes = 4 << 20, ConnLimits::default()).await
 }
 
-fn pointers(r: &Value) -> Vec<String> {
-    r["violations"]
-        .as_array()
-        .unwrap_or_else(|| panic!("violations in {r}"))
-        .iter()
-        .map(|v| v["pointer"].as_str().unwrap().to_string())
-        .collect()
+fn pointers(r: &Value) -> Vec<&str> {
+    crate::support::strings(&r["violations"], "pointer")
 }
 
 #[tokio::test]
@@ -195,36 +190,26 @@ async fn bytes_without_a_content_type_pick_the_type_that_carries_them() {
     let server = server(UPLOADS, &upstream, None).await;
     let client = server.client().await;
     let png = random_bytes(4096);
-    let (err, r) = call(
+    execute_ok(
         &client,
-        "api_execute",
         json!({"operationId": "setAvatar", "body": {"base64": STANDARD.encode(&png)}}),
     )
     .await;
-    assert!(!err, "{r}");
     let got = upstream.take_one();
     assert_eq!(got.content_type.as_deref(), Some("image/png"));
     assert!(got.body[..] == png[..]);
-    let (err, r) = call(
-        &client,
-        "api_execute",
-        json!({"operationId": "createPost", "body": {"title": "Hello",
-            "cover": {"base64": STANDARD.encode(&png), "filename": "cover.png", "contentType": "image/png"}}}),
-    )
-    .await;
-    assert!(!err, "{r}");
+    execute_ok(&client, json!({"operationId": "createPost", "body": {"title": "Hello",
+            "cover": {"base64": STANDARD.encode(&png), "filename": "cover.png", "contentType": "image/png"}}})).await;
     let got = upstream.take_one();
     let cover = got.parts.iter().find(|p| p.name == "cover").unwrap();
     assert_eq!(cover.filename.as_deref(), Some("cover.png"));
     assert!(cover.bytes[..] == png[..]);
     // A JSON body stays JSON.
-    let (err, r) = call(
+    execute_ok(
         &client,
-        "api_execute",
         json!({"operationId": "createPost", "body": {"title": "Hello"}}),
     )
     .await;
-    assert!(!err, "{r}");
     let got = upstream.take_one();
     assert_eq!(got.content_type.as_deref(), Some("application/json"));
     assert_eq!(&got.body[..], br#"{"title":"Hello"}"#);
@@ -236,9 +221,8 @@ async fn github_release_asset_upload_arrives_byte_exact() {
     let server = server("github-rest-3.0.json", &upstream, None).await;
     let client = server.client().await;
     let bytes = random_bytes(200 * 1024);
-    let (err, r) = call(
+    execute_ok(
         &client,
-        "api_execute",
         json!({
             "operationId": "repos/upload-release-asset",
             "pathParams": {"owner": "octo", "repo": "hello", "release_id": 1},
@@ -247,7 +231,6 @@ async fn github_release_asset_upload_arrives_byte_exact() {
         }),
     )
     .await;
-    assert!(!err, "{r}");
     let got = upstream.take_one();
     assert_eq!(got.method, "POST");
     assert_eq!(
@@ -271,9 +254,8 @@ async fn multipart_files_arrive_with_their_filename_and_part_type() {
         random_bytes(1000),
         b"plain text\r\n--not-a-boundary\r\n".to_vec(),
     );
-    let (err, r) = call(
+    execute_ok(
         &client,
-        "api_execute",
         json!({
             "operationId": "uploadDocument",
             "body": {
@@ -290,7 +272,6 @@ async fn multipart_files_arrive_with_their_filename_and_part_type() {
         }),
     )
     .await;
-    assert!(!err, "{r}");
     let got = upstream.take_one();
     assert!(
         got.content_type
@@ -337,16 +318,10 @@ async fn multipart_files_arrive_with_their_filename_and_part_type() {
     let server = server_swagger(&upstream).await;
     let client = server.client().await;
     let png = random_bytes(5000);
-    let (err, r) = call(
-        &client,
-        "api_execute",
-        json!({"operationId": "uploadAvatar", "body": {
+    execute_ok(&client, json!({"operationId": "uploadAvatar", "body": {
             "caption": "me",
             "image": {"base64": STANDARD.encode(&png), "filename": "me.png", "contentType": "image/png"}
-        }}),
-    )
-    .await;
-    assert!(!err, "{r}");
+        }})).await;
     let got = upstream.take_one();
     assert_eq!(got.uri, "/api/avatar");
     let image = got.parts.iter().find(|p| p.name == "image").unwrap();
@@ -371,27 +346,23 @@ async fn a_dry_run_describes_the_bytes_instead_of_showing_them() {
     let client = server.client().await;
     let bytes = random_bytes(200 * 1024);
     let digest = hex::encode(sha2::Sha256::digest(&bytes));
-    let (err, r) = call(
+    let r = execute_ok(
         &client,
-        "api_execute",
         json!({"operationId": "uploadBlob", "dryRun": true,
             "body": {"base64": STANDARD.encode(&bytes)}}),
     )
     .await;
-    assert!(!err, "{r}");
     assert!(r.to_string().len() < 2048, "a short result: {r}");
     let body = &r["request"]["body"];
     assert_eq!(body["bytes"], 200 * 1024);
     assert_eq!(body["contentType"], "application/octet-stream");
     assert_eq!(body["sha256"], format!("{}…", &digest[..16]));
-    let (err, r) = call(
+    let r = execute_ok(
         &client,
-        "api_execute",
         json!({"operationId": "uploadDocument", "dryRun": true, "body": {
             "title": "t", "file": {"base64": STANDARD.encode(&bytes), "filename": "f.bin"}}}),
     )
     .await;
-    assert!(!err, "{r}");
     assert!(r.to_string().len() < 2048, "a short result: {r}");
     assert_eq!(r["request"]["body"]["title"], "t");
     assert_eq!(r["request"]["body"]["file"]["filename"], "f.bin");
@@ -551,13 +522,11 @@ async fn bad_bytes_are_refused_at_their_pointer_and_nothing_is_sent() {
         upstream.requests()
     );
     // The cap is inclusive; validation still applies beside the bytes.
-    let (err, r) = call(
+    execute_ok(
         &client,
-        "api_execute",
         blob(json!({"base64": STANDARD.encode(random_bytes(1000))})),
     )
     .await;
-    assert!(!err, "{r}");
     refused(
         &client,
         json!({"operationId": "uploadDocument", "body": {"title": "x".repeat(101), "file": {"base64": ok}}}),
@@ -599,44 +568,18 @@ async fn upload_dir_sends_files_by_name_and_only_from_inside() {
         upstream.url(),
         dir.display().to_string(),
     );
-    let (_dev, url) = Proc::spawn(
-        "dev",
-        &[
-            "dev",
-            "--spec",
-            &spec,
-            "--upstream",
-            &up,
-            "--api-key",
-            KEY,
-            "--listen",
-            "127.0.0.1:0",
-            "--upload-dir",
-            &dir_text,
-            "--max-request-bytes",
-            "300000",
-        ],
-        "apigate dev:",
-    )
-    .await;
+    let extra = ["--upload-dir", &dir_text, "--max-request-bytes", "300000"];
+    let (_dev, url) = spawn_dev(&spec, Some(&up), &extra, &[]).await;
     let client = mcp_client(&url, &[("x-api-key", KEY)]).await;
-    let (err, r) = call(
+    execute_ok(
         &client,
-        "api_execute",
         json!({"operationId": "uploadBlob", "body": {"file": "big.bin"}}),
     )
     .await;
-    assert!(!err, "{r}");
     let got = upstream.take_one();
     assert!(got.body[..] == big[..], "the file's bytes differ");
-    let (err, r) = call(
-        &client,
-        "api_execute",
-        json!({"operationId": "uploadDocument", "body": {"title": "t",
-            "file": {"file": "sub/doc.pdf", "filename": "doc.pdf", "contentType": "application/pdf"}}}),
-    )
-    .await;
-    assert!(!err, "{r}");
+    execute_ok(&client, json!({"operationId": "uploadDocument", "body": {"title": "t",
+            "file": {"file": "sub/doc.pdf", "filename": "doc.pdf", "contentType": "application/pdf"}}})).await;
     let got = upstream.take_one();
     let part = got.parts.iter().find(|p| p.name == "file").unwrap();
     assert_eq!(

@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use apigate::auth::{NewKey, NewSession};
+use apigate::auth::NewSession;
 use apigate::http::ConnLimits;
 use axum::Router;
 use axum::extract::Path;
@@ -26,7 +26,7 @@ use serde_json::{Value, json};
 
 use crate::db::TestDb;
 use crate::production::{Options, Prod};
-use crate::support::{Server, engine_args, spec_path};
+use crate::support::{Server, engine_args, key_holding, session_token, spec_path};
 
 /// The bytes of a 200 KB download: deterministic, not text (xorshift).
 fn noise(len: usize, seed: u64) -> Vec<u8> {
@@ -101,14 +101,24 @@ async fn start_upstream() -> String {
         .route("/v1/archives/{name}", axum::routing::get(archive))
         .route("/v1/images/{name}", axum::routing::get(image))
         .route("/v1/files/{name}", axum::routing::get(file));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let addr = crate::support::serve_app(app).await;
     format!("http://{addr}/v1")
 }
 
 fn args(upstream: &str) -> apigate::cli::args::EngineArgs {
     engine_args(&spec_path("downloads.json"), Some(upstream.to_string()))
+}
+
+/// A dev server on the downloads spec with its arguments adjusted, and a client of it.
+async fn start(
+    upstream: &str,
+    adjust: impl FnOnce(&mut apigate::cli::args::EngineArgs),
+) -> (Server, rmcp::service::RunningService<RoleClient, ()>) {
+    let mut a = args(upstream);
+    adjust(&mut a);
+    let server = Server::start(a, false).await;
+    let client = server.client().await;
+    (server, client)
 }
 
 /// `api_execute` of `operation` with `name`: the whole MCP result.
@@ -121,6 +131,12 @@ async fn execute(client: &Peer<RoleClient>, operation: &str, name: &str) -> Call
         .call_tool(CallToolRequestParams::new("api_execute").with_arguments(map))
         .await
         .expect("tools/call answers")
+}
+
+/// The resource link of `downloadArchive` of `name`.
+async fn download(client: &Peer<RoleClient>, name: &str) -> String {
+    let result = execute(client, "downloadArchive", name).await;
+    link(&result).expect("link").0
 }
 
 fn structured(result: &CallToolResult) -> &Value {
@@ -252,10 +268,7 @@ async fn a_200_kb_download_comes_back_as_a_resource_the_key_reads_exactly() {
 #[tokio::test]
 async fn a_png_comes_back_as_image_content_and_a_lying_header_does_not() {
     let upstream = start_upstream().await;
-    let mut a = args(&upstream);
-    a.binary.max_image_bytes = 1000;
-    let server = Server::start(a, false).await;
-    let client = server.client().await;
+    let (_server, client) = start(&upstream, |a| a.binary.max_image_bytes = 1000).await;
 
     let result = execute(&client, "getImage", "png").await;
     let v = structured(&result);
@@ -297,57 +310,32 @@ async fn a_png_comes_back_as_image_content_and_a_lying_header_does_not() {
 #[tokio::test]
 async fn an_expired_response_is_not_found() {
     let upstream = start_upstream().await;
-    let mut a = args(&upstream);
-    a.binary.response_ttl = Duration::from_millis(300);
-    let server = Server::start(a, false).await;
-    let client = server.client().await;
+    let (_server, client) = start(&upstream, |a| {
+        a.binary.response_ttl = Duration::from_millis(300)
+    })
+    .await;
     let result = execute(&client, "downloadArchive", "old").await;
     let (uri, ..) = link(&result).expect("link");
     tokio::time::sleep(Duration::from_millis(600)).await;
     assert_not_found("expired", &client, read(&client, &uri).await);
-    assert!(
-        client
-            .list_resources(None)
-            .await
-            .unwrap()
-            .resources
-            .is_empty()
-    );
+    assert!(crate::support::resource_uris(&client).await.is_empty());
     client.cancel().await.unwrap();
 }
 
 #[tokio::test]
 async fn the_per_key_bound_drops_the_oldest() {
     let upstream = start_upstream().await;
-    let mut a = args(&upstream);
     // Room for two 200 KB downloads, not three.
-    a.binary.max_held_bytes = 2 * ZIP_LEN + 1000;
-    let server = Server::start(a, false).await;
-    let client = server.client().await;
+    let (_server, client) =
+        start(&upstream, |a| a.binary.max_held_bytes = 2 * ZIP_LEN + 1000).await;
     let mut uris = Vec::new();
     for name in ["one", "two", "three"] {
-        let result = execute(&client, "downloadArchive", name).await;
-        uris.push(link(&result).expect("link").0);
+        uris.push(download(&client, name).await);
     }
-    assert_not_found("oldest", &client, read(&client, &uris[0]).await);
-    for uri in &uris[1..] {
-        assert_eq!(read(&client, uri).await.unwrap().len(), ZIP_LEN);
-    }
-    let listed: Vec<String> = client
-        .list_resources(None)
-        .await
-        .unwrap()
-        .resources
-        .into_iter()
-        .map(|r| r.uri.clone())
-        .collect();
-    assert_eq!(listed, uris[1..]);
+    assert_oldest_dropped(&client, &client, &uris).await;
 
     // One response larger than the whole bound is described, not held.
-    let mut a = args(&upstream);
-    a.binary.max_held_bytes = 1000;
-    let small = Server::start(a, false).await;
-    let client = small.client().await;
+    let (_small, client) = start(&upstream, |a| a.binary.max_held_bytes = 1000).await;
     let result = execute(&client, "downloadArchive", "x").await;
     let v = structured(&result);
     assert!(link(&result).is_none());
@@ -364,10 +352,7 @@ async fn the_per_key_bound_drops_the_oldest() {
 #[tokio::test]
 async fn over_the_read_limit_or_holding_a_credential_nothing_is_returned() {
     let upstream = start_upstream().await;
-    let mut a = args(&upstream);
-    a.max_read_bytes = 100_000;
-    let server = Server::start(a, false).await;
-    let client = server.client().await;
+    let (_server, client) = start(&upstream, |a| a.max_read_bytes = 100_000).await;
     let result = execute(&client, "getFile", "big").await;
     let v = structured(&result);
     assert!(link(&result).is_none() && !has_image(&result), "{result:?}");
@@ -393,14 +378,7 @@ async fn over_the_read_limit_or_holding_a_credential_nothing_is_returned() {
             .unwrap()
             .contains("upstream-secret-token")
     );
-    assert!(
-        client
-            .list_resources(None)
-            .await
-            .unwrap()
-            .resources
-            .is_empty()
-    );
+    assert!(crate::support::resource_uris(&client).await.is_empty());
 }
 
 #[tokio::test]
@@ -454,10 +432,7 @@ async fn a_held_response_is_read_through_a_second_replica() {
     let db = TestDb::new().await;
     let upstream = start_upstream().await;
     let start = || async {
-        let opts = Options {
-            stateless: true,
-            ..Options::petstore()
-        };
+        let opts = Options::stateless();
         Prod::start_with(&db.url, args(&upstream), opts).await
     };
     let a = start().await;
@@ -474,18 +449,11 @@ async fn a_held_response_is_read_through_a_second_replica() {
     let bytes = read(&on_b, &uri).await.expect("read through B");
     assert_eq!(bytes.len(), ZIP_LEN);
     assert_eq!(sha256(&bytes), expected);
-    assert_eq!(on_b.list_resources(None).await.unwrap().resources.len(), 1);
+    assert_eq!(crate::support::resource_uris(&on_b).await.len(), 1);
 
     let foreign = b.client(&other, None).await;
     assert_not_found("another key", &foreign, read(&foreign, &uri).await);
-    assert!(
-        foreign
-            .list_resources(None)
-            .await
-            .unwrap()
-            .resources
-            .is_empty()
-    );
+    assert!(crate::support::resource_uris(&foreign).await.is_empty());
 
     // One row in the shared table: held once, by A, and read by B from there.
     let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM held_responses")
@@ -522,9 +490,7 @@ async fn a_github_zipball_comes_back_as_a_resource() {
             "/_codeload/{owner}/{repo}/{file}",
             axum::routing::get(codeload),
         );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let addr = crate::support::serve_app(app).await;
     let server = Server::start(
         engine_args(
             &spec_path("github-rest-3.0.json"),
@@ -560,10 +526,7 @@ async fn expired_rows_are_not_read_and_are_purged_on_the_next_write() {
     let upstream = start_upstream().await;
     let mut a = args(&upstream);
     a.binary.response_ttl = Duration::from_millis(300);
-    let opts = Options {
-        stateless: true,
-        ..Options::petstore()
-    };
+    let opts = Options::stateless();
     let server = Prod::start_with(&db.url, a, opts).await;
     let (key, session) = key_and_session(&server, "agent").await;
     let client = server.client(&key, Some(&session)).await;
@@ -574,51 +537,40 @@ async fn expired_rows_are_not_read_and_are_purged_on_the_next_write() {
             .await
             .unwrap()
     };
-    let first = link(&execute(&client, "downloadArchive", "one").await)
-        .expect("link")
-        .0;
+    let first = download(&client, "one").await;
     assert_eq!(ids().await.len(), 1);
     tokio::time::sleep(Duration::from_millis(600)).await;
     assert_not_found("expired", &client, read(&client, &first).await);
-    assert!(
-        client
-            .list_resources(None)
-            .await
-            .unwrap()
-            .resources
-            .is_empty()
-    );
-    let second = link(&execute(&client, "downloadArchive", "two").await)
-        .expect("link")
-        .0;
+    assert!(crate::support::resource_uris(&client).await.is_empty());
+    let second = download(&client, "two").await;
     let left = ids().await;
     assert_eq!(left.len(), 1, "the expired row is gone");
     assert!(second.ends_with(&left[0]));
 }
 
+/// Of `uris`, held in that order, the first was dropped (`reader` is told not-found) and the
+/// others are held whole and listed (by `lister`).
+async fn assert_oldest_dropped(
+    reader: &Peer<RoleClient>,
+    lister: &Peer<RoleClient>,
+    uris: &[String],
+) {
+    assert_not_found("oldest", reader, read(reader, &uris[0]).await);
+    for uri in &uris[1..] {
+        assert_eq!(read(reader, uri).await.unwrap().len(), ZIP_LEN);
+    }
+    assert_eq!(crate::support::resource_uris(lister).await, uris[1..]);
+}
+
 /// A key holding every apigate feature, and a session for it, made through `server`.
 async fn key_and_session(server: &Prod, name: &str) -> (String, String) {
-    let key = server
-        .auth
-        .create_key(NewKey {
-            name: name.into(),
-            features: vec!["apigate.*".into()],
-            ..NewKey::default()
-        })
-        .await
-        .unwrap()
-        .key;
-    let session = server
-        .auth
-        .create_session(NewSession {
-            user_id: "u-1".into(),
-            features: vec!["apigate.*".into()],
-            ..NewSession::default()
-        })
-        .await
-        .unwrap()
-        .token;
-    (key, session)
+    let key = key_holding(&server.auth, name, &["apigate.*"]).await;
+    let session = NewSession {
+        user_id: "u-1".into(),
+        features: vec!["apigate.*".into()],
+        ..NewSession::default()
+    };
+    (key, session_token(&server.auth, session).await)
 }
 
 /// Production: the per-key bound holds across replicas (each write, on either, drops the key's
@@ -630,10 +582,7 @@ async fn the_per_key_bound_holds_across_replicas() {
     let start = || async {
         let mut a = args(&upstream);
         a.binary.max_held_bytes = 2 * ZIP_LEN + 1000;
-        let opts = Options {
-            stateless: true,
-            ..Options::petstore()
-        };
+        let opts = Options::stateless();
         Prod::start_with(&db.url, a, opts).await
     };
     let (a, b) = (start().await, start().await);
@@ -642,29 +591,11 @@ async fn the_per_key_bound_holds_across_replicas() {
     let on_a = a.client(&key, Some(&session)).await;
     let on_b = b.client(&key, Some(&session)).await;
     let foreign = b.client(&other, Some(&other_session)).await;
-    let kept = link(&execute(&foreign, "downloadArchive", "theirs").await)
-        .expect("link")
-        .0;
+    let kept = download(&foreign, "theirs").await;
     let mut uris = Vec::new();
     for (client, name) in [(&on_a, "one"), (&on_b, "two"), (&on_a, "three")] {
-        uris.push(
-            link(&execute(client, "downloadArchive", name).await)
-                .expect("link")
-                .0,
-        );
+        uris.push(download(client, name).await);
     }
-    assert_not_found("oldest", &on_b, read(&on_b, &uris[0]).await);
-    for uri in &uris[1..] {
-        assert_eq!(read(&on_b, uri).await.unwrap().len(), ZIP_LEN);
-    }
-    let listed: Vec<String> = on_a
-        .list_resources(None)
-        .await
-        .unwrap()
-        .resources
-        .into_iter()
-        .map(|r| r.uri)
-        .collect();
-    assert_eq!(listed, uris[1..]);
+    assert_oldest_dropped(&on_b, &on_a, &uris).await;
     assert_eq!(read(&foreign, &kept).await.unwrap().len(), ZIP_LEN);
 }

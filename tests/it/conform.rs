@@ -35,14 +35,7 @@ async fn unadvertised_methods_are_not_found(stateless: bool) {
     // Resources: held binary responses, without subscriptions or change notifications.
     let resources = caps.resources.as_ref().expect("resources advertised");
     assert!(resources.subscribe.is_none() && resources.list_changed.is_none());
-    assert!(
-        client
-            .list_resources(None)
-            .await
-            .unwrap()
-            .resources
-            .is_empty()
-    );
+    assert!(crate::support::resource_uris(&client).await.is_empty());
     let templates = client.list_resource_templates(None).await.unwrap();
     assert_eq!(
         templates
@@ -192,12 +185,7 @@ impl Raw {
         }
         let response = request.send().await.expect("send");
         let status = response.status().as_u16();
-        let content_type = response
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-            .to_string();
+        let content_type = crate::support::header_text(response.headers(), "content-type");
         let text = response.text().await.expect("body");
         let json = if content_type.starts_with("text/event-stream") {
             text.lines()

@@ -18,7 +18,7 @@ use apigate::index::{Embedder, Index, Query};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::support::{Proc, Server, call, engine_args, spec_path};
+use crate::support::{Proc, Server, call_ok, engine_args, spec_path};
 
 /// The model the repository ships, which the tests rank with.
 pub fn model_dir() -> PathBuf {
@@ -212,12 +212,7 @@ const QUERY: &str = "mute";
 const EXPECTED: &str = "PUT /me/player/volume";
 
 async fn health(server: &Server) -> Value {
-    reqwest::get(server.url("/health"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
+    crate::support::get_json(server.url("/health")).await
 }
 
 async fn wait_for_hybrid(server: &Server) {
@@ -241,8 +236,7 @@ fn ranking_args(cache: &Path, index: Option<&Path>) -> apigate::cli::index::Rank
 
 async fn discovered(server: &Server, query: &str) -> Vec<String> {
     let client = server.client().await;
-    let (is_error, out) = call(&client, "api_discover", json!({"query": query, "limit": 5})).await;
-    assert!(!is_error, "{out}");
+    let out = call_ok(&client, "api_discover", json!({"query": query, "limit": 5})).await;
     out["results"]
         .as_array()
         .unwrap()
@@ -401,12 +395,7 @@ async fn with_no_flag_dev_ranks_hybrid_with_the_shipped_model() {
     let base = url.trim_end_matches("/mcp").to_string();
     let mut health = Value::Null;
     for _ in 0..600 {
-        health = reqwest::get(format!("{base}/health"))
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        health = crate::support::get_json(format!("{base}/health")).await;
         if health["ranker"] == "hybrid" {
             break;
         }
@@ -425,12 +414,8 @@ async fn with_no_flag_dev_ranks_hybrid_with_the_shipped_model() {
     assert_eq!(cached, 1, "one vector file in the default cache");
 
     let (mut dev, url) = Proc::spawn_with_env("dev", &args, &env, "apigate dev:").await;
-    let health: Value = reqwest::get(format!("{}/health", url.trim_end_matches("/mcp")))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let health: Value =
+        crate::support::get_json(format!("{}/health", url.trim_end_matches("/mcp"))).await;
     assert_eq!(health["ranker"], "hybrid");
     let banner = dev.stderr();
     assert!(
@@ -465,12 +450,7 @@ async fn start_dev(spec: &str, extra: &[&str]) -> (Proc, Value) {
     let (dev, url) =
         Proc::spawn_with_env("dev", &args, &[("APIGATE_RANKER", "")], "apigate dev:").await;
     let base = url.trim_end_matches("/mcp").trim_end_matches('/');
-    let health = reqwest::get(format!("{base}/health"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let health = crate::support::get_json(format!("{base}/health")).await;
     (dev, health)
 }
 

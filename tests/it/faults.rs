@@ -25,7 +25,10 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::db::TestDb;
-use crate::support::{CutProxy, KEY, Proc, Server, call, engine_args, mcp_client, spec_path};
+use crate::support::{
+    CutProxy, KEY, Server, call, engine_args, execute_ok, mcp_client, spawn_dev, spawn_serve,
+    spec_path,
+};
 
 /// The liveness guard on one tool call: far beyond any timeout configured here.
 const CALL_DEADLINE: Duration = Duration::from_secs(30);
@@ -88,9 +91,7 @@ impl FaultyUpstream {
             stalled_open: AtomicUsize::new(0),
         });
         let app = Router::new().fallback(faulty).with_state(state.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move { axum::serve(listener, app).await });
+        let addr = crate::support::serve_app(app).await;
         FaultyUpstream { addr, state }
     }
 
@@ -341,57 +342,36 @@ async fn database_outage_under_load(outage: Outage) {
     let (proxy, proxied_url) = CutProxy::for_database(&db.url).await;
     let spec = spec_path("petstore-3.0.json");
     let upstream_url = upstream.url();
-    let (mut proc, url) = Proc::spawn_with_env(
-        "serve",
-        &[
-            "serve",
-            "--spec",
-            &spec,
-            "--upstream",
-            &upstream_url,
-            "--listen",
-            "127.0.0.1:0",
-            "--key-rate",
-            "0",
-            "--session-rate",
-            "0",
-        ],
-        &[
-            ("DATABASE_URL", proxied_url.as_str()),
-            ("MCP_SERVER_API_KEY", BOOTSTRAP),
-        ],
-        "apigate serve:",
-    )
-    .await;
-    let mcp_url = url.trim_end_matches(';').to_string();
+    let unlimited = ["--key-rate", "0", "--session-rate", "0"];
+    let env = [
+        ("DATABASE_URL", proxied_url.as_str()),
+        ("MCP_SERVER_API_KEY", BOOTSTRAP),
+    ];
+    let (mut proc, mcp_url) = spawn_serve(&spec, &upstream_url, &unlimited, &env).await;
     let base = mcp_url.trim_end_matches("/mcp").to_string();
 
     // A server key and a user session, through the admin API.
-    let http = reqwest::Client::new();
-    let r = http
-        .post(format!("{base}/admin/v1/keys"))
-        .header("x-api-key", BOOTSTRAP)
-        .json(&json!({"name": "agent", "features": ["apigate.*"]}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 201);
-    let key = r.json::<Value>().await.unwrap()["key"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let r = http
-        .post(format!("{base}/admin/v1/sessions"))
-        .header("x-api-key", BOOTSTRAP)
-        .json(&json!({"userId": "u-1", "tenantId": "acme", "features": ["apigate.*"]}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 201);
-    let token = r.json::<Value>().await.unwrap()["token"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let create = |what: &'static str, body: Value, field: &'static str| {
+        let url = format!("{base}/admin/v1/{what}");
+        async move {
+            let r = reqwest::Client::new()
+                .post(url)
+                .header("x-api-key", BOOTSTRAP)
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 201);
+            r.json::<Value>().await.unwrap()[field]
+                .as_str()
+                .unwrap()
+                .to_string()
+        }
+    };
+    let agent = json!({"name": "agent", "features": ["apigate.*"]});
+    let key = create("keys", agent, "key").await;
+    let user = json!({"userId": "u-1", "tenantId": "acme", "features": ["apigate.*"]});
+    let token = create("sessions", user, "token").await;
 
     let log = Arc::new(CallLog::default());
     let stop = CancellationToken::new();
@@ -462,6 +442,7 @@ async fn database_outage_under_load(outage: Outage) {
     })
     .await;
     // The HTTP refusal names the problem.
+    let http = reqwest::Client::new();
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
     let r = http
@@ -650,13 +631,11 @@ async fn a_stalled_upstream_times_out_while_other_calls_go_on() {
     .await;
     assert_eq!(upstream.state.stalled.load(Ordering::SeqCst), 4);
     // And the server carries on.
-    let (err, r) = call(
+    execute_ok(
         &client,
-        "api_execute",
         json!({"operationId": "getPetById", "pathParams": {"petId": 7}}),
     )
     .await;
-    assert!(!err, "{r}");
     client.cancel().await.unwrap();
 }
 
@@ -734,10 +713,7 @@ async fn monitor_event(State(shared): State<Arc<MonitorShared>>, body: String) -
 
 impl FlappingMonitor {
     async fn start() -> FlappingMonitor {
-        let port = {
-            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            l.local_addr().unwrap().port()
-        };
+        let port = crate::support::closed_port();
         let mut m = FlappingMonitor {
             port,
             shared: Arc::new(MonitorShared {
@@ -809,26 +785,8 @@ async fn a_flapping_monitor_blocks_exactly_when_it_does_not_allow() {
     let mut monitor = FlappingMonitor::start().await;
     let spec = spec_path("petstore-3.0.json");
     let (upstream_url, monitor_url) = (upstream.url(), monitor.url());
-    let (mut proc, url) = Proc::spawn(
-        "dev",
-        &[
-            "dev",
-            "--spec",
-            &spec,
-            "--upstream",
-            &upstream_url,
-            "--api-key",
-            KEY,
-            "--listen",
-            "127.0.0.1:0",
-            "--monitor",
-            &monitor_url,
-            "--monitor-timeout",
-            "500ms",
-        ],
-        "apigate dev:",
-    )
-    .await;
+    let gate = ["--monitor", &monitor_url, "--monitor-timeout", "500ms"];
+    let (mut proc, url) = spawn_dev(&spec, Some(&upstream_url), &gate, &[]).await;
     let base = url.trim_end_matches("/mcp").to_string();
     wait_for_health(&base, StatusCode::OK).await;
     let client = mcp_client(&url, &[("x-api-key", KEY)]).await;
@@ -873,15 +831,7 @@ async fn a_flapping_monitor_blocks_exactly_when_it_does_not_allow() {
     })
     .await;
     // Every call is counted once, under the outcome it had, and the server still answers.
-    let metrics = reqwest::Client::new()
-        .get(format!("{base}/metrics"))
-        .header("x-api-key", KEY)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = crate::support::metrics(&base).await;
     assert_eq!(tool_calls(&metrics, "ok"), f64::from(allowed), "{metrics}");
     assert_eq!(
         tool_calls(&metrics, "BLOCKED_BY_MONITOR"),

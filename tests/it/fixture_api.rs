@@ -62,9 +62,9 @@ impl FixtureApi {
             seen: seen.clone(),
         };
         let app = Router::new()
-            .route("/repos/{owner}/{repo}/issues", get(issues))
+            .route("/repos/{owner}/{repo}/issues", get(github_list))
             .route("/repos/{owner}/{repo}/issues/{number}", get(one_issue))
-            .route("/repos/{owner}/{repo}/actions/runs", get(runs))
+            .route("/repos/{owner}/{repo}/actions/runs", get(github_list))
             .route("/v1/charges", get(charges).post(create_charge))
             .route("/v1/charges/{charge}", get(one_charge))
             .layer(axum::middleware::from_fn_with_state(state.clone(), record))
@@ -139,22 +139,32 @@ fn with_link(body: Value, link: Option<String>) -> Response {
     (headers, axum::Json(body)).into_response()
 }
 
-async fn issues(
+/// A GitHub list, paged: the issues (a bare array) or the workflow runs (in an object with
+/// their count), newest first, with the `Link` header.
+async fn github_list(
     State(st): State<St>,
     Path((owner, repo)): Path<(String, String)>,
     uri: Uri,
     q: Params,
 ) -> Response {
+    let runs = uri.path().ends_with("/actions/runs");
+    let total = if runs { RUNS } else { ISSUES };
     let (per_page, page) = page_args(&q);
-    let items: Vec<Value> = (0..ISSUES)
+    let items = (0..total)
         .skip((page - 1) * per_page)
         .take(per_page)
-        .map(|i| issue(&owner, &repo, (ISSUES - i) as u64))
-        .collect();
-    with_link(
-        Value::Array(items),
-        link(&st.base, &uri, per_page, page, ISSUES),
-    )
+        .map(|i| (total - i) as u64);
+    let items: Vec<Value> = if runs {
+        items.map(|n| workflow_run(&owner, &repo, n)).collect()
+    } else {
+        items.map(|n| issue(&owner, &repo, n)).collect()
+    };
+    let body = if runs {
+        json!({"total_count": RUNS, "workflow_runs": items})
+    } else {
+        Value::Array(items)
+    };
+    with_link(body, link(&st.base, &uri, per_page, page, total))
 }
 
 async fn one_issue(Path((owner, repo, number)): Path<(String, String, u64)>) -> Response {
@@ -173,24 +183,6 @@ async fn one_charge(Path(id): Path<String>) -> Response {
         Some(n) => axum::Json(charge(n)).into_response(),
         None => stripe_error("No such charge"),
     }
-}
-
-async fn runs(
-    State(st): State<St>,
-    Path((owner, repo)): Path<(String, String)>,
-    uri: Uri,
-    q: Params,
-) -> Response {
-    let (per_page, page) = page_args(&q);
-    let items: Vec<Value> = (0..RUNS)
-        .skip((page - 1) * per_page)
-        .take(per_page)
-        .map(|i| workflow_run(&owner, &repo, (RUNS - i) as u64))
-        .collect();
-    with_link(
-        json!({"total_count": RUNS, "workflow_runs": items}),
-        link(&st.base, &uri, per_page, page, RUNS),
-    )
 }
 
 async fn charges(q: Params) -> Response {

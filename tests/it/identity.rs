@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use apigate::auth::identity::{DRY_RUN_PLACEHOLDER, Identity, create_key_file};
 use apigate::auth::{Auth, AuthConfig, NewKey, NewSession, RateLimit};
-use apigate::http::{self, HttpOptions, KeyCheck};
+use apigate::http::{HttpOptions, KeyCheck};
 use apigate::tools::Access;
 use axum::Router;
 use axum::extract::{Request, State};
@@ -23,10 +23,11 @@ use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::{Value, json};
 use sqlx::Row;
-use tokio_util::sync::CancellationToken;
 
 use crate::db::TestDb;
-use crate::support::{KEY, Proc, call, engine_args, mcp_client, spec_path};
+use crate::support::{
+    KEY, Server, engine_args, execute_ok, flags, mcp_client, spawn_dev, spec_path,
+};
 
 const HEADER: &str = "x-apigate-identity";
 
@@ -64,9 +65,7 @@ impl Verifier {
         let app = Router::new()
             .fallback(verify_and_echo)
             .with_state(state.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move { axum::serve(listener, app).await });
+        let addr = crate::support::serve_app(app).await;
         Verifier { addr, state }
     }
 
@@ -102,12 +101,7 @@ async fn verify_and_echo(
         .map(|p| p.to_string())
         .unwrap_or_default();
     let path = request.uri().path().to_string();
-    let host = request
-        .headers()
-        .get("host")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_string();
+    let host = crate::support::header_text(request.headers(), "host");
     let token = request
         .headers()
         .get(HEADER)
@@ -189,10 +183,7 @@ async fn verify(
 
 /// One apigate in-process, wired as `serve` (with `auth`) or `dev` (without) wire it, signing
 /// with `keys` (the first signs).
-struct Gate {
-    addr: SocketAddr,
-    shutdown: CancellationToken,
-}
+struct Gate(Server);
 
 impl Gate {
     async fn start(upstream: &str, keys: &[PathBuf], auth: Option<&Auth>) -> Gate {
@@ -200,8 +191,7 @@ impl Gate {
             .build()
             .await
             .expect("engine builds");
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
+        let (listener, addr) = Server::listen().await;
         let issuer = format!("http://{addr}");
         engine.identity = Some(Arc::new(
             Identity::new(HEADER, &issuer, keys).expect("the keys load"),
@@ -214,29 +204,12 @@ impl Gate {
             }
             None => KeyCheck::Single(KEY.into()),
         };
-        let shutdown = CancellationToken::new();
-        let router = http::router(
-            Arc::new(engine),
-            HttpOptions::new(keys, "test"),
-            shutdown.clone(),
-        );
-        tokio::spawn(http::serve(
-            listener,
-            router,
-            shutdown.clone(),
-            http::ConnLimits::default(),
-        ));
-        Gate { addr, shutdown }
+        let options = HttpOptions::new(keys, "test");
+        Gate(Server::serve(listener, engine, options, Default::default()))
     }
 
     fn base(&self) -> String {
-        format!("http://{}", self.addr)
-    }
-}
-
-impl Drop for Gate {
-    fn drop(&mut self) {
-        self.shutdown.cancel();
+        self.0.url("")
     }
 }
 
@@ -300,16 +273,13 @@ async fn serve_each_user_is_the_subject_and_the_key_the_actor() {
             &[("x-api-key", &agent.key), ("x-session-token", &s.token)],
         )
         .await;
-        let (err, out) = call(&client, "api_execute", get_pet(7)).await;
-        assert!(!err, "{out}");
+        let out = execute_ok(&client, get_pet(7)).await;
         results.push(out.to_string());
-        let (err, out) = call(
+        let out = execute_ok(
             &client,
-            "api_execute",
             json!({"operationId": "findPetsByStatus", "query": {"status": ["sold"]}}),
         )
         .await;
-        assert!(!err, "{out}");
         results.push(out.to_string());
         client.cancel().await.ok();
     }
@@ -404,18 +374,9 @@ async fn rotation_publishes_both_and_tampering_fails() {
     // Step 1: the new key published second.
     let gate = Gate::start(&upstream.url(), &[old.clone(), new.clone()], None).await;
     upstream.trust(&gate.base());
-    let jwks: Value = reqwest::get(format!("{}/.well-known/jwks.json", gate.base()))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let kids: Vec<&str> = jwks["keys"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|k| k["kid"].as_str().unwrap())
-        .collect();
+    let jwks: Value =
+        crate::support::get_json(format!("{}/.well-known/jwks.json", gate.base())).await;
+    let kids: Vec<&str> = crate::support::strings(&jwks["keys"], "kid");
     assert_eq!(kids.len(), 2);
     assert!(
         jwks["keys"]
@@ -426,8 +387,7 @@ async fn rotation_publishes_both_and_tampering_fails() {
         "a private key is published"
     );
     let client = mcp_client(&format!("{}/mcp", gate.base()), &[("x-api-key", KEY)]).await;
-    let (err, out) = call(&client, "api_execute", get_pet(1)).await;
-    assert!(!err, "{out}");
+    execute_ok(&client, get_pet(1)).await;
     client.cancel().await.ok();
     let first = upstream.seen().pop().unwrap();
     let old_token = first.token.clone().unwrap();
@@ -448,8 +408,7 @@ async fn rotation_publishes_both_and_tampering_fails() {
     let gate = Gate::start(&upstream.url(), &[new.clone(), old.clone()], None).await;
     upstream.trust(&gate.base());
     let client = mcp_client(&format!("{}/mcp", gate.base()), &[("x-api-key", KEY)]).await;
-    let (err, out) = call(&client, "api_execute", get_pet(2)).await;
-    assert!(!err, "{out}");
+    execute_ok(&client, get_pet(2)).await;
     client.cancel().await.ok();
     let second = upstream.seen().pop().unwrap();
     assert!(second.verdict.is_ok(), "{second:?}");
@@ -529,8 +488,7 @@ async fn dry_runs_carry_no_assertion_and_jwks_is_public() {
     let client = mcp_client(&format!("{}/mcp", gate.base()), &[("x-api-key", KEY)]).await;
     let mut args = get_pet(3);
     args["dryRun"] = json!(true);
-    let (err, out) = call(&client, "api_execute", args).await;
-    assert!(!err, "{out}");
+    let out = execute_ok(&client, args).await;
     assert_eq!(
         out["request"]["headers"][HEADER], DRY_RUN_PLACEHOLDER,
         "{out}"
@@ -588,33 +546,17 @@ async fn the_binary_signs_and_never_logs_an_assertion() {
     let upstream = Verifier::start().await;
     let spec = spec_path("petstore-3.0.json");
     let url = upstream.url();
-    let (mut dev, mcp_url) = Proc::spawn_with_env(
-        "dev",
-        &[
-            "dev",
-            "--spec",
-            &spec,
-            "--upstream",
-            &url,
-            "--api-key",
-            KEY,
-            "--listen",
-            "127.0.0.1:0",
-            "--identity-header",
-            "X-Apigate-Identity",
-            "--signing-key",
-            key.to_str().unwrap(),
-        ],
-        &[("RUST_LOG", "debug")],
-        "apigate dev:",
-    )
-    .await;
+    let identity = flags(&[
+        ("--identity-header", "X-Apigate-Identity"),
+        ("--signing-key", key.to_str().unwrap()),
+    ]);
+    let (mut dev, mcp_url) =
+        spawn_dev(&spec, Some(&url), &identity, &[("RUST_LOG", "debug")]).await;
     let base = mcp_url.trim_end_matches("/mcp").to_string();
     upstream.trust(&base);
     let client = mcp_client(&mcp_url, &[("x-api-key", KEY)]).await;
     for id in [1, 2, 3] {
-        let (err, out) = call(&client, "api_execute", get_pet(id)).await;
-        assert!(!err, "{out}");
+        execute_ok(&client, get_pet(id)).await;
     }
     client.cancel().await.ok();
     let seen = upstream.seen();

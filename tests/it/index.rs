@@ -10,16 +10,17 @@ fn data() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data")
 }
 
+/// The dev query set over the curated specs, ranked by words only (`pooled` or not).
+async fn dev_set(pooled: bool) -> eval::Report {
+    let dir = data();
+    let (specs, queries) = (dir.join("specs"), dir.join("queries/dev.jsonl"));
+    let options = eval::Options::lexical(pooled);
+    eval::run(&specs, &queries, options).await.unwrap()
+}
+
 #[tokio::test]
 async fn dev_set_recall_stays_above_the_floor() {
-    let dir = data();
-    let r = eval::run(
-        &dir.join("specs"),
-        &dir.join("queries/dev.jsonl"),
-        eval::Options::lexical(false),
-    )
-    .await
-    .unwrap();
+    let r = dev_set(false).await;
     eprintln!("{}", eval::table(&r));
     assert_eq!(r.overall.queries, 60);
     assert!(
@@ -32,14 +33,7 @@ async fn dev_set_recall_stays_above_the_floor() {
 
 #[tokio::test]
 async fn pooled_dev_set_recall_stays_above_the_floor() {
-    let dir = data();
-    let r = eval::run(
-        &dir.join("specs"),
-        &dir.join("queries/dev.jsonl"),
-        eval::Options::lexical(true),
-    )
-    .await
-    .unwrap();
+    let r = dev_set(true).await;
     assert!(
         r.overall.recall_5 >= POOLED_FLOOR_R5,
         "recall@5 {}",

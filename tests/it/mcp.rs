@@ -4,7 +4,10 @@
 use rmcp::ServiceExt;
 use serde_json::{Value, json};
 
-use crate::support::{KEY, Server, Upstream, call, engine_args, spec_path, sse_client};
+use crate::support::{
+    KEY, Server, Upstream, call, call_err, call_ok, engine_args, execute_err, execute_ok,
+    petstore_client, spec_path, sse_client,
+};
 
 async fn petstore_server(upstream: &Upstream, stateless: bool) -> Server {
     Server::start(
@@ -35,34 +38,25 @@ async fn discover_schema_execute(
         Some(true)
     );
 
-    let (err, found) = call(
+    let found = call_ok(
         client,
         "api_discover",
         json!({"query": "find a pet by its id"}),
     )
     .await;
-    assert!(!err, "{found}");
-    let ids: Vec<&str> = found["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["operationId"].as_str().unwrap())
-        .collect();
+    let ids: Vec<&str> = crate::support::strings(&found["results"], "operationId");
     assert!(ids[..3].contains(&"getPetById"), "{ids:?}");
 
-    let (err, schema) = call(client, "api_schema", json!({"operationId": "getPetById"})).await;
-    assert!(!err, "{schema}");
+    let schema = call_ok(client, "api_schema", json!({"operationId": "getPetById"})).await;
     assert_eq!(schema["parameters"][0]["name"], "petId");
     assert_eq!(schema["parameters"][0]["in"], "path");
 
     let before = upstream.requests().len();
-    let (err, result) = call(
+    let result = execute_ok(
         client,
-        "api_execute",
         json!({"operationId": "getPetById", "pathParams": {"petId": 42}}),
     )
     .await;
-    assert!(!err, "{result}");
     assert_eq!(result["status"], 200);
     assert_eq!(result["ok"], true);
     assert_eq!(result["body"]["name"], "Rex");
@@ -81,19 +75,15 @@ async fn discover_schema_execute(
 
 #[tokio::test]
 async fn streamable_http_stateful_chain() {
-    let upstream = Upstream::start().await;
-    let server = petstore_server(&upstream, false).await;
-    let client = server.client().await;
+    let (upstream, _server, client) = petstore_client(false).await;
     discover_schema_execute(&client, &upstream).await;
     // A concrete path works instead of operationId + pathParams; JSON bodies arrive as sent.
-    let (err, r) = call(
+    let r = execute_ok(
         &client,
-        "api_execute",
         json!({"method": "post", "path": "/pet",
         "body": {"name": "Fido", "photoUrls": ["http://x/y.png"], "status": "available"}}),
     )
     .await;
-    assert!(!err, "{r}");
     assert_eq!(r["body"]["id"], 99);
     let req = upstream.requests().pop().unwrap();
     assert_eq!(req.uri, "/v2/pet");
@@ -105,9 +95,7 @@ async fn streamable_http_stateful_chain() {
 
 #[tokio::test]
 async fn streamable_http_stateless_chain() {
-    let upstream = Upstream::start().await;
-    let server = petstore_server(&upstream, true).await;
-    let client = server.client().await;
+    let (upstream, _server, client) = petstore_client(true).await;
     discover_schema_execute(&client, &upstream).await;
     client.cancel().await.unwrap();
 }
@@ -253,27 +241,12 @@ async fn http_guards_answer_before_mcp() {
         assert!(message.contains("x-api-key"), "{path}: {body}");
     }
     // Health and metrics.
-    let health: Value = http
-        .get(server.url("/health"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let health: Value = crate::support::send_json(http.get(server.url("/health"))).await;
     assert_eq!(health["status"], "ok");
     assert_eq!(health["mode"], "development");
     assert_eq!(health["tools"], 3);
     assert_eq!(health["operations"], 20);
-    let metrics = http
-        .get(server.url("/metrics"))
-        .header("x-api-key", KEY)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = crate::support::metrics(&server.url("")).await;
     assert!(metrics.contains("apigate_http_requests_total"), "{metrics}");
     // Still alive after all that.
     let client = server.client().await;
@@ -300,28 +273,26 @@ async fn unknown_jsonrpc_methods_get_method_not_found() {
 
 #[tokio::test]
 async fn tool_errors_carry_stable_codes() {
-    let upstream = Upstream::start().await;
-    let server = petstore_server(&upstream, false).await;
-    let client = server.client().await;
+    let (upstream, _server, client) = petstore_client(false).await;
 
-    let (err, r) = call(&client, "no_such_tool", json!({})).await;
-    assert!(err);
-    assert_eq!(r["code"], "UNKNOWN_TOOL");
+    call_err(&client, "no_such_tool", json!({}), "UNKNOWN_TOOL").await;
 
-    let (err, r) = call(&client, "api_schema", json!({"operationId": "getPetByIdd"})).await;
-    assert!(err);
-    assert_eq!(r["code"], "UNKNOWN_OPERATION");
-    let closest: Vec<&str> = r["closest"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["operationId"].as_str().unwrap())
-        .collect();
+    let r = call_err(
+        &client,
+        "api_schema",
+        json!({"operationId": "getPetByIdd"}),
+        "UNKNOWN_OPERATION",
+    )
+    .await;
+    let closest: Vec<&str> = crate::support::strings(&r["closest"], "operationId");
     assert!(closest.contains(&"getPetById"), "{r}");
 
-    let (err, r) = call(&client, "api_execute", json!({"operationId": "getPetById"})).await;
-    assert!(err);
-    assert_eq!(r["code"], "INVALID_ARGUMENTS");
+    let r = execute_err(
+        &client,
+        json!({"operationId": "getPetById"}),
+        "INVALID_ARGUMENTS",
+    )
+    .await;
     assert!(
         r["violations"][0]["message"]
             .as_str()
@@ -330,70 +301,59 @@ async fn tool_errors_carry_stable_codes() {
         "{r}"
     );
 
-    let (err, r) = call(
+    let r = execute_err(
         &client,
-        "api_execute",
         json!({"operationId": "addPet", "body": {"name": 5, "photoUrls": "x", "status": "lost"}}),
+        "INVALID_ARGUMENTS",
     )
     .await;
-    assert!(err);
-    assert_eq!(r["code"], "INVALID_ARGUMENTS");
-    let pointers: Vec<&str> = r["violations"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v["pointer"].as_str().unwrap())
-        .collect();
+    let pointers: Vec<&str> = crate::support::strings(&r["violations"], "pointer");
     for p in ["/body/name", "/body/photoUrls", "/body/status"] {
         assert!(pointers.contains(&p), "{p} in {pointers:?}");
     }
 
-    let (err, r) = call(
+    let r = execute_err(
         &client,
-        "api_execute",
         json!({"operationId": "getPetById", "pathParams": {"petId": 1},
         "headers": {"Authorization": "Bearer stolen"}}),
+        "INVALID_ARGUMENTS",
     )
     .await;
-    assert!(err);
-    assert_eq!(r["code"], "INVALID_ARGUMENTS");
     assert!(
         r["error"].as_str().unwrap().contains("Authorization"),
         "{r}"
     );
 
-    let (err, r) = call(&client, "api_discover", json!({"query": 5})).await;
-    assert!(err);
-    assert_eq!(r["code"], "INVALID_ARGUMENTS");
+    call_err(
+        &client,
+        "api_discover",
+        json!({"query": 5}),
+        "INVALID_ARGUMENTS",
+    )
+    .await;
 
     // Nothing above reached the upstream.
     assert!(upstream.requests().is_empty());
 
     // The upstream's failures come back coded.
-    let (err, r) = call(
+    let r = execute_err(
         &client,
-        "api_execute",
         json!({"operationId": "getPetById", "pathParams": {"petId": 500}}),
+        "UPSTREAM_ERROR",
     )
     .await;
-    assert!(err);
-    assert_eq!(r["code"], "UPSTREAM_ERROR");
     assert_eq!(r["status"], 500);
-    let (err, r) = call(
+    execute_err(
         &client,
-        "api_execute",
         json!({"operationId": "getUserByName", "pathParams": {"username": "slow"}}),
+        "UPSTREAM_TIMEOUT",
     )
     .await;
-    assert!(err);
-    assert_eq!(r["code"], "UPSTREAM_TIMEOUT");
-    let (err, r) = call(
+    let r = execute_ok(
         &client,
-        "api_execute",
         json!({"operationId": "getUserByName", "pathParams": {"username": "big"}}),
     )
     .await;
-    assert!(!err, "{r}");
     assert_eq!(r["truncated"], true);
     assert!(r.to_string().len() < 80 * 1024);
     // A 4xx is the API's answer, not a tool failure.
@@ -415,17 +375,13 @@ async fn tool_errors_carry_stable_codes() {
 
 #[tokio::test]
 async fn path_parameters_cannot_change_the_route() {
-    let upstream = Upstream::start().await;
-    let server = petstore_server(&upstream, false).await;
-    let client = server.client().await;
-    let (err, r) = call(
+    let (upstream, _server, client) = petstore_client(false).await;
+    execute_err(
         &client,
-        "api_execute",
         json!({"operationId": "getUserByName", "pathParams": {"username": "../admin"}}),
+        "INVALID_ARGUMENTS",
     )
     .await;
-    assert!(err);
-    assert_eq!(r["code"], "INVALID_ARGUMENTS");
     assert!(upstream.requests().is_empty());
     for (value, expected) in [
         ("a/b", "/v2/user/a%2Fb"),
@@ -433,25 +389,21 @@ async fn path_parameters_cannot_change_the_route() {
         ("#frag", "/v2/user/%23frag"),
         ("..%2F", "/v2/user/..%252F"),
     ] {
-        let (err, r) = call(
+        execute_ok(
             &client,
-            "api_execute",
             json!({"operationId": "getUserByName", "pathParams": {"username": value}}),
         )
         .await;
-        assert!(!err, "{r}");
         let got = upstream.requests().pop().unwrap();
         assert_eq!(got.uri, expected, "for {value:?}");
     }
     // A dry run shows the request without sending it, and without the credential.
     let before = upstream.requests().len();
-    let (err, r) = call(
+    let r = execute_ok(
         &client,
-        "api_execute",
         json!({"operationId": "getUserByName", "pathParams": {"username": "ann"}, "dryRun": true}),
     )
     .await;
-    assert!(!err, "{r}");
     assert_eq!(upstream.requests().len(), before);
     assert!(r.to_string().contains("/v2/user/ann"), "{r}");
     assert!(!r.to_string().contains("upstream-secret-token"), "{r}");
@@ -465,14 +417,12 @@ async fn redirects_to_another_host_are_refused() {
     let client = server.client().await;
     // Another port on the same machine is another origin.
     upstream.redirect_to(&format!("{}/v2/user/stolen", other.url()));
-    let (err, r) = call(
+    execute_err(
         &client,
-        "api_execute",
         json!({"operationId": "getUserByName", "pathParams": {"username": "redirect"}}),
+        "UPSTREAM_ERROR",
     )
     .await;
-    assert!(err, "{r}");
-    assert_eq!(r["code"], "UPSTREAM_ERROR");
     assert!(other.requests().is_empty());
     // The refused target is named, but a credential the API put into it is not.
     upstream.redirect_to(&format!(
@@ -494,12 +444,10 @@ async fn redirects_to_another_host_are_refused() {
     assert!(!r.to_string().contains("secret-token"), "{r}");
     // A redirect within the same origin is followed.
     upstream.redirect_to(&format!("{}/v2/user/ann", upstream.url()));
-    let (err, r) = call(
+    let r = execute_ok(
         &client,
-        "api_execute",
         json!({"operationId": "getUserByName", "pathParams": {"username": "redirect"}}),
     )
     .await;
-    assert!(!err, "{r}");
     assert_eq!(r["body"]["username"], "ann");
 }

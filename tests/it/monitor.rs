@@ -2,7 +2,6 @@
 //! way (allow, block, 500, invalid JSON, no `block`, never) or are down, and the reference
 //! monitor (`apigate monitor`) with rules, approvals, its HTTP API and its JSONL log.
 
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -17,6 +16,8 @@ use axum::http::StatusCode;
 use axum::routing::{any, post};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
+
+use crate::support::serve_app;
 
 const SESSION_TOKEN: &str = "sess_0123456789abcdef0123456789abcdef";
 const API_KEY: &str = "agk_AbCdEfGh_supersecretkeymaterial0123456789";
@@ -53,15 +54,8 @@ async fn test_monitor(behavior: Behavior) -> (String, Received) {
             }
         }),
     );
-    let addr = serve(app).await;
+    let addr = serve_app(app).await;
     (format!("http://{addr}"), received)
-}
-
-async fn serve(app: Router) -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    addr
 }
 
 /// The upstream API a tool call would reach; counts the requests it received.
@@ -75,7 +69,7 @@ async fn upstream() -> (String, Arc<AtomicUsize>) {
             "{}"
         }
     }));
-    (format!("http://{}", serve(app).await), hits)
+    (format!("http://{}", serve_app(app).await), hits)
 }
 
 fn client(url: &str, timeout: Duration) -> Monitor {
@@ -336,21 +330,53 @@ async fn assert_blocked(url: &str, timeout: Duration, cause: BlockCause, needle:
     );
 }
 
+/// Each way a monitor's answer blocks the call: its own reason, an error or redirect status,
+/// invalid JSON, no boolean `block`.
 #[tokio::test]
-async fn gate_blocks_with_the_monitors_reason() {
-    let (url, received) = test_monitor(Behavior::Answer(
-        StatusCode::OK,
-        r#"{"block": true, "reason": "No deletes on Fridays"}"#,
-    ))
-    .await;
-    assert_blocked(
-        &url,
-        Duration::from_secs(10),
-        BlockCause::Monitor,
-        "blocked by the agent monitor: No deletes on Fridays",
-    )
-    .await;
-    assert_no_secrets(&received.lock().unwrap());
+async fn gate_blocks_on_each_blocking_answer() {
+    let cases = [
+        (
+            StatusCode::OK,
+            r#"{"block": true, "reason": "No deletes on Fridays"}"#,
+            BlockCause::Monitor,
+            "blocked by the agent monitor: No deletes on Fridays",
+        ),
+        (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            r#"{"block": false}"#,
+            BlockCause::Status(500),
+            "returned HTTP 500",
+        ),
+        (
+            StatusCode::TEMPORARY_REDIRECT,
+            "",
+            BlockCause::Status(307),
+            "returned HTTP 307",
+        ),
+        (
+            StatusCode::OK,
+            "OK",
+            BlockCause::InvalidJson,
+            "invalid JSON",
+        ),
+        (
+            StatusCode::OK,
+            r#"{"allow": true}"#,
+            BlockCause::MissingBlock,
+            "boolean `block`",
+        ),
+        (
+            StatusCode::OK,
+            r#"{"block": "false"}"#,
+            BlockCause::MissingBlock,
+            "boolean `block`",
+        ),
+    ];
+    for (status, body, cause, needle) in cases {
+        let (url, received) = test_monitor(Behavior::Answer(status, body)).await;
+        assert_blocked(&url, Duration::from_secs(10), cause, needle).await;
+        assert_no_secrets(&received.lock().unwrap());
+    }
 }
 
 #[tokio::test]
@@ -387,66 +413,6 @@ async fn gate_blocks_when_the_monitor_is_too_slow() {
     );
 }
 
-#[tokio::test]
-async fn gate_blocks_on_a_server_error() {
-    let (url, _) = test_monitor(Behavior::Answer(
-        StatusCode::INTERNAL_SERVER_ERROR,
-        r#"{"block": false}"#,
-    ))
-    .await;
-    assert_blocked(
-        &url,
-        Duration::from_secs(10),
-        BlockCause::Status(500),
-        "returned HTTP 500",
-    )
-    .await;
-}
-
-#[tokio::test]
-async fn gate_blocks_on_a_redirect() {
-    let (url, _) = test_monitor(Behavior::Answer(StatusCode::TEMPORARY_REDIRECT, "")).await;
-    assert_blocked(
-        &url,
-        Duration::from_secs(10),
-        BlockCause::Status(307),
-        "returned HTTP 307",
-    )
-    .await;
-}
-
-#[tokio::test]
-async fn gate_blocks_on_invalid_json() {
-    let (url, _) = test_monitor(Behavior::Answer(StatusCode::OK, "OK")).await;
-    assert_blocked(
-        &url,
-        Duration::from_secs(10),
-        BlockCause::InvalidJson,
-        "invalid JSON",
-    )
-    .await;
-}
-
-#[tokio::test]
-async fn gate_blocks_without_a_boolean_block() {
-    let (url, _) = test_monitor(Behavior::Answer(StatusCode::OK, r#"{"allow": true}"#)).await;
-    assert_blocked(
-        &url,
-        Duration::from_secs(10),
-        BlockCause::MissingBlock,
-        "boolean `block`",
-    )
-    .await;
-    let (url, _) = test_monitor(Behavior::Answer(StatusCode::OK, r#"{"block": "false"}"#)).await;
-    assert_blocked(
-        &url,
-        Duration::from_secs(10),
-        BlockCause::MissingBlock,
-        "boolean `block`",
-    )
-    .await;
-}
-
 // ---- the reference monitor -------------------------------------------------------------
 
 async fn reference_monitor(rules: &str, approval_timeout: Duration) -> RunningMonitor {
@@ -457,6 +423,16 @@ async fn reference_monitor(rules: &str, approval_timeout: Duration) -> RunningMo
         ..ServerConfig::default()
     };
     monitor::spawn(listener, config).await.unwrap()
+}
+
+/// [`reference_monitor`], its URL, and [`person`] at its page.
+async fn monitor_and_person(
+    rules: &str,
+    approval_timeout: Duration,
+) -> (RunningMonitor, String, reqwest::Client) {
+    let server = reference_monitor(rules, approval_timeout).await;
+    let (base, http) = (server.url(), person(&server));
+    (server, base, http)
 }
 
 /// The person at the page: a client that sends this run's secret, as the page's cookie does.
@@ -490,6 +466,22 @@ async fn pending_approval(http: &reqwest::Client, base: &str, call_id: &str) -> 
     .await
 }
 
+/// A person's decision on the approval `id` through the monitor's API (`verb`: `approve` or
+/// `deny`, with `body` as JSON when given).
+async fn decide(
+    http: &reqwest::Client,
+    base: &str,
+    id: &str,
+    verb: &str,
+    body: Option<Value>,
+) -> reqwest::Response {
+    let mut request = http.post(format!("{base}/api/approvals/{id}/{verb}"));
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    request.send().await.unwrap()
+}
+
 const RULES: &str = r#"
 [[rule]]
 name = "no-admin"
@@ -506,9 +498,7 @@ mutating = true
 
 #[tokio::test]
 async fn reference_monitor_allows_blocks_and_holds_for_approval() {
-    let server = reference_monitor(RULES, Duration::from_secs(120)).await;
-    let base = server.url();
-    let http = person(&server);
+    let (server, base, http) = monitor_and_person(RULES, Duration::from_secs(120)).await;
     let gate = client(&base, Duration::from_secs(120));
     let (up, hits) = upstream().await;
 
@@ -533,11 +523,7 @@ async fn reference_monitor_allows_blocks_and_holds_for_approval() {
         1,
         "only the GET went through so far"
     );
-    let resp = http
-        .post(format!("{base}/api/approvals/{id}/approve"))
-        .send()
-        .await
-        .unwrap();
+    let resp = decide(&http, &base, &id, "approve", None).await;
     assert_eq!(resp.status(), 200);
     assert_eq!(resp.json::<Value>().await.unwrap()["status"], "approved");
     held.await.unwrap().unwrap();
@@ -549,12 +535,14 @@ async fn reference_monitor_allows_blocks_and_holds_for_approval() {
         async move { gated_call(&gate, &up, "s-1", "del-2", "DELETE", "/pets/{petId}").await }
     });
     let id = pending_approval(&http, &base, "del-2").await;
-    let resp = http
-        .post(format!("{base}/api/approvals/{id}/deny"))
-        .json(&json!({"reason": "not this pet"}))
-        .send()
-        .await
-        .unwrap();
+    let resp = decide(
+        &http,
+        &base,
+        &id,
+        "deny",
+        Some(json!({"reason": "not this pet"})),
+    )
+    .await;
     assert_eq!(resp.status(), 200);
     let blocked = held.await.unwrap().unwrap_err();
     assert_eq!(blocked.cause, BlockCause::Monitor);
@@ -571,11 +559,7 @@ async fn reference_monitor_allows_blocks_and_holds_for_approval() {
     );
 
     // Deciding twice is a 404.
-    let resp = http
-        .post(format!("{base}/api/approvals/{id}/approve"))
-        .send()
-        .await
-        .unwrap();
+    let resp = decide(&http, &base, &id, "approve", None).await;
     assert_eq!(resp.status(), 404);
 
     let decisions = get_json(&http, &format!("{base}/api/decisions")).await;
@@ -634,9 +618,7 @@ async fn reference_monitor_blocks_when_approval_times_out() {
 
 #[tokio::test]
 async fn reference_monitor_drops_an_approval_the_agent_gave_up_on() {
-    let server = reference_monitor(RULES, Duration::from_secs(600)).await;
-    let base = server.url();
-    let http = person(&server);
+    let (server, base, http) = monitor_and_person(RULES, Duration::from_secs(600)).await;
     // The agent side waits 300 ms only: far less than a person needs.
     let gate = client(&base, Duration::from_millis(300));
     let (up, hits) = upstream().await;
@@ -720,62 +702,63 @@ async fn reference_monitor_counts_calls_and_matches_arguments() {
             gate.pre_execute(&c).await
         }
     };
-    // burst: one discover a minute per session.
-    call("a", Tool::Discover, json!({"query": "pets"}))
-        .await
-        .unwrap();
-    let b = call("a", Tool::Discover, json!({"query": "pets"}))
-        .await
-        .unwrap_err();
-    assert!(b.reason.contains("burst"), "{b}");
-    call("b", Tool::Discover, json!({"query": "pets"}))
-        .await
-        .unwrap();
-    // argument regex on the sanitized args.
-    let b = call("c", Tool::Schema, json!({"operationId": "dropTables"}))
-        .await
-        .unwrap_err();
-    assert!(b.reason.contains("sql"), "{b}");
-    // budget: the 4th call of a session.
-    for _ in 0..3 {
-        call("d", Tool::Schema, json!({"operationId": "listPets"}))
-            .await
-            .unwrap();
+    let pets = || json!({"query": "pets"});
+    let list = || json!({"operationId": "listPets"});
+    // (session, tool, arguments, the rule that blocks the call if one does)
+    let steps = [
+        // burst: one discover a minute per session.
+        ("a", Tool::Discover, pets(), None),
+        ("a", Tool::Discover, pets(), Some("burst")),
+        ("b", Tool::Discover, pets(), None),
+        // argument regex on the sanitized args.
+        (
+            "c",
+            Tool::Schema,
+            json!({"operationId": "dropTables"}),
+            Some("sql"),
+        ),
+        // budget: the 4th call of a session.
+        ("d", Tool::Schema, list(), None),
+        ("d", Tool::Schema, list(), None),
+        ("d", Tool::Schema, list(), None),
+        (
+            "d",
+            Tool::Schema,
+            list(),
+            Some("4 calls in this session, limit 3"),
+        ),
+    ];
+    for (session, tool, args, blocked_by) in steps {
+        let outcome = call(session, tool, args).await;
+        match blocked_by {
+            None => outcome.unwrap(),
+            Some(rule) => {
+                let b = outcome.unwrap_err();
+                assert!(b.reason.contains(rule), "{session} {}: {b}", tool.name());
+            }
+        }
     }
-    let b = call("d", Tool::Schema, json!({"operationId": "listPets"}))
-        .await
-        .unwrap_err();
-    assert!(b.reason.contains("4 calls in this session, limit 3"), "{b}");
     server.shutdown().await.unwrap();
 }
 
 #[tokio::test]
 async fn reference_monitor_speaks_http_properly() {
-    let server = reference_monitor(RULES, Duration::from_secs(10)).await;
-    let base = server.url();
-    let http = person(&server);
+    let (server, base, http) = monitor_and_person(RULES, Duration::from_secs(10)).await;
     let endpoint = format!("{base}/agent-monitor");
-    let status = |r: reqwest::Response| r.status().as_u16();
-
-    assert_eq!(
-        status(http.post(&endpoint).body("{nope").send().await.unwrap()),
-        400
-    );
-    assert_eq!(
-        status(http.post(&endpoint).body("[1]").send().await.unwrap()),
-        400
-    );
-    assert_eq!(status(http.get(&endpoint).send().await.unwrap()), 404);
-    assert_eq!(
-        status(
-            http.post(format!("{endpoint}/x"))
-                .body("{}")
-                .send()
-                .await
-                .unwrap()
-        ),
-        404
-    );
+    // Each request and its status, in order: malformed events and unknown paths first.
+    let refused = |cases: Vec<(reqwest::RequestBuilder, u16)>| async move {
+        for (request, want) in cases {
+            let what = format!("{request:?}");
+            assert_eq!(request.send().await.unwrap().status(), want, "{what}");
+        }
+    };
+    refused(vec![
+        (http.post(&endpoint).body("{nope"), 400),
+        (http.post(&endpoint).body("[1]"), 400),
+        (http.get(&endpoint), 404),
+        (http.post(format!("{endpoint}/x")).body("{}"), 404),
+    ])
+    .await;
     for kind in [
         "session.started",
         "tool.post_execute",
@@ -803,39 +786,24 @@ async fn reference_monitor_speaks_http_properly() {
         .unwrap();
     assert_eq!(r.json::<Value>().await.unwrap(), json!({"block": false}));
 
-    // Another web site cannot approve calls or post events from a browser.
-    let r = http
-        .post(format!("{base}/api/approvals/ap-1/approve"))
-        .header("Origin", "https://evil.example")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 403);
-    let r = http
-        .post(&endpoint)
-        .header("Origin", "https://evil.example")
-        .body("{}")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 403);
-    // Nor read it through DNS rebinding.
-    let r = http
-        .get(format!("{base}/api/state"))
-        .header("Host", "evil.example")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 403);
-    assert_eq!(
-        status(
-            http.post(format!("{base}/api/approvals/ap-9/deny"))
-                .send()
-                .await
-                .unwrap()
+    // Another web site cannot approve calls or post events from a browser, nor read through
+    // DNS rebinding; an unknown approval is 404.
+    let evil = "https://evil.example";
+    refused(vec![
+        (
+            http.post(format!("{base}/api/approvals/ap-1/approve"))
+                .header("Origin", evil),
+            403,
         ),
-        404
-    );
+        (http.post(&endpoint).header("Origin", evil).body("{}"), 403),
+        (
+            http.get(format!("{base}/api/state"))
+                .header("Host", "evil.example"),
+            403,
+        ),
+        (http.post(format!("{base}/api/approvals/ap-9/deny")), 404),
+    ])
+    .await;
 
     let page = http.get(&base).send().await.unwrap().text().await.unwrap();
     assert!(page.contains("apigate monitor"));

@@ -344,12 +344,8 @@ async fn dashboard_shows_a_pending_approval_live_and_approve_releases_the_call()
     // The link `apigate monitor` prints: its secret becomes the page's cookie.
     let (mut chromium, port) = launch(&server.page_link(), profile.path()).await;
 
-    let targets: Value = reqwest::get(format!("http://127.0.0.1:{port}/json/list"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let targets: Value =
+        crate::support::get_json(format!("http://127.0.0.1:{port}/json/list")).await;
     let ws_url = targets
         .as_array()
         .unwrap()

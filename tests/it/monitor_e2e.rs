@@ -14,7 +14,9 @@ use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
 use rmcp::service::PeerRequestOptions;
 use serde_json::{Value, json};
 
-use crate::support::{KEY, Proc, Server, Upstream, call, engine_args, mcp_client, spec_path};
+use crate::support::{
+    KEY, Proc, Server, Upstream, call, engine_args, execute_ok, mcp_client, spawn_dev, spec_path,
+};
 
 /// Polls `GET {base}/health` until it answers 200.
 async fn wait_healthy(base: &str, proc: &Proc) {
@@ -38,14 +40,8 @@ async fn pending_approval(
     proc: &Proc,
 ) -> Value {
     for _ in 0..1200 {
-        let approvals: Value = http
-            .get(format!("{monitor}/api/approvals"))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let approvals: Value =
+            crate::support::send_json(http.get(format!("{monitor}/api/approvals"))).await;
         if let Some(a) = approvals
             .as_array()
             .unwrap()
@@ -83,6 +79,12 @@ struct Stack {
 }
 
 impl Stack {
+    /// The pending approval of a `deletePet` call, once the monitor holds it.
+    async fn pending_delete(&self) -> Value {
+        let (person, monitor) = (&self.person, &self.monitor);
+        pending_approval(person, monitor, "deletePet", &self.monitor_proc).await
+    }
+
     async fn start(upstream: &Upstream, stateless: bool) -> Stack {
         let rules = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/monitor-rules.toml");
         let (monitor_proc, link) = Proc::spawn(
@@ -108,25 +110,11 @@ impl Stack {
         wait_healthy(&monitor, &monitor_proc).await;
         let spec = spec_path("petstore-3.0.json");
         let upstream_url = upstream.url();
-        let mut args = vec![
-            "dev",
-            "--spec",
-            &spec,
-            "--upstream",
-            &upstream_url,
-            "--api-key",
-            KEY,
-            "--listen",
-            "127.0.0.1:0",
-            "--monitor",
-            &monitor,
-            "--monitor-timeout",
-            "5m",
-        ];
+        let mut gate = vec!["--monitor", &monitor, "--monitor-timeout", "5m"];
         if stateless {
-            args.push("--stateless");
+            gate.push("--stateless");
         }
-        let (dev_proc, mcp_url) = Proc::spawn("dev", &args, "apigate dev:").await;
+        let (dev_proc, mcp_url) = spawn_dev(&spec, Some(&upstream_url), &gate, &[]).await;
         wait_healthy(mcp_url.trim_end_matches("/mcp"), &dev_proc).await;
         Stack {
             monitor_proc,
@@ -153,6 +141,28 @@ impl Stack {
     }
 }
 
+/// `api_execute` of `operation` on the pet `id`.
+fn pet(operation: &str, id: u32) -> Value {
+    json!({"operationId": operation, "pathParams": {"petId": id}})
+}
+
+/// A person's decision on the `approval` (`verb`: `approve` or `deny`, with `body` as JSON
+/// when given) through the monitor's API at `monitor`.
+async fn decide(
+    http: &reqwest::Client,
+    monitor: &str,
+    approval: &Value,
+    verb: &str,
+    body: Option<Value>,
+) -> reqwest::Response {
+    let id = approval["id"].as_str().unwrap();
+    let mut request = http.post(format!("{monitor}/api/approvals/{id}/{verb}"));
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    request.send().await.unwrap()
+}
+
 #[tokio::test]
 async fn real_binaries_reads_pass_deletes_wait_for_a_person() {
     let upstream = Upstream::start().await;
@@ -162,12 +172,7 @@ async fn real_binaries_reads_pass_deletes_wait_for_a_person() {
     let client = mcp_client(&stack.mcp_url, &[("x-api-key", KEY)]).await;
 
     // A read passes straight through (default: allow).
-    let (err, r) = call(
-        &client,
-        "api_execute",
-        json!({"operationId": "getPetById", "pathParams": {"petId": 42}}),
-    )
-    .await;
+    let (err, r) = call(&client, "api_execute", pet("getPetById", 42)).await;
     assert!(!err, "{r}\n{}", logs());
     assert_eq!(r["status"], 200);
     assert_eq!(r["body"]["name"], "Rex");
@@ -175,13 +180,8 @@ async fn real_binaries_reads_pass_deletes_wait_for_a_person() {
 
     // A DELETE waits; a person approves it; then it reaches the upstream.
     let http = stack.person.clone();
-    let (approved_call, approval) = tokio::join!(
-        call(
-            &client,
-            "api_execute",
-            json!({"operationId": "deletePet", "pathParams": {"petId": 7}}),
-        ),
-        async {
+    let (approved_call, approval) =
+        tokio::join!(call(&client, "api_execute", pet("deletePet", 7)), async {
             let a = pending_approval(&http, monitor, "deletePet", monitor_proc).await;
             assert_eq!(a["status"], "pending");
             assert_eq!(a["rule"], "approve-deletes");
@@ -196,26 +196,13 @@ async fn real_binaries_reads_pass_deletes_wait_for_a_person() {
                 "the DELETE ran before anyone approved it"
             );
             // The same session's other calls do not queue behind the held one.
-            let (err, r) = call(
-                &client,
-                "api_execute",
-                json!({"operationId": "getPetById", "pathParams": {"petId": 43}}),
-            )
-            .await;
+            let (err, r) = call(&client, "api_execute", pet("getPetById", 43)).await;
             assert!(!err, "a read behind a held DELETE failed: {r}");
             assert_eq!(r["body"]["id"], 43);
-            let r = http
-                .post(format!(
-                    "{monitor}/api/approvals/{}/approve",
-                    a["id"].as_str().unwrap()
-                ))
-                .send()
-                .await
-                .unwrap();
+            let r = decide(&http, monitor, &a, "approve", None).await;
             assert_eq!(r.status(), StatusCode::OK);
             a
-        }
-    );
+        });
     let (err, r) = approved_call;
     assert!(!err, "approved call failed: {r}\n{}", logs());
     assert_eq!(r["status"], 200, "{r}");
@@ -223,28 +210,15 @@ async fn real_binaries_reads_pass_deletes_wait_for_a_person() {
 
     // Another DELETE is denied with a reason: the agent gets BLOCKED_BY_MONITOR and the
     // reason, the upstream gets nothing.
-    let (denied_call, denial) = tokio::join!(
-        call(
-            &client,
-            "api_execute",
-            json!({"operationId": "deletePet", "pathParams": {"petId": 8}}),
-        ),
-        async {
+    let (denied_call, denial) =
+        tokio::join!(call(&client, "api_execute", pet("deletePet", 8)), async {
             let a = pending_approval(&http, monitor, "deletePet", monitor_proc).await;
             assert_ne!(a["id"], approval["id"]);
-            let r = http
-                .post(format!(
-                    "{monitor}/api/approvals/{}/deny",
-                    a["id"].as_str().unwrap()
-                ))
-                .json(&json!({"reason": "pet 8 stays"}))
-                .send()
-                .await
-                .unwrap();
+            let reason = json!({"reason": "pet 8 stays"});
+            let r = decide(&http, monitor, &a, "deny", Some(reason)).await;
             assert_eq!(r.status(), StatusCode::OK);
             a
-        }
-    );
+        });
     let (err, r) = denied_call;
     assert!(err, "the denied call ran: {r}");
     assert_eq!(r["code"], "BLOCKED_BY_MONITOR", "{r}");
@@ -257,14 +231,8 @@ async fn real_binaries_reads_pass_deletes_wait_for_a_person() {
     assert_eq!(deletes(&upstream, "/v2/pet/8"), 0);
 
     // The monitor recorded all three decisions, the denial with its approval id.
-    let decisions: Value = http
-        .get(format!("{monitor}/api/decisions"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let decisions: Value =
+        crate::support::send_json(http.get(format!("{monitor}/api/decisions"))).await;
     let by: Vec<(&str, bool)> = decisions
         .as_array()
         .unwrap()
@@ -284,18 +252,8 @@ async fn real_binaries_reads_pass_deletes_wait_for_a_person() {
     );
     let last = decisions.as_array().unwrap().last().unwrap();
     assert_eq!(last["approvalId"], denial["id"]);
-    assert!(
-        http.get(format!("{monitor}/api/approvals"))
-            .send()
-            .await
-            .unwrap()
-            .json::<Value>()
-            .await
-            .unwrap()
-            .as_array()
-            .unwrap()
-            .is_empty()
-    );
+    let approvals = crate::support::send_json(http.get(format!("{monitor}/api/approvals"))).await;
+    assert_eq!(approvals, json!([]));
     client.cancel().await.unwrap();
 }
 
@@ -338,13 +296,7 @@ async fn a_call_the_agent_cancels_while_it_waits_never_runs() {
         )
         .await
         .unwrap();
-    let held = pending_approval(
-        &stack.person,
-        &stack.monitor,
-        "deletePet",
-        &stack.monitor_proc,
-    )
-    .await;
+    let held = stack.pending_delete().await;
     // MCP `notifications/cancelled`: the agent gives up on the call.
     handle
         .cancel(Some("the agent gave up".into()))
@@ -356,13 +308,7 @@ async fn a_call_the_agent_cancels_while_it_waits_never_runs() {
     abandoned_for_good(&stack, &held).await;
 
     // The session still works, and the upstream never saw the DELETE.
-    let (err, r) = call(
-        &client,
-        "api_execute",
-        json!({"operationId": "getPetById", "pathParams": {"petId": 9}}),
-    )
-    .await;
-    assert!(!err, "{r}");
+    execute_ok(&client, pet("getPetById", 9)).await;
     assert_eq!(deletes(&upstream, "/v2/pet/9"), 0);
     client.cancel().await.unwrap();
 }
@@ -373,21 +319,9 @@ async fn stateless_a_call_whose_client_goes_away_while_it_waits_never_runs() {
     let stack = Stack::start(&upstream, true).await;
     let client = mcp_client(&stack.mcp_url, &[("x-api-key", KEY)]).await;
     let peer = client.peer().clone();
-    let waiting = tokio::spawn(async move {
-        call(
-            &peer,
-            "api_execute",
-            json!({"operationId": "deletePet", "pathParams": {"petId": 9}}),
-        )
-        .await
-    });
-    let held = pending_approval(
-        &stack.person,
-        &stack.monitor,
-        "deletePet",
-        &stack.monitor_proc,
-    )
-    .await;
+    let waiting =
+        tokio::spawn(async move { call(&peer, "api_execute", pet("deletePet", 9)).await });
+    let held = stack.pending_delete().await;
     // The agent goes away: its HTTP request is dropped (a stateless server has no session
     // a cancellation could name).
     waiting.abort();
@@ -403,23 +337,11 @@ async fn a_monitor_that_stops_blocks_the_waiting_call_and_every_later_one() {
     let mut stack = Stack::start(&upstream, false).await;
     let client = mcp_client(&stack.mcp_url, &[("x-api-key", KEY)]).await;
 
-    let (waited, clean_exit) = tokio::join!(
-        call(
-            &client,
-            "api_execute",
-            json!({"operationId": "deletePet", "pathParams": {"petId": 3}}),
-        ),
-        async {
-            pending_approval(
-                &stack.person,
-                &stack.monitor,
-                "deletePet",
-                &stack.monitor_proc,
-            )
-            .await;
+    let (waited, clean_exit) =
+        tokio::join!(call(&client, "api_execute", pet("deletePet", 3)), async {
+            stack.pending_delete().await;
             stack.monitor_proc.terminate().await
-        }
-    );
+        });
     assert!(clean_exit, "{}", stack.logs());
     let (err, r) = waited;
     assert!(err, "the held call ran: {r}");
@@ -434,12 +356,7 @@ async fn a_monitor_that_stops_blocks_the_waiting_call_and_every_later_one() {
     );
 
     // Fail-closed: with the monitor gone, even a read is blocked.
-    let (err, r) = call(
-        &client,
-        "api_execute",
-        json!({"operationId": "getPetById", "pathParams": {"petId": 3}}),
-    )
-    .await;
+    let (err, r) = call(&client, "api_execute", pet("getPetById", 3)).await;
     assert!(err, "a call ran without its monitor: {r}");
     assert_eq!(r["code"], "BLOCKED_BY_MONITOR");
     assert_eq!(r["monitor"], "unreachable", "{r}");
@@ -455,16 +372,7 @@ async fn abandoned_for_good(stack: &Stack, held: &Value) {
     assert_eq!(last["by"], "abandoned", "{decisions}");
     assert_eq!(last["block"], true);
     // … and a late approval cannot make it run.
-    let late = stack
-        .person
-        .post(format!(
-            "{}/api/approvals/{}/approve",
-            stack.monitor,
-            held["id"].as_str().unwrap()
-        ))
-        .send()
-        .await
-        .unwrap();
+    let late = decide(&stack.person, &stack.monitor, held, "approve", None).await;
     assert_eq!(late.status(), StatusCode::NOT_FOUND);
 }
 
@@ -490,9 +398,7 @@ async fn recording_monitor() -> (String, Events) {
             }
         }),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let addr = crate::support::serve_app(app).await;
     (format!("http://{addr}"), events)
 }
 

@@ -20,7 +20,7 @@ use axum::routing::post;
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-use crate::support::{Server, call, engine_args};
+use crate::support::{Server, call, engine_args, execute_err, execute_ok};
 
 const CLIENT_ID: &str = "apigate-test";
 const CLIENT_SECRET: &str = "oauth-client-secret-0123456789";
@@ -60,9 +60,7 @@ impl Idp {
             .route("/token", post(token))
             .fallback(api)
             .with_state(state.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move { axum::serve(listener, app).await });
+        let addr = crate::support::serve_app(app).await;
         Idp { addr, state }
     }
 
@@ -99,18 +97,8 @@ async fn token(State(state): State<Arc<IdpState>>, request: Request) -> axum::re
         "Basic {}",
         base64::engine::general_purpose::STANDARD.encode(format!("{CLIENT_ID}:{CLIENT_SECRET}"))
     );
-    let auth = request
-        .headers()
-        .get("authorization")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_string();
-    let content_type = request
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_string();
+    let auth = crate::support::header_text(request.headers(), "authorization");
+    let content_type = crate::support::header_text(request.headers(), "content-type");
     let body = axum::body::to_bytes(request.into_body(), 1 << 16)
         .await
         .unwrap_or_default();
@@ -285,15 +273,13 @@ async fn a_401_refreshes_once_and_retries_once() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(args(&idp, &dir, &idp.url("/token")), false).await;
     let client = server.client().await;
-    let (err, out) = call(&client, "api_execute", get_thing(1)).await;
-    assert!(!err, "{out}");
+    execute_ok(&client, get_thing(1)).await;
     assert_eq!((idp.fetches(), idp.api_calls()), (1, 1));
 
     // The API revokes the token: the next call is refused, refreshed, retried.
     let first = idp.issued();
     idp.state.revoked.lock().unwrap().extend(first);
-    let (err, out) = call(&client, "api_execute", get_thing(2)).await;
-    assert!(!err, "{out}");
+    let out = execute_ok(&client, get_thing(2)).await;
     assert_eq!(out["status"], 200, "{out}");
     assert_eq!((idp.fetches(), idp.api_calls()), (2, 3));
     let calls = idp.state.api_calls.lock().unwrap().clone();
@@ -301,8 +287,7 @@ async fn a_401_refreshes_once_and_retries_once() {
 
     // The API refuses everything: one refresh, one retry, then the 401 is the answer.
     *idp.state.reject_all.lock().unwrap() = true;
-    let (err, out) = call(&client, "api_execute", get_thing(3)).await;
-    assert!(!err, "{out}");
+    let out = execute_ok(&client, get_thing(3)).await;
     assert_eq!(out["status"], 401, "{out}");
     assert_eq!((idp.fetches(), idp.api_calls()), (3, 5));
     assert_no_secret(&idp, &out);
@@ -319,9 +304,7 @@ async fn a_failing_token_endpoint_is_a_clear_upstream_error() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(args(&idp, &dir, &idp.url("/token?tenant=t1")), false).await;
     let client = server.client().await;
-    let (err, out) = call(&client, "api_execute", get_thing(1)).await;
-    assert!(err, "{out}");
-    assert_eq!(out["code"], "UPSTREAM_ERROR", "{out}");
+    let out = execute_err(&client, get_thing(1), "UPSTREAM_ERROR").await;
     let message = out["error"].as_str().unwrap();
     assert!(
         message.contains(&format!(
@@ -405,36 +388,20 @@ async fn production_audit_names_the_oauth_and_scheme_sources() {
     let mut a = args(&idp, &dir, &idp.url("/token"));
     a.upstream_credentials = vec!["tenantKey=tenant-key-0123456789".into()];
     let prod = Prod::start_with(&db.url, a, Options::petstore()).await;
-    let key = prod
-        .auth
-        .create_key(apigate::auth::NewKey {
-            name: "agent".into(),
-            features: vec!["*".into()],
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .key;
-    let session = prod
-        .auth
-        .create_session(apigate::auth::NewSession {
-            user_id: "alice".into(),
-            features: vec!["*".into()],
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .token;
+    let key = crate::support::key_holding(&prod.auth, "agent", &["*"]).await;
+    let alice = apigate::auth::NewSession {
+        user_id: "alice".into(),
+        features: vec!["*".into()],
+        ..Default::default()
+    };
+    let session = crate::support::session_token(&prod.auth, alice).await;
     let client = prod.client(&key, Some(&session)).await;
-    let (err, out) = call(&client, "api_execute", get_thing(1)).await;
-    assert!(!err, "{out}");
-    let (err, out) = call(
+    execute_ok(&client, get_thing(1)).await;
+    let out = execute_ok(
         &client,
-        "api_execute",
         json!({"operationId": "getKeyed", "pathParams": {"id": 2}}),
     )
     .await;
-    assert!(!err, "{out}");
     assert!(!out.to_string().contains("tenant-key-0123456789"), "{out}");
     client.cancel().await.ok();
 

@@ -12,33 +12,18 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
 use crate::db::TestDb;
-use crate::support::{Proc, Upstream, call, mcp_client, spec_path};
+use crate::support::{
+    Proc, Upstream, call, cli_key, execute_ok, mcp_client, run_apigate, spawn_serve, spec_path,
+};
 
 /// Runs `apigate ARGS` to completion with `DATABASE_URL` (when given) and nothing else from
 /// the test environment; returns (success, stdout, stderr).
 async fn apigate(args: &[&str], database_url: Option<&str>) -> (bool, String, String) {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_apigate"));
-    command
-        .args(args)
-        .env_remove("DATABASE_URL")
-        .env_remove("MCP_SERVER_API_KEY")
-        .env_remove("APIGATE_API_KEY")
-        .env_remove("APIGATE_EMBEDDING_MODEL")
-        .env_remove("RUST_LOG")
-        .current_dir(env!("CARGO_TARGET_TMPDIR"))
-        .stdin(Stdio::null());
-    if let Some(url) = database_url {
-        command.env("DATABASE_URL", url);
-    }
-    let out = tokio::time::timeout(Duration::from_secs(60), command.output())
-        .await
-        .unwrap_or_else(|_| panic!("apigate {args:?} did not finish within 60 s"))
-        .expect("apigate runs");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let env: Vec<(&str, &str)> = database_url
+        .map(|url| ("DATABASE_URL", url))
+        .into_iter()
+        .collect();
+    run_apigate(args, &env).await
 }
 
 /// `apigate ARGS --json` that must succeed, parsed.
@@ -61,19 +46,7 @@ async fn serve(database_url: &str, upstream: &Upstream, env: &[(&str, &str)]) ->
     all_env.extend_from_slice(env);
     let petstore = spec_path("petstore-3.0.json");
     let upstream_url = upstream.url();
-    let args = [
-        "serve",
-        "--spec",
-        &petstore,
-        "--upstream",
-        &upstream_url,
-        "--listen",
-        "127.0.0.1:0",
-    ];
-    let (proc, url) = Proc::spawn_with_env("serve", &args, &all_env, "apigate serve").await;
-    // The banner line goes on after the URL: "…/mcp; admin API at /admin/v1".
-    let url = url.trim_end_matches(';').to_string();
-    (proc, url)
+    spawn_serve(&petstore, &upstream_url, &[], &all_env).await
 }
 
 #[tokio::test]
@@ -81,31 +54,14 @@ async fn an_operator_sees_what_the_agent_did_for_alice() {
     let db = TestDb::new().await;
     let url = db.url.as_str();
     let upstream = Upstream::start().await;
-    let agent = apigate_json(
-        &[
-            "keys",
-            "create",
-            "--name",
-            "agent",
-            "--features",
-            "apigate.discover,apigate.schema,apigate.execute",
-        ],
+    let agent = cli_key(
         url,
+        "agent",
+        "apigate.discover,apigate.schema,apigate.execute",
     )
     .await;
     let agent_key = agent["key"].as_str().unwrap().to_string();
-    let backend = apigate_json(
-        &[
-            "keys",
-            "create",
-            "--name",
-            "backend",
-            "--features",
-            "apigate.admin",
-        ],
-        url,
-    )
-    .await;
+    let backend = cli_key(url, "backend", "apigate.admin").await;
     let admin_key = backend["key"].as_str().unwrap().to_string();
     let session = |user: &'static str| {
         let url = url.to_string();
@@ -149,13 +105,7 @@ async fn an_operator_sees_what_the_agent_did_for_alice() {
     )
     .await;
     assert!(!err);
-    let (err, result) = call(
-        &alice_client,
-        "api_execute",
-        json!({"method": "GET", "path": "/pet/7"}),
-    )
-    .await;
-    assert!(!err, "{result}");
+    execute_ok(&alice_client, json!({"method": "GET", "path": "/pet/7"})).await;
     let bob_client = mcp_client(
         &mcp_url,
         &[("x-api-key", &agent_key), ("x-session-token", &tokens[2])],
@@ -202,12 +152,7 @@ async fn an_operator_sees_what_the_agent_did_for_alice() {
     assert_eq!(lines.len(), 3, "{table}");
 
     let discovers = apigate_json(&["audit", "--tool", "api_discover"], url).await;
-    let users: Vec<&str> = discovers["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["userId"].as_str().unwrap())
-        .collect();
+    let users: Vec<&str> = crate::support::strings(&discovers["entries"], "userId");
     assert_eq!(users, ["bob", "alice"]);
 
     // Paging: one row at a time, following nextCursor, reaches every row once.
@@ -244,12 +189,7 @@ async fn an_operator_sees_what_the_agent_did_for_alice() {
     assert_eq!(active["sessions"][0]["status"], "active");
     assert_eq!(active["sessions"][0]["tenantId"], "acme");
     let all = apigate_json(&["sessions", "list", "--user", "alice", "--all"], url).await;
-    let statuses: Vec<&str> = all["sessions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["status"].as_str().unwrap())
-        .collect();
+    let statuses: Vec<&str> = crate::support::strings(&all["sessions"], "status");
     assert_eq!(statuses, ["active", "revoked"]);
     let everyone = apigate_json(&["sessions", "list"], url).await;
     assert_eq!(everyone["sessions"].as_array().unwrap().len(), 2);
@@ -370,11 +310,7 @@ async fn serve_warns_when_no_client_can_connect() {
         &db.url,
     )
     .await;
-    let key = apigate_json(
-        &["keys", "create", "--name", "a2", "--features", "apigate.*"],
-        &db.url,
-    )
-    .await;
+    let key = cli_key(&db.url, "a2", "apigate.*").await;
     let client = mcp_client(
         &mcp_url,
         &[
@@ -483,16 +419,10 @@ async fn a_session_without_features_is_refused_with_the_command_that_works() {
 
     let words: Vec<&str> = suggested.split_whitespace().skip(1).collect();
     let session = apigate_json(&words, url).await;
-    let key = apigate_json(
-        &[
-            "keys",
-            "create",
-            "--name",
-            "agent",
-            "--features",
-            "apigate.discover,apigate.schema,apigate.execute",
-        ],
+    let key = cli_key(
         url,
+        "agent",
+        "apigate.discover,apigate.schema,apigate.execute",
     )
     .await;
     let (mut server, mcp_url) = serve(url, &upstream, &[]).await;

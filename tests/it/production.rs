@@ -5,10 +5,9 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use apigate::auth::{Auth, AuthConfig, NewKey, NewSession, PermissionRules, RateLimit};
+use apigate::auth::{Auth, AuthConfig, NewSession, PermissionRules, RateLimit};
 use apigate::http::{self, HttpOptions, KeyCheck};
 use apigate::store::Store;
 use apigate::tools::Access;
@@ -19,10 +18,13 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
 use sqlx::Row;
-use tokio_util::sync::CancellationToken;
 
 use crate::db::TestDb;
-use crate::support::{CutProxy, Upstream, call, engine_args, spec_path};
+use crate::support::{
+    CutProxy, Server, Upstream, assert_fields, assert_tool_error, call, call_err, call_ok,
+    engine_args, execute_err, execute_ok, key_holding, owned, poll, run_apigate, session_token,
+    spec_path, sse_endpoint, strings,
+};
 
 pub(crate) const BOOTSTRAP: &str = "bootstrap-key-for-production-tests";
 
@@ -47,6 +49,14 @@ impl Options {
             stateless: false,
         }
     }
+
+    /// [`Options::petstore`], stateless (what replicas behind a load balancer run).
+    pub(crate) fn stateless() -> Options {
+        Options {
+            stateless: true,
+            ..Options::petstore()
+        }
+    }
 }
 
 /// One `apigate serve` instance in-process, wired as `src/cli/serve.rs` wires it, with its own
@@ -54,13 +64,23 @@ impl Options {
 pub(crate) struct Prod {
     pub addr: SocketAddr,
     pub auth: Auth,
-    shutdown: CancellationToken,
+    /// Serves until dropped.
+    _server: Server,
 }
 
 impl Prod {
     pub(crate) async fn start(database_url: &str, upstream: &Upstream, opts: Options) -> Prod {
         let args = engine_args(&opts.spec, Some(upstream.url()));
         Prod::start_with(database_url, args, opts).await
+    }
+
+    /// A test database, the recording petstore upstream, and one instance on both (the
+    /// database lives as long as the returned [`TestDb`]).
+    pub(crate) async fn petstore() -> (TestDb, Upstream, Prod) {
+        let db = TestDb::new().await;
+        let upstream = Upstream::start().await;
+        let prod = Prod::start(&db.url, &upstream, Options::petstore()).await;
+        (db, upstream, prod)
     }
 
     /// [`Prod::start`] with the engine's options given (`opts.spec` is not used).
@@ -102,30 +122,19 @@ impl Prod {
         engine.rules = rules;
         engine.auth = Some(auth.clone());
         engine.held = engine.held.in_database(auth.store().clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let shutdown = CancellationToken::new();
-        let router = http::router(
-            Arc::new(engine),
-            HttpOptions {
-                stateless,
-                max_body_bytes: 256 * 1024,
-                admin: Some(http::admin::router(auth.clone())),
-                database: Some(auth.clone()),
-                ..HttpOptions::new(KeyCheck::Database(auth.clone()), "production")
-            },
-            shutdown.clone(),
-        );
-        tokio::spawn(http::serve(
-            listener,
-            router,
-            shutdown.clone(),
-            http::ConnLimits::default(),
-        ));
+        let (listener, addr) = Server::listen().await;
+        let options = HttpOptions {
+            stateless,
+            max_body_bytes: 256 * 1024,
+            admin: Some(http::admin::router(auth.clone())),
+            database: Some(auth.clone()),
+            ..HttpOptions::new(KeyCheck::Database(auth.clone()), "production")
+        };
+        let server = Server::serve(listener, engine, options, Default::default());
         Prod {
             addr,
             auth,
-            shutdown,
+            _server: server,
         }
     }
 
@@ -155,43 +164,76 @@ impl Prod {
     /// A server key holding the three tools' features and the petstore's (`pets.*`,
     /// `store.*`): a call gets only what both its key and its session hold.
     pub(crate) async fn agent_key(&self) -> String {
-        self.auth
-            .create_key(NewKey {
-                name: "agent".into(),
-                features: vec![
-                    "apigate.discover".into(),
-                    "apigate.schema".into(),
-                    "apigate.execute".into(),
-                    "pets.*".into(),
-                    "store.*".into(),
-                ],
-                ..NewKey::default()
-            })
-            .await
-            .unwrap()
-            .key
+        let features = AGENT_FEATURES;
+        key_holding(&self.auth, "agent", &features).await
     }
 
+    /// A session of user `u-42` in tenant `acme`; its token.
     pub(crate) async fn session(&self, features: &[&str], read_only: bool) -> String {
-        self.auth
-            .create_session(NewSession {
-                user_id: "u-42".into(),
-                tenant_id: Some("acme".into()),
-                features: features.iter().map(|f| f.to_string()).collect(),
-                read_only,
-                ..NewSession::default()
-            })
-            .await
-            .unwrap()
-            .token
+        let session = NewSession {
+            user_id: "u-42".into(),
+            tenant_id: Some("acme".into()),
+            features: owned(features),
+            read_only,
+            ..NewSession::default()
+        };
+        session_token(&self.auth, session).await
+    }
+
+    /// A client with a new [`Prod::agent_key`] and a new session holding `features` in its
+    /// `x-session-token` header: (the client, the key, the session's token).
+    pub(crate) async fn agent_client(&self, features: &[&str]) -> (Client, String, String) {
+        let key = self.agent_key().await;
+        let token = self.session(features, false).await;
+        (self.client(&key, Some(&token)).await, key, token)
+    }
+
+    /// A request to the admin API (`path` under `/admin/v1`) with `key`: its status and its
+    /// body as JSON (the text as a JSON string when it is not JSON).
+    pub(crate) async fn admin(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        key: &str,
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
+        let mut req = reqwest::Client::new()
+            .request(method, self.url(&format!("/admin/v1{path}")))
+            .header("x-api-key", key);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let resp = req.send().await.unwrap();
+        let status = resp.status();
+        let text = resp.text().await.unwrap();
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
+    }
+
+    /// [`Prod::admin`], asserting the status is `want`; returns the body.
+    pub(crate) async fn admin_ok(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        key: &str,
+        body: Option<Value>,
+        want: u16,
+    ) -> Value {
+        let (status, body) = self.admin(method, path, key, body).await;
+        assert_eq!(status, want, "{path}: {body}");
+        body
     }
 }
 
-impl Drop for Prod {
-    fn drop(&mut self) {
-        self.shutdown.cancel();
-    }
-}
+const AGENT_FEATURES: [&str; 5] = [
+    "apigate.discover",
+    "apigate.schema",
+    "apigate.execute",
+    "pets.*",
+    "store.*",
+];
 
 /// A raw `initialize` POST to `/mcp` with `key` (tier 1 only).
 async fn initialize(base: &Prod, key: Option<&str>) -> (StatusCode, Value) {
@@ -213,18 +255,32 @@ async fn initialize(base: &Prod, key: Option<&str>) -> (StatusCode, Value) {
     )
 }
 
+/// The input schemas of the tools `client` lists, each asserted to require `_sessionToken`.
+pub(crate) async fn schemas_requiring_the_session_token(client: &Client) -> Vec<Value> {
+    let tools = client.list_all_tools().await.unwrap();
+    let schemas = tools
+        .iter()
+        .map(|t| Value::Object((*t.input_schema).clone()));
+    let schemas: Vec<Value> = schemas.collect();
+    for schema in &schemas {
+        let required = schema["required"].as_array();
+        let required = required.unwrap_or_else(|| panic!("nothing required: {schema}"));
+        assert!(required.contains(&json!("_sessionToken")), "{schema}");
+    }
+    schemas
+}
+
 fn with_token(mut args: Value, token: &str) -> Value {
     args["_sessionToken"] = json!(token);
     args
 }
 
-fn operation_ids(found: &Value) -> Vec<String> {
-    found["results"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no results in {found}"))
-        .iter()
-        .map(|r| r["operationId"].as_str().unwrap().to_string())
-        .collect()
+/// [`initialize`] with `key`, asserting a JSON 401 `UNAUTHORIZED`; returns the body.
+async fn unauthorized(server: &Prod, key: Option<&str>) -> Value {
+    let (status, body) = initialize(server, key).await;
+    assert_eq!(status, 401, "{body}");
+    assert_eq!(body["code"], "UNAUTHORIZED", "{body}");
+    body
 }
 
 /// Every audit row of a tool call (not the admin actions that set the test up), oldest first,
@@ -248,24 +304,18 @@ async fn audit_rows(database_url: &str) -> Vec<(Value, String)> {
 
 #[tokio::test]
 async fn tier1_refuses_missing_revoked_and_wrong_keys_with_json_401() {
-    let db = TestDb::new().await;
-    let upstream = Upstream::start().await;
-    let server = Prod::start(&db.url, &upstream, Options::petstore()).await;
+    let (_db, _upstream, server) = Prod::petstore().await;
     let key = server.agent_key().await;
     let (status, body) = initialize(&server, Some(&key)).await;
     assert_eq!(status, 200, "{body}");
 
-    let (status, body) = initialize(&server, None).await;
-    assert_eq!(status, 401);
-    assert_eq!(body["code"], "UNAUTHORIZED", "{body}");
+    unauthorized(&server, None).await;
 
     // The right public id with a wrong secret.
     let mut wrong = key.clone();
     let last = wrong.pop().unwrap();
     wrong.push(if last == 'a' { 'b' } else { 'a' });
-    let (status, body) = initialize(&server, Some(&wrong)).await;
-    assert_eq!(status, 401);
-    assert_eq!(body["code"], "UNAUTHORIZED", "{body}");
+    let body = unauthorized(&server, Some(&wrong)).await;
     assert!(!body.to_string().contains(&key), "{body}");
 
     let revoked = server.agent_key().await;
@@ -273,67 +323,49 @@ async fn tier1_refuses_missing_revoked_and_wrong_keys_with_json_401() {
     assert_eq!(status, 200);
     let public_id = revoked.split('_').nth(1).unwrap();
     server.auth.revoke_key(public_id).await.unwrap();
-    let (status, body) = initialize(&server, Some(&revoked)).await;
-    assert_eq!(status, 401);
-    assert_eq!(body["code"], "UNAUTHORIZED", "{body}");
+    let body = unauthorized(&server, Some(&revoked)).await;
     assert!(
         body["error"].as_str().unwrap().contains("revoked"),
         "{body}"
     );
 
     // The admin API answers the same way.
-    let r = reqwest::Client::new()
-        .get(server.url("/admin/v1/keys"))
-        .header("x-api-key", &revoked)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 401);
-    let body: Value = r.json().await.unwrap();
+    let (status, body) = server
+        .admin(reqwest::Method::GET, "/keys", &revoked, None)
+        .await;
+    assert_eq!(status, 401);
     assert_eq!(body["code"], "UNAUTHORIZED");
 }
 
 #[tokio::test]
 async fn tier2_session_tokens_are_required_and_checked() {
-    let db = TestDb::new().await;
-    let upstream = Upstream::start().await;
-    let server = Prod::start(&db.url, &upstream, Options::petstore()).await;
+    let (db, _upstream, server) = Prod::petstore().await;
     let key = server.agent_key().await;
     let client = server.client(&key, None).await;
 
     // Every tool declares `_sessionToken`, as required.
-    let tools = client.list_all_tools().await.unwrap();
-    assert_eq!(tools.len(), 3);
-    for t in &tools {
-        let schema = Value::Object((*t.input_schema).clone());
-        assert_eq!(
-            schema["properties"]["_sessionToken"]["type"], "string",
-            "{}: {schema}",
-            t.name
-        );
-        assert!(
-            schema["required"]
-                .as_array()
-                .unwrap()
-                .contains(&json!("_sessionToken")),
-            "{}: {schema}",
-            t.name
-        );
+    assert_eq!(client.list_all_tools().await.unwrap().len(), 3);
+    for schema in schemas_requiring_the_session_token(&client).await {
+        let declared = &schema["properties"]["_sessionToken"];
+        assert_eq!(declared["type"], "string", "{schema}");
     }
 
-    let discover = json!({"query": "find pets by status"});
-    let (err, r) = call(&client, "api_discover", discover.clone()).await;
-    assert!(err);
-    assert_eq!(r["code"], "UNAUTHORIZED", "{r}");
+    let discover = |token: Option<&str>| {
+        let args = json!({"query": "find pets by status"});
+        call(
+            &client,
+            "api_discover",
+            token.map_or(args.clone(), |t| with_token(args, t)),
+        )
+    };
+    let r = assert_tool_error(discover(None).await, "UNAUTHORIZED", &"no token");
     assert!(
         r["error"].as_str().unwrap().contains("_sessionToken"),
         "{r}"
     );
 
     for bad in ["not-a-token", "sess_0123456789abcdef0123456789abcdef"] {
-        let (err, r) = call(&client, "api_discover", with_token(discover.clone(), bad)).await;
-        assert!(err);
-        assert_eq!(r["code"], "UNAUTHORIZED", "{bad}: {r}");
+        let r = assert_tool_error(discover(Some(bad)).await, "UNAUTHORIZED", &bad);
         assert!(!r.to_string().contains(bad), "the token is echoed: {r}");
     }
 
@@ -342,7 +374,7 @@ async fn tier2_session_tokens_are_required_and_checked() {
         .auth
         .create_session(NewSession {
             user_id: "u-expired".into(),
-            features: vec!["apigate.*".into()],
+            features: owned(&["apigate.*"]),
             ..NewSession::default()
         })
         .await
@@ -354,37 +386,19 @@ async fn tier2_session_tokens_are_required_and_checked() {
         .await
         .unwrap();
     pool.close().await;
-    let (err, r) = call(
-        &client,
-        "api_discover",
-        with_token(discover.clone(), &expired.token),
-    )
-    .await;
-    assert!(err);
-    assert_eq!(r["code"], "SESSION_EXPIRED", "{r}");
+    let outcome = discover(Some(&expired.token)).await;
+    assert_tool_error(outcome, "SESSION_EXPIRED", &"an expired session");
 
     // Revoked after it worked once (and was cached).
     let token = server.session(&["apigate.*"], false).await;
-    let (err, r) = call(
-        &client,
-        "api_discover",
-        with_token(discover.clone(), &token),
-    )
-    .await;
+    let (err, r) = discover(Some(&token)).await;
     assert!(!err, "{r}");
     server
         .auth
         .revoke_session(&apigate::auth::SessionRef::parse(&token).unwrap())
         .await
         .unwrap();
-    let (err, r) = call(
-        &client,
-        "api_discover",
-        with_token(discover.clone(), &token),
-    )
-    .await;
-    assert!(err);
-    assert_eq!(r["code"], "UNAUTHORIZED", "{r}");
+    let r = assert_tool_error(discover(Some(&token)).await, "UNAUTHORIZED", &"revoked");
     assert!(r["error"].as_str().unwrap().contains("revoked"), "{r}");
     client.cancel().await.unwrap();
 }
@@ -420,190 +434,108 @@ async fn features_read_only_and_hidden_operations() {
     .await;
     let key = server.agent_key().await;
     let client = server.client(&key, None).await;
-
-    // A session without apigate.execute: FORBIDDEN naming the tool's feature.
+    // Without apigate.execute; all tools but neither pets.admin nor store.write; all of them;
+    // all tools, read-only.
     let viewer = server
         .session(&["apigate.discover", "apigate.schema"], false)
         .await;
-    let (err, r) = call(
-        &client,
-        "api_execute",
-        with_token(
-            json!({"operationId": "getPetById", "pathParams": {"petId": 1}}),
-            &viewer,
-        ),
-    )
-    .await;
-    assert!(err);
-    assert_eq!(r["code"], "FORBIDDEN", "{r}");
-    assert_eq!(r["missing"], "apigate.execute", "{r}");
-    assert!(
-        r["error"].as_str().unwrap().contains("apigate.execute"),
-        "{r}"
-    );
-
-    // All tools but neither pets.admin nor store.write.
     let user = server.session(&["apigate.*"], false).await;
-    let before = upstream.requests().len();
-    let (err, r) = call(
-        &client,
-        "api_execute",
-        with_token(
-            json!({"operationId": "deletePet", "pathParams": {"petId": 1}}),
-            &user,
-        ),
-    )
-    .await;
-    assert!(err);
-    assert_eq!(r["code"], "FORBIDDEN", "{r}");
-    assert_eq!(r["missing"], "pets.admin", "{r}");
-    let (err, r) = call(
-        &client,
-        "api_execute",
-        with_token(
-            json!({"method": "POST", "path": "/store/order", "body": {"petId": 1, "quantity": 1}}),
-            &user,
-        ),
-    )
-    .await;
-    assert!(err);
-    assert_eq!(r["code"], "FORBIDDEN", "{r}");
-    assert_eq!(r["missing"], "store.write", "{r}");
-    let (err, r) = call(
-        &client,
-        "api_schema",
-        with_token(json!({"operationId": "deletePet"}), &user),
-    )
-    .await;
-    assert!(err, "a forbidden operation's schema is shown: {r}");
-    assert_eq!(upstream.requests().len(), before, "nothing reached the API");
-
-    // Discovery hides what the session may not execute.
-    let find = |q: &str, token: &str| with_token(json!({"query": q, "limit": 50}), token);
-    let (err, r) = call(&client, "api_discover", find("delete a pet", &user)).await;
-    assert!(!err, "{r}");
-    let ids = operation_ids(&r);
-    assert!(!ids.contains(&"deletePet".to_string()), "{ids:?}");
-    assert!(ids.contains(&"getPetById".to_string()), "{ids:?}");
-    let (err, r) = call(
-        &client,
-        "api_discover",
-        find("place an order for a pet", &user),
-    )
-    .await;
-    assert!(!err, "{r}");
-    let ids = operation_ids(&r);
-    assert!(!ids.contains(&"placeOrder".to_string()), "{ids:?}");
-    assert!(ids.contains(&"getOrderById".to_string()), "{ids:?}");
-    // …and shows it to a session holding the features.
     let admin = server
         .session(&["apigate.*", "pets.admin", "store.*"], false)
         .await;
-    let (_, r) = call(&client, "api_discover", find("delete a pet", &admin)).await;
-    assert!(operation_ids(&r).contains(&"deletePet".to_string()), "{r}");
-    let (_, r) = call(
-        &client,
-        "api_discover",
-        find("place an order for a pet", &admin),
-    )
-    .await;
-    assert!(operation_ids(&r).contains(&"placeOrder".to_string()), "{r}");
-    let (err, r) = call(
-        &client,
-        "api_execute",
-        with_token(
-            json!({"operationId": "deletePet", "pathParams": {"petId": 7}}),
-            &admin,
+    let reader = server.session(&["apigate.*"], true).await;
+    let run =
+        |tool: &'static str, args: Value, token: &str| call(&client, tool, with_token(args, token));
+
+    // FORBIDDEN, naming what is missing: (session, call, the field that says so, its value).
+    let pet = |op: &str, id: u32| json!({"operationId": op, "pathParams": {"petId": id}});
+    let order =
+        json!({"method": "POST", "path": "/store/order", "body": {"petId": 1, "quantity": 1}});
+    let new_pet =
+        json!({"method": "POST", "path": "/pet", "body": {"name": "Fido", "photoUrls": []}});
+    let before = upstream.requests().len();
+    for (token, args, field, missing) in [
+        (
+            &viewer,
+            pet("getPetById", 1),
+            "missing",
+            json!("apigate.execute"),
         ),
-    )
-    .await;
+        (&user, pet("deletePet", 1), "missing", json!("pets.admin")),
+        (&user, order, "missing", json!("store.write")),
+        (&reader, new_pet, "readOnly", json!(true)),
+    ] {
+        let r = assert_tool_error(
+            run("api_execute", args.clone(), token).await,
+            "FORBIDDEN",
+            &args,
+        );
+        assert_eq!(r[field], missing, "{r}");
+        if let Some(feature) = missing.as_str() {
+            assert!(r["error"].as_str().unwrap().contains(feature), "{r}");
+        }
+    }
+    let (err, r) = run("api_schema", json!({"operationId": "deletePet"}), &user).await;
+    assert!(err, "a forbidden operation's schema is shown: {r}");
+    assert_eq!(upstream.requests().len(), before, "nothing reached the API");
+
+    // Discovery hides what the session may not execute, and shows it to a session holding the
+    // features: (session, query, shown, hidden).
+    let (delete, place, add) = (
+        "delete a pet",
+        "place an order for a pet",
+        "add a new pet to the store",
+    );
+    let none: &[&str] = &[];
+    for (token, query, shown, hidden) in [
+        (&user, delete, &["getPetById"][..], &["deletePet"][..]),
+        (&user, place, &["getOrderById"][..], &["placeOrder"][..]),
+        (&admin, delete, &["deletePet"][..], none),
+        (&admin, place, &["placeOrder"][..], none),
+        (&reader, add, none, &["addPet"][..]),
+    ] {
+        let (err, r) = run("api_discover", json!({"query": query, "limit": 50}), token).await;
+        assert!(!err, "{r}");
+        let ids = strings(&r["results"], "operationId");
+        assert!(!ids.is_empty(), "{query}: {r}");
+        assert!(shown.iter().all(|id| ids.contains(id)), "{query}: {ids:?}");
+        assert!(
+            !hidden.iter().any(|id| ids.contains(id)),
+            "{query}: {ids:?}"
+        );
+    }
+    let (err, r) = run("api_execute", pet("deletePet", 7), &admin).await;
     assert!(!err, "{r}");
     assert_eq!(upstream.requests().pop().unwrap().uri, "/v2/pet/7");
-
-    // A read-only session may read but not POST, and does not discover POST operations.
-    let reader = server.session(&["apigate.*"], true).await;
-    let (err, r) = call(
-        &client,
-        "api_execute",
-        with_token(
-            json!({"operationId": "getPetById", "pathParams": {"petId": 3}}),
-            &reader,
-        ),
-    )
-    .await;
+    // A read-only session may read.
+    let (err, r) = run("api_execute", pet("getPetById", 3), &reader).await;
     assert!(!err, "{r}");
-    let before = upstream.requests().len();
-    let (err, r) = call(
-        &client,
-        "api_execute",
-        with_token(
-            json!({"method": "POST", "path": "/pet", "body": {"name": "Fido", "photoUrls": []}}),
-            &reader,
-        ),
-    )
-    .await;
-    assert!(err);
-    assert_eq!(r["code"], "FORBIDDEN", "{r}");
-    assert_eq!(r["readOnly"], true, "{r}");
-    assert_eq!(upstream.requests().len(), before);
-    let (_, r) = call(
-        &client,
-        "api_discover",
-        find("add a new pet to the store", &reader),
-    )
-    .await;
-    let ids = operation_ids(&r);
-    assert!(!ids.contains(&"addPet".to_string()), "{ids:?}");
-    assert!(!ids.is_empty());
     client.cancel().await.unwrap();
 }
 
 #[tokio::test]
 async fn session_token_header_keeps_the_token_out_of_arguments() {
-    let db = TestDb::new().await;
-    let upstream = Upstream::start().await;
-    let server = Prod::start(&db.url, &upstream, Options::petstore()).await;
-    let key = server.agent_key().await;
-    let token = server.session(&["apigate.*"], false).await;
-    let client = server.client(&key, Some(&token)).await;
-    let (err, r) = call(
+    let (_db, upstream, server) = Prod::petstore().await;
+    let (client, key, token) = server.agent_client(&["apigate.*"]).await;
+    call_ok(
         &client,
         "api_discover",
         json!({"query": "find a pet by id"}),
     )
     .await;
-    assert!(!err, "{r}");
-    let (err, r) = call(
-        &client,
-        "api_execute",
-        json!({"operationId": "getPetById", "pathParams": {"petId": 5}}),
-    )
-    .await;
-    assert!(!err, "{r}");
+    let r = execute_ok(&client, get_pet(5)).await;
     assert_eq!(r["body"]["id"], 5);
     // An argument that differs from the header is refused: it never replaces the header.
-    let (err, r) = call(
-        &client,
-        "api_discover",
-        json!({"query": "pets", "_sessionToken": "sess_0123456789abcdef0123456789abcdef"}),
-    )
-    .await;
-    assert!(err);
-    assert_eq!(r["code"], "UNAUTHORIZED", "{r}");
+    let other_token = "sess_0123456789abcdef0123456789abcdef";
+    let pets = json!({"query": "pets", "_sessionToken": other_token});
+    call_err(&client, "api_discover", pets, "UNAUTHORIZED").await;
     client.cancel().await.unwrap();
 
     // Whichever way it came, the token never reaches the API.
     let other = server.client(&key, None).await;
-    let (err, r) = call(
-        &other,
-        "api_execute",
-        with_token(
-            json!({"method": "POST", "path": "/pet", "body": {"name": "Fido", "photoUrls": []}}),
-            &token,
-        ),
-    )
-    .await;
-    assert!(!err, "{r}");
+    let new_pet =
+        json!({"method": "POST", "path": "/pet", "body": {"name": "Fido", "photoUrls": []}});
+    execute_ok(&other, with_token(new_pet, &token)).await;
     let sent = upstream.requests();
     assert_eq!(sent.len(), 2);
     for req in sent {
@@ -614,6 +546,10 @@ async fn session_token_header_keeps_the_token_out_of_arguments() {
         assert!(!String::from_utf8_lossy(&req.body).contains("_sessionToken"));
     }
     other.cancel().await.unwrap();
+}
+
+fn get_pet(id: u32) -> Value {
+    json!({"operationId": "getPetById", "pathParams": {"petId": id}})
 }
 
 #[tokio::test]
@@ -632,27 +568,17 @@ async fn session_rate_limit_trips() {
         },
     )
     .await;
-    let key = server.agent_key().await;
-    let token = server.session(&["apigate.*"], false).await;
-    let client = server.client(&key, Some(&token)).await;
+    let (client, key, _) = server.agent_client(&["apigate.*"]).await;
+    let pets = || json!({"query": "pets"});
     for _ in 0..3 {
-        let (err, r) = call(&client, "api_discover", json!({"query": "pets"})).await;
-        assert!(!err, "{r}");
+        call_ok(&client, "api_discover", pets()).await;
     }
-    let (err, r) = call(&client, "api_discover", json!({"query": "pets"})).await;
-    assert!(err);
-    assert_eq!(r["code"], "RATE_LIMITED", "{r}");
+    let r = call_err(&client, "api_discover", pets(), "RATE_LIMITED").await;
     assert!(r["retryAfterMs"].as_u64().unwrap() > 0, "{r}");
     // Another session over the same key has its own bucket.
     let fresh = server.session(&["apigate.*"], false).await;
     let other = server.client(&key, None).await;
-    let (err, r) = call(
-        &other,
-        "api_discover",
-        json!({"query": "pets", "_sessionToken": fresh}),
-    )
-    .await;
-    assert!(!err, "{r}");
+    call_ok(&other, "api_discover", with_token(pets(), &fresh)).await;
     other.cancel().await.unwrap();
     let rows = audit_rows(&db.url).await;
     let limited: Vec<_> = rows
@@ -666,9 +592,7 @@ async fn session_rate_limit_trips() {
 
 #[tokio::test]
 async fn audit_rows_for_allowed_denied_and_failed_calls() {
-    let db = TestDb::new().await;
-    let upstream = Upstream::start().await;
-    let server = Prod::start(&db.url, &upstream, Options::petstore()).await;
+    let (db, _upstream, server) = Prod::petstore().await;
     let key = server.agent_key().await;
     let token = server.session(&["apigate.*"], false).await;
     let viewer = server.session(&["apigate.discover"], false).await;
@@ -676,75 +600,49 @@ async fn audit_rows_for_allowed_denied_and_failed_calls() {
     const MARKER: &str = "Zanzibar-audit-marker";
 
     // allowed
-    let (err, r) = call(
-        &client,
-        "api_execute",
-        with_token(
-            json!({"operationId": "getUserByName", "pathParams": {"username": MARKER}}),
-            &token,
-        ),
-    )
-    .await;
-    assert!(!err, "{r}");
+    let user = json!({"operationId": "getUserByName", "pathParams": {"username": MARKER}});
+    execute_ok(&client, with_token(user, &token)).await;
     // denied: no token; a feature lacking
     let (err, _) = call(&client, "api_discover", json!({"query": MARKER})).await;
     assert!(err);
-    let (err, _) = call(
-        &client,
-        "api_execute",
-        with_token(
-            json!({"operationId": "addPet", "body": {"name": MARKER, "photoUrls": []}}),
-            &viewer,
-        ),
-    )
-    .await;
+    let add = json!({"operationId": "addPet", "body": {"name": MARKER, "photoUrls": []}});
+    let (err, _) = call(&client, "api_execute", with_token(add, &viewer)).await;
     assert!(err);
     // failed: arguments that do not validate
-    let (err, r) = call(
-        &client,
-        "api_execute",
-        with_token(
-            json!({"operationId": "getPetById", "pathParams": {"petId": MARKER}}),
-            &token,
-        ),
-    )
-    .await;
-    assert!(err);
-    assert_eq!(r["code"], "INVALID_ARGUMENTS", "{r}");
+    let bad_id = json!({"operationId": "getPetById", "pathParams": {"petId": MARKER}});
+    execute_err(&client, with_token(bad_id, &token), "INVALID_ARGUMENTS").await;
     client.cancel().await.unwrap();
 
     let rows = audit_rows(&db.url).await;
     let fields: Vec<&Value> = rows.iter().map(|(f, _)| f).collect();
     assert_eq!(rows.len(), 4, "{fields:?}");
     let (a, d1, d2, f) = (fields[0], fields[1], fields[2], fields[3]);
-    assert_eq!(a["tool"], "api_execute");
-    assert_eq!(a["decision"], "allowed");
-    assert_eq!(a["operation"], "getUserByName");
-    assert_eq!(a["method"], "GET");
-    assert_eq!(a["path"], "/user/{username}");
-    assert_eq!(a["upstream_status"], 200);
-    assert_eq!(a["user_id"], "u-42");
-    assert_eq!(a["tenant_id"], "acme");
+    assert_fields(
+        a,
+        json!({"tool": "api_execute", "decision": "allowed", "operation": "getUserByName",
+            "method": "GET", "path": "/user/{username}", "upstream_status": 200,
+            "user_id": "u-42", "tenant_id": "acme"}),
+    );
     assert!(
         a["session_id"].is_string() && a["key_id"].is_string(),
         "{a}"
     );
-    assert_eq!(d1["decision"], "denied");
-    assert_eq!(d1["error_code"], "UNAUTHORIZED");
-    assert_eq!(d1["tool"], "api_discover");
-    assert!(
-        d1["session_id"].is_null() && d1["key_id"].is_string(),
-        "{d1}"
+    assert_fields(
+        d1,
+        json!({"decision": "denied", "error_code": "UNAUTHORIZED", "tool": "api_discover",
+            "session_id": null}),
     );
-    assert_eq!(d2["decision"], "denied");
-    assert_eq!(d2["error_code"], "FORBIDDEN");
-    assert_eq!(d2["operation"], "addPet", "{d2}");
-    assert_eq!(d2["method"], "POST");
-    assert!(d2["upstream_status"].is_null());
-    assert_eq!(f["decision"], "failed");
-    assert_eq!(f["error_code"], "INVALID_ARGUMENTS");
-    assert_eq!(f["operation"], "getPetById");
-    assert_eq!(f["path"], "/pet/{petId}");
+    assert!(d1["key_id"].is_string(), "{d1}");
+    assert_fields(
+        d2,
+        json!({"decision": "denied", "error_code": "FORBIDDEN", "operation": "addPet",
+            "method": "POST", "upstream_status": null}),
+    );
+    assert_fields(
+        f,
+        json!({"decision": "failed", "error_code": "INVALID_ARGUMENTS",
+            "operation": "getPetById", "path": "/pet/{petId}"}),
+    );
     // Never argument values, tokens or keys.
     for (_, whole) in &rows {
         assert!(!whole.contains(MARKER), "{whole}");
@@ -752,155 +650,103 @@ async fn audit_rows_for_allowed_denied_and_failed_calls() {
     }
 }
 
+/// [`poll`] every 20 ms for at most a second: what a change made through one instance may
+/// take to reach another.
+async fn within_a_second<T, F: std::future::Future<Output = Option<T>>>(
+    what: &str,
+    check: impl FnMut() -> F,
+) -> T {
+    let second = Duration::from_secs(1);
+    poll(what, second, Duration::from_millis(20), check).await
+}
+
 #[tokio::test]
 async fn two_instances_share_sessions_and_revocations() {
+    use reqwest::Method as M;
+
     let db = TestDb::new().await;
     let upstream = Upstream::start().await;
-    let stateless = || Options {
-        stateless: true,
-        ..Options::petstore()
-    };
-    let a = Prod::start(&db.url, &upstream, stateless()).await;
-    let b = Prod::start(&db.url, &upstream, stateless()).await;
-    let http = reqwest::Client::new();
+    let a = Prod::start(&db.url, &upstream, Options::stateless()).await;
+    let b = Prod::start(&db.url, &upstream, Options::stateless()).await;
 
     // The backend's admin key and the agent's key, both created through A.
-    let r = http
-        .post(a.url("/admin/v1/keys"))
-        .header("x-api-key", BOOTSTRAP)
-        .json(&json!({"name": "backend", "features": ["apigate.*"]}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 201);
-    let admin_key = r.json::<Value>().await.unwrap()["key"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let r = http
-        .post(a.url("/admin/v1/keys"))
-        .header("x-api-key", &admin_key)
-        .json(&json!({"name": "agent", "features": ["apigate.*"]}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 201);
-    let created: Value = r.json().await.unwrap();
+    let backend = json!({"name": "backend", "features": ["apigate.*"]});
+    let created = a
+        .admin_ok(M::POST, "/keys", BOOTSTRAP, Some(backend), 201)
+        .await;
+    let admin_key = created["key"].as_str().unwrap().to_string();
+    let agent = json!({"name": "agent", "features": ["apigate.*"]});
+    let created = a
+        .admin_ok(M::POST, "/keys", &admin_key, Some(agent), 201)
+        .await;
     let agent_key = created["key"].as_str().unwrap().to_string();
     let agent_key_id = created["id"].as_str().unwrap().to_string();
 
     // A session created through A works on B.
-    let r = http
-        .post(a.url("/admin/v1/sessions"))
-        .header("x-api-key", &admin_key)
-        .json(&json!({"userId": "u-7", "tenantId": "acme", "features": ["apigate.*"], "ttlMinutes": 30}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 201);
-    let session: Value = r.json().await.unwrap();
+    let u7 =
+        json!({"userId": "u-7", "tenantId": "acme", "features": ["apigate.*"], "ttlMinutes": 30});
+    let session = a
+        .admin_ok(M::POST, "/sessions", &admin_key, Some(u7), 201)
+        .await;
     let token = session["token"].as_str().unwrap().to_string();
     let client = b.client(&agent_key, Some(&token)).await;
-    let (err, r) = call(
-        &client,
-        "api_execute",
-        json!({"operationId": "getPetById", "pathParams": {"petId": 11}}),
-    )
-    .await;
-    assert!(!err, "{r}");
+    let r = execute_ok(&client, get_pet(11)).await;
     assert_eq!(r["body"]["id"], 11);
     client.cancel().await.unwrap();
 
     // A role changed through A reaches B's cached session within a second.
-    let r = http
-        .put(a.url("/admin/v1/roles/clerk"))
-        .header("x-api-key", &admin_key)
-        .json(&json!({"features": ["apigate.discover"]}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
-    let r = http
-        .post(a.url("/admin/v1/sessions"))
-        .header("x-api-key", &admin_key)
-        .json(&json!({"userId": "u-8", "roles": ["clerk"]}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 201);
-    let clerk: Value = r.json().await.unwrap();
+    let discover_only = json!({"features": ["apigate.discover"]});
+    a.admin_ok(M::PUT, "/roles/clerk", &admin_key, Some(discover_only), 200)
+        .await;
+    let u8 = json!({"userId": "u-8", "roles": ["clerk"]});
+    let clerk = a
+        .admin_ok(M::POST, "/sessions", &admin_key, Some(u8), 201)
+        .await;
     let clerk_token = clerk["token"].as_str().unwrap().to_string();
     let client = b.client(&agent_key, Some(&clerk_token)).await;
-    let execute = json!({"operationId": "getPetById", "pathParams": {"petId": 12}});
-    let (err, r) = call(&client, "api_execute", execute.clone()).await;
+    let (err, r) = call(&client, "api_execute", get_pet(12)).await;
     assert!(err);
     assert_eq!(r["missing"], "apigate.execute", "{r}");
-    let r = http
-        .put(a.url("/admin/v1/roles/clerk"))
-        .header("x-api-key", &admin_key)
-        .json(&json!({"features": ["apigate.*"]}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
-    let deadline = Instant::now() + Duration::from_secs(1);
-    loop {
-        let (err, r) = call(&client, "api_execute", execute.clone()).await;
-        if !err {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "B still applies the old role after 1 s: {r}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let all = json!({"features": ["apigate.*"]});
+    a.admin_ok(M::PUT, "/roles/clerk", &admin_key, Some(all), 200)
+        .await;
+    within_a_second("B still applies the old role", || async {
+        let (err, _) = call(&client, "api_execute", get_pet(12)).await;
+        (!err).then_some(())
+    })
+    .await;
 
     // A session revoked through A is refused by B within a second.
-    let r = http
-        .post(a.url("/admin/v1/sessions/revoke"))
-        .header("x-api-key", &admin_key)
-        .json(&json!({"token": clerk_token}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
-    let deadline = Instant::now() + Duration::from_secs(1);
-    loop {
+    let revoke = json!({"token": clerk_token});
+    a.admin_ok(M::POST, "/sessions/revoke", &admin_key, Some(revoke), 200)
+        .await;
+    let r = within_a_second("B still accepts a session revoked through A", || async {
         let (err, r) = call(&client, "api_discover", json!({"query": "pets"})).await;
-        if err {
-            assert_eq!(r["code"], "UNAUTHORIZED", "{r}");
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "B still accepts a session revoked through A after 1 s"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        err.then_some(r)
+    })
+    .await;
+    assert_eq!(r["code"], "UNAUTHORIZED", "{r}");
     client.cancel().await.unwrap();
 
     // The key, verified and cached by B, is revoked through A: B refuses it within a second.
     assert_eq!(initialize(&b, Some(&agent_key)).await.0, 200);
-    let r = http
-        .delete(a.url(&format!("/admin/v1/keys/{agent_key_id}")))
-        .header("x-api-key", &admin_key)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
-    let deadline = Instant::now() + Duration::from_secs(1);
-    let refused = loop {
-        let (status, body) = initialize(&b, Some(&agent_key)).await;
-        if status == 401 {
-            break Some(body);
-        }
-        if Instant::now() > deadline {
-            break None;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
-    let body = refused.expect("instance B still accepts a key revoked through A after 1 s");
+    let (status, _) = a
+        .admin(
+            M::DELETE,
+            &format!("/keys/{agent_key_id}"),
+            &admin_key,
+            None,
+        )
+        .await;
+    assert_eq!(status, 200);
+    let body = within_a_second(
+        "instance B still accepts a key revoked through A",
+        || async {
+            let (status, body) = initialize(&b, Some(&agent_key)).await;
+            (status == 401).then_some(body)
+        },
+    )
+    .await;
     assert_eq!(body["code"], "UNAUTHORIZED", "{body}");
     // And A refuses it too, at once.
     assert_eq!(initialize(&a, Some(&agent_key)).await.0, 401);
@@ -915,29 +761,11 @@ async fn serve_exits_when_the_database_is_unreachable() {
         std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
         "something listens on 127.0.0.1:{port}"
     );
-    let out = tokio::time::timeout(
-        Duration::from_secs(60),
-        tokio::process::Command::new(env!("CARGO_BIN_EXE_apigate"))
-            .args([
-                "serve",
-                "--spec",
-                &spec_path("petstore-3.0.json"),
-                "--listen",
-                "127.0.0.1:0",
-            ])
-            .env(
-                "DATABASE_URL",
-                format!("postgres://apigate:hunter2@127.0.0.1:{port}/apigate"),
-            )
-            .env_remove("MCP_SERVER_API_KEY")
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .expect("apigate serve gives up")
-    .unwrap();
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let spec = spec_path("petstore-3.0.json");
+    let database = format!("postgres://apigate:hunter2@127.0.0.1:{port}/apigate");
+    let serve = ["serve", "--spec", &spec, "--listen", "127.0.0.1:0"];
+    let (ok, _, stderr) = run_apigate(&serve, &[("DATABASE_URL", &database)]).await;
+    assert!(!ok);
     assert!(stderr.contains(&format!("127.0.0.1:{port}")), "{stderr}");
     assert!(stderr.contains("Postgres"), "{stderr}");
     // The reason, once (not the pool's "timed out", not repeated by the cause chain).
@@ -957,27 +785,20 @@ async fn health(server: &Prod) -> (StatusCode, Value) {
 /// Polls `/health` until it answers `want` (at most a minute, so a broken build fails rather
 /// than hangs).
 async fn wait_for_health(server: &Prod, want: StatusCode) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
+    let (minute, every) = (Duration::from_secs(60), Duration::from_millis(100));
+    poll(&format!("/health is not {want}"), minute, every, || async {
         let (status, body) = health(server).await;
-        if status == want {
-            return body;
-        }
-        assert!(Instant::now() < deadline, "/health stays {status}: {body}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+        (status == want).then_some(body)
+    })
+    .await
 }
 
 #[tokio::test]
 async fn health_follows_the_database_and_recovers() {
     let db = TestDb::new().await;
     let upstream = Upstream::start().await;
-    let mut url = url::Url::parse(&db.url).unwrap();
-    let target = format!("{}:{}", url.host_str().unwrap(), url.port().unwrap_or(5432));
-    let proxy = CutProxy::start(target).await;
-    url.set_host(Some("127.0.0.1")).unwrap();
-    url.set_port(Some(proxy.addr.port())).unwrap();
-    let server = Prod::start(url.as_str(), &upstream, Options::petstore()).await;
+    let (proxy, url) = CutProxy::for_database(&db.url).await;
+    let server = Prod::start(&url, &upstream, Options::petstore()).await;
     let key = server.agent_key().await;
     let token = server.session(&["apigate.*"], false).await;
 
@@ -996,14 +817,9 @@ async fn health_follows_the_database_and_recovers() {
     proxy.restore();
     let body = wait_for_health(&server, StatusCode::OK).await;
     assert_eq!(body["database"], "ok");
+    let pets = || json!({"query": "pets", "_sessionToken": token});
     let client = server.client(&key, None).await;
-    let (err, r) = call(
-        &client,
-        "api_discover",
-        json!({"query": "pets", "_sessionToken": token}),
-    )
-    .await;
-    assert!(!err, "{r}");
+    call_ok(&client, "api_discover", pets()).await;
     client.cancel().await.unwrap();
 
     // The credential-change listener is back too: a revocation made elsewhere (straight on the
@@ -1016,73 +832,41 @@ async fn health_follows_the_database_and_recovers() {
         .await
         .unwrap();
     let client = server.client(&key, None).await;
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let (err, r) = call(
-            &client,
-            "api_discover",
-            json!({"query": "pets", "_sessionToken": token}),
-        )
-        .await;
-        if err {
-            assert_eq!(r["code"], "UNAUTHORIZED", "{r}");
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "a revoked session still works after the database came back"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let still = "a revoked session still works after the database came back";
+    let r = poll(
+        still,
+        Duration::from_secs(5),
+        Duration::from_millis(50),
+        || async {
+            let (err, r) = call(&client, "api_discover", pets()).await;
+            err.then_some(r)
+        },
+    )
+    .await;
+    assert_eq!(r["code"], "UNAUTHORIZED", "{r}");
     client.cancel().await.unwrap();
 }
 
 #[tokio::test]
 async fn a_legacy_sse_stream_takes_messages_only_from_the_key_that_opened_it() {
-    use futures::StreamExt;
-
-    let db = TestDb::new().await;
-    let upstream = Upstream::start().await;
-    let server = Prod::start(&db.url, &upstream, Options::petstore()).await;
+    let (_db, _upstream, server) = Prod::petstore().await;
     let owner = server.agent_key().await;
     let other = server.agent_key().await;
     let http = reqwest::Client::new();
-    let response = http
+    let mut stream = http
         .get(server.url("/sse"))
         .header("x-api-key", &owner)
         .send()
         .await
         .unwrap();
-    assert_eq!(response.status(), 200);
     // The first event names the message endpoint.
-    let mut stream = response.bytes_stream();
-    let mut text = String::new();
-    while !text.contains("\n\n") {
-        let chunk = stream.next().await.unwrap().unwrap();
-        text.push_str(&String::from_utf8_lossy(&chunk));
-    }
-    let endpoint = text
-        .lines()
-        .find_map(|l| l.strip_prefix("data:"))
-        .unwrap()
-        .trim()
-        .to_string();
-    assert!(endpoint.starts_with("/message?sessionId="), "{endpoint}");
+    let endpoint = sse_endpoint(&mut stream).await;
     let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
-    let r = http
-        .post(server.url(&endpoint))
-        .header("x-api-key", &other)
-        .json(&ping)
-        .send()
-        .await
-        .unwrap();
+    let ping_with = |key: &str| {
+        let request = http.post(server.url(&endpoint)).header("x-api-key", key);
+        request.json(&ping).send()
+    };
+    let r = ping_with(&other).await.unwrap();
     assert_eq!(r.status(), 404, "another key must not reach this stream");
-    let r = http
-        .post(server.url(&endpoint))
-        .header("x-api-key", &owner)
-        .json(&ping)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 202);
+    assert_eq!(ping_with(&owner).await.unwrap().status(), 202);
 }

@@ -361,9 +361,7 @@ async fn counting_monitor(block_at: usize) -> (String, Arc<Mutex<Vec<Value>>>) {
             }
         }),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let addr = crate::support::serve_app(app).await;
     (format!("http://{addr}"), seen)
 }
 

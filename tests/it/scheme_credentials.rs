@@ -5,7 +5,6 @@
 //! result, dry run or log line, though the API echoes the URL it was called with; nor is the
 //! OAuth token or client secret.
 
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use axum::Router;
@@ -14,7 +13,7 @@ use axum::http::HeaderMap;
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-use crate::support::{KEY, Proc, call, mcp_client};
+use crate::support::{KEY, call, flags, mcp_client, spawn_dev};
 
 const QUERY_KEY: &str = "query-key-0123456789";
 const HEADER_KEY: &str = "header-key-0123456789";
@@ -111,9 +110,7 @@ async fn each_credential_goes_where_its_scheme_says_and_only_where_needed() {
         .route("/oauth/token", axum::routing::post(token))
         .fallback(echo)
         .with_state(seen.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr: SocketAddr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let addr = crate::support::serve_app(app).await;
 
     let dir = tempfile::tempdir().unwrap();
     let spec = dir.path().join("schemes.json");
@@ -124,41 +121,22 @@ async fn each_credential_goes_where_its_scheme_says_and_only_where_needed() {
     let cookie_arg = format!("cookieKey={COOKIE_KEY}");
     let basic_arg = format!("basic={BASIC}");
     let token_url = format!("http://{addr}/oauth/token");
-    let (mut dev, mcp_url) = Proc::spawn_with_env(
-        "dev",
-        &[
-            "dev",
-            "--spec",
-            spec.to_str().unwrap(),
-            "--upstream",
-            &upstream,
-            "--api-key",
-            KEY,
-            "--listen",
-            "127.0.0.1:0",
-            "--upstream-credential",
-            &query_arg,
-            "--upstream-credential",
-            &header_arg,
-            "--upstream-credential",
-            &cookie_arg,
-            "--upstream-credential",
-            "bearer=env:APIGATE_TEST_BEARER",
-            "--upstream-credential",
-            &basic_arg,
-            "--upstream-oauth-token-url",
-            &token_url,
-            "--upstream-oauth-client-id",
-            "apigate",
-        ],
-        &[
-            ("RUST_LOG", "debug"),
-            ("APIGATE_TEST_BEARER", BEARER),
-            ("APIGATE_UPSTREAM_OAUTH_CLIENT_SECRET", OAUTH_SECRET),
-        ],
-        "apigate dev:",
-    )
-    .await;
+    let credentials = flags(&[
+        ("--upstream-credential", &query_arg),
+        ("--upstream-credential", &header_arg),
+        ("--upstream-credential", &cookie_arg),
+        ("--upstream-credential", "bearer=env:APIGATE_TEST_BEARER"),
+        ("--upstream-credential", &basic_arg),
+        ("--upstream-oauth-token-url", &token_url),
+        ("--upstream-oauth-client-id", "apigate"),
+    ]);
+    let env = [
+        ("RUST_LOG", "debug"),
+        ("APIGATE_TEST_BEARER", BEARER),
+        ("APIGATE_UPSTREAM_OAUTH_CLIENT_SECRET", OAUTH_SECRET),
+    ];
+    let spec = spec.to_str().unwrap();
+    let (mut dev, mcp_url) = spawn_dev(spec, Some(&upstream), &credentials, &env).await;
     let client = mcp_client(&mcp_url, &[("x-api-key", KEY)]).await;
     let mut shown = String::new();
     let mut run = async |args: Value| -> Value {

@@ -14,14 +14,12 @@ use axum::extract::{Request, State};
 use axum::response::IntoResponse;
 use base64::Engine as _;
 use reqwest::StatusCode;
-use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
 use sqlx::Row;
-use tokio::process::Command;
 
 use crate::db::TestDb;
-use crate::production::{BOOTSTRAP, Options, Prod};
-use crate::support::{Proc, Upstream, mcp_client, spec_path};
+use crate::production::{BOOTSTRAP, Prod};
+use crate::support::{cli_key, flags, mcp_client, spawn_serve, spec_path};
 
 fn b64(s: &str) -> String {
     base64::engine::general_purpose::STANDARD.encode(s)
@@ -99,57 +97,21 @@ async fn echo(State(seen): State<Seen>, req: Request) -> axum::response::Respons
 async fn echo_upstream() -> (String, Seen) {
     let seen: Seen = Arc::default();
     let app = Router::new().fallback(echo).with_state(seen.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let addr = crate::support::serve_app(app).await;
     (format!("http://{addr}"), seen)
 }
 
 /// Runs `apigate ARGS` with `env` only; (success, stdout, stderr).
 async fn apigate(args: &[&str], env: &[(&str, &str)]) -> (bool, String, String) {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_apigate"));
-    command
-        .args(args)
-        .env_remove("DATABASE_URL")
-        .env_remove("MCP_SERVER_API_KEY")
-        .env_remove("APIGATE_SECRET_KEY")
-        .env_remove("APIGATE_SECRET_KEY_PREVIOUS")
-        .env_remove("RUST_LOG")
-        .current_dir(env!("CARGO_TARGET_TMPDIR"))
-        .stdin(std::process::Stdio::null());
-    for (k, v) in env {
-        command.env(k, v);
-    }
-    let out = tokio::time::timeout(Duration::from_secs(60), command.output())
-        .await
-        .expect("apigate finishes within 60 s")
-        .expect("apigate runs");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    crate::support::run_apigate(args, env).await
 }
 
-/// A tool call's whole result (content and structured content) as text, and whether it is an
-/// error.
+/// `api_execute` as the agent sees it: (isError, structured content, the whole result as text).
 async fn call_text(
-    client: &rmcp::service::RunningService<rmcp::service::RoleClient, ()>,
+    client: &rmcp::service::Peer<rmcp::service::RoleClient>,
     args: Value,
 ) -> (bool, Value, String) {
-    let Value::Object(map) = args else {
-        unreachable!()
-    };
-    let result = client
-        .call_tool(CallToolRequestParams::new("api_execute".to_string()).with_arguments(map))
-        .await
-        .expect("tools/call answers");
-    let text = serde_json::to_string(&result).unwrap();
-    (
-        result.is_error.unwrap_or(false),
-        result.structured_content.clone().unwrap_or(Value::Null),
-        text,
-    )
+    crate::support::call_shown(client, "api_execute", args).await
 }
 
 #[tokio::test]
@@ -200,39 +162,16 @@ async fn each_user_reaches_the_api_with_their_own_token_and_nothing_leaks() {
     );
     assert_clean("the refusal", &(out.clone() + &err), &secrets);
 
-    let (ok, out, err) = apigate(
-        &[
-            "keys",
-            "create",
-            "--name",
-            "agent",
-            "--features",
-            "apigate.discover,apigate.schema,apigate.execute",
-            "--json",
-        ],
-        &db_env,
+    let agent_key = cli_key(
+        url,
+        "agent",
+        "apigate.discover,apigate.schema,apigate.execute",
     )
-    .await;
-    assert!(ok, "{err}");
-    let agent_key = serde_json::from_str::<Value>(&out).unwrap()["key"]
+    .await["key"]
         .as_str()
         .unwrap()
         .to_string();
-    let (ok, out, err) = apigate(
-        &[
-            "keys",
-            "create",
-            "--name",
-            "backend",
-            "--features",
-            "apigate.*",
-            "--json",
-        ],
-        &db_env,
-    )
-    .await;
-    assert!(ok, "{err}");
-    let admin_key = serde_json::from_str::<Value>(&out).unwrap()["key"]
+    let admin_key = cli_key(url, "backend", "apigate.*").await["key"]
         .as_str()
         .unwrap()
         .to_string();
@@ -270,23 +209,15 @@ async fn each_user_reaches_the_api_with_their_own_token_and_nothing_leaks() {
     let petstore = spec_path("petstore-3.0.json");
     let server_auth = format!("Authorization: Bearer {server_token}");
     let server_extra = format!("X-Server-Only: {server_only}");
-    let (server, mcp_url) = Proc::spawn_with_env(
-        "serve",
-        &[
-            "serve",
-            "--spec",
-            &petstore,
-            "--upstream",
-            &upstream_url,
-            "--upstream-header",
-            &server_auth,
-            "--upstream-header",
-            &server_extra,
-            "--listen",
-            "127.0.0.1:0",
-            "--secret-key-file",
-            &key_file,
-        ],
+    let extra = flags(&[
+        ("--upstream-header", &server_auth),
+        ("--upstream-header", &server_extra),
+        ("--secret-key-file", &key_file),
+    ]);
+    let (server, mcp_url) = spawn_serve(
+        &petstore,
+        &upstream_url,
+        &extra,
         &[
             ("DATABASE_URL", url),
             // Everything apigate logs, at every level.
@@ -295,10 +226,8 @@ async fn each_user_reaches_the_api_with_their_own_token_and_nothing_leaks() {
                 "debug,apigate=trace,rmcp=info,hyper=info,h2=info",
             ),
         ],
-        "apigate serve",
     )
     .await;
-    let mcp_url = mcp_url.trim_end_matches(';').to_string();
     let base = mcp_url.trim_end_matches("/mcp").to_string();
     let http = reqwest::Client::new();
 
@@ -434,15 +363,11 @@ async fn each_user_reaches_the_api_with_their_own_token_and_nothing_leaks() {
     assert_clean("apigate audit --json", &rows.to_string(), &secrets);
 
     // Listings show header names only.
-    let listed = http
-        .get(format!("{base}/admin/v1/sessions?all=true"))
-        .header("x-api-key", &admin_key)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let listed = crate::support::send_text(
+        http.get(format!("{base}/admin/v1/sessions?all=true"))
+            .header("x-api-key", &admin_key),
+    )
+    .await;
     assert!(
         listed.contains("\"upstreamHeaders\":[\"authorization\"]"),
         "{listed}"
@@ -636,9 +561,7 @@ async fn expiry_purges_and_keys_rotate() {
 /// with how to configure one; without credentials it is created as before.
 #[tokio::test]
 async fn a_server_without_a_key_refuses_credentials() {
-    let db = TestDb::new().await;
-    let upstream = Upstream::start().await;
-    let prod = Prod::start(&db.url, &upstream, Options::petstore()).await;
+    let (_db, _upstream, prod) = Prod::petstore().await;
     let http = reqwest::Client::new();
     let resp = http
         .post(prod.url("/admin/v1/sessions"))

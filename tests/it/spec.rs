@@ -262,15 +262,12 @@ async fn compact_schemas_of_large_operations_stay_small() {
         let full = serde_json::to_value(spec.describe(op, Detail::Full)).unwrap();
         let (c, f) = (compact.to_string().len(), full.to_string().len());
         assert!(c <= limit && c * 4 <= f, "{id}: {c} bytes of {f}");
-        let names = |d: &serde_json::Value| -> Vec<String> {
-            d["parameters"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|p| p["name"].as_str().unwrap().to_string())
-                .collect()
-        };
-        assert_eq!(names(&compact), names(&full), "{id}");
+        let names = crate::support::strings(&compact["parameters"], "name");
+        assert_eq!(
+            names,
+            crate::support::strings(&full["parameters"], "name"),
+            "{id}"
+        );
         assert_eq!(
             compact["requestBody"]["schema"]["required"],
             full["requestBody"]["schema"]["required"]

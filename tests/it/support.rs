@@ -97,14 +97,31 @@ impl Server {
         options: impl FnOnce(&mut HttpOptions),
         limits: http::ConnLimits,
     ) -> Server {
-        let engine = Arc::new(engine);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let shutdown = CancellationToken::new();
+        let (listener, _) = Server::listen().await;
         let mut opts = HttpOptions::new(KeyCheck::Single(KEY.into()), "development");
         opts.max_body_bytes = 256 * 1024;
         options(&mut opts);
-        let router = http::router(engine, opts, shutdown.clone());
+        Server::serve(listener, engine, opts, limits)
+    }
+
+    /// A listener on a fresh port of 127.0.0.1 and its address, for an engine that must know
+    /// its own URL (an identity issuer) before [`Server::serve`] serves it there.
+    pub async fn listen() -> (tokio::net::TcpListener, SocketAddr) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        (listener, addr)
+    }
+
+    /// Serves `engine` with exactly these options on `listener` until dropped.
+    pub fn serve(
+        listener: tokio::net::TcpListener,
+        engine: apigate::tools::Engine,
+        options: HttpOptions,
+        limits: http::ConnLimits,
+    ) -> Server {
+        let addr = listener.local_addr().unwrap();
+        let shutdown = CancellationToken::new();
+        let router = http::router(Arc::new(engine), options, shutdown.clone());
         tokio::spawn(http::serve(listener, router, shutdown.clone(), limits));
         Server { addr, shutdown }
     }
@@ -117,6 +134,18 @@ impl Server {
     pub async fn client(&self) -> RunningService<RoleClient, ()> {
         mcp_client(&self.url("/mcp"), &[("x-api-key", KEY)]).await
     }
+}
+
+/// The recording petstore [`Upstream`], a dev server on the petstore spec in front of it, and
+/// a client of that server.
+pub async fn petstore_client(
+    stateless: bool,
+) -> (Upstream, Server, RunningService<RoleClient, ()>) {
+    let upstream = Upstream::start().await;
+    let args = engine_args(&spec_path("petstore-3.0.json"), Some(upstream.url()));
+    let server = Server::start(args, stateless).await;
+    let client = server.client().await;
+    (upstream, server, client)
 }
 
 /// An rmcp client over Streamable HTTP for any MCP endpoint URL, sending `headers`.
@@ -236,6 +265,17 @@ impl Drop for Server {
 /// Calls a tool and returns (isError, structured content). Takes a running client (it
 /// derefs to its `Peer`) or a cloned `Peer` (for calls spawned in the background).
 pub async fn call(client: &Peer<RoleClient>, tool: &str, args: Value) -> (bool, Value) {
+    let (err, value, _) = call_shown(client, tool, args).await;
+    (err, value)
+}
+
+/// A tool call as the agent sees it: (isError, structured content, the whole result, content
+/// and structured content, serialized).
+pub async fn call_shown(
+    client: &Peer<RoleClient>,
+    tool: &str,
+    args: Value,
+) -> (bool, Value, String) {
     let Value::Object(map) = args else {
         panic!("arguments must be an object")
     };
@@ -243,8 +283,181 @@ pub async fn call(client: &Peer<RoleClient>, tool: &str, args: Value) -> (bool, 
         .call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(map))
         .await
         .expect("tools/call answers");
-    let value = result.structured_content.clone().unwrap_or(Value::Null);
-    (result.is_error.unwrap_or(false), value)
+    let text = serde_json::to_string(&result).unwrap();
+    let value = result.structured_content.unwrap_or(Value::Null);
+    (result.is_error.unwrap_or(false), value, text)
+}
+
+/// The URIs of the resources `client` lists.
+pub async fn resource_uris(client: &Peer<RoleClient>) -> Vec<String> {
+    let listed = client.list_resources(None).await.unwrap().resources;
+    listed.into_iter().map(|r| r.uri.clone()).collect()
+}
+
+/// [`call`], asserting the tool succeeded; returns its structured content.
+pub async fn call_ok(client: &Peer<RoleClient>, tool: &str, args: Value) -> Value {
+    let (err, r) = call(client, tool, args.clone()).await;
+    assert!(!err, "{tool} {args}: {r}");
+    r
+}
+
+/// [`call`], asserting the tool failed with error `code`; returns its structured content for
+/// the test's own checks of the details.
+pub async fn call_err(client: &Peer<RoleClient>, tool: &str, args: Value, code: &str) -> Value {
+    assert_tool_error(call(client, tool, args.clone()).await, code, &args)
+}
+
+/// Asserts a [`call`]'s result is a tool error with `code` (`context` says which call, in the
+/// failure message); returns its structured content.
+#[track_caller]
+pub fn assert_tool_error(
+    (err, r): (bool, Value),
+    code: &str,
+    context: &dyn std::fmt::Display,
+) -> Value {
+    assert!(err, "{context}: succeeded, {code} expected: {r}");
+    assert_eq!(r["code"], code, "{context}: {r}");
+    r
+}
+
+/// `api_execute` with these arguments, asserting it succeeded; returns its structured content.
+pub async fn execute_ok(client: &Peer<RoleClient>, args: Value) -> Value {
+    call_ok(client, "api_execute", args).await
+}
+
+/// `api_execute` with these arguments, asserting it failed with `code`.
+pub async fn execute_err(client: &Peer<RoleClient>, args: Value, code: &str) -> Value {
+    call_err(client, "api_execute", args, code).await
+}
+
+/// Sends `request` and returns the answer's body as text (whatever its status).
+pub async fn send_text(request: reqwest::RequestBuilder) -> String {
+    request.send().await.unwrap().text().await.unwrap()
+}
+
+/// Sends `request` and returns the answer's body as JSON (whatever its status).
+pub async fn send_json(request: reqwest::RequestBuilder) -> Value {
+    request.send().await.unwrap().json().await.unwrap()
+}
+
+/// `GET url` without headers; the answer's body as JSON (whatever its status).
+pub async fn get_json(url: impl reqwest::IntoUrl) -> Value {
+    reqwest::get(url).await.unwrap().json().await.unwrap()
+}
+
+/// `/metrics` of the server at `base` (`http://host:port`), read with the test [`KEY`].
+pub async fn metrics(base: &str) -> String {
+    send_text(
+        reqwest::Client::new()
+            .get(format!("{base}/metrics"))
+            .header("x-api-key", KEY),
+    )
+    .await
+}
+
+/// The string field `field` of each item of the array `list` (panics naming `list` if it is
+/// not an array of such items).
+pub fn strings<'a>(list: &'a Value, field: &str) -> Vec<&'a str> {
+    list.as_array()
+        .unwrap_or_else(|| panic!("not an array: {list}"))
+        .iter()
+        .map(|item| {
+            item[field]
+                .as_str()
+                .unwrap_or_else(|| panic!("no string {field} in {item}"))
+        })
+        .collect()
+}
+
+/// A header's value as text ("" when it is missing or not text).
+pub fn header_text(headers: &HeaderMap, name: &str) -> String {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// A port of 127.0.0.1 that nothing listens on (one just freed).
+pub fn closed_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+/// Serves `app` on a fresh port of 127.0.0.1 in the background; returns the address.
+pub async fn serve_app(app: Router) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    addr
+}
+
+/// Polls `check` every `every` until it gives `Some`, for at most `limit`; `what` says, in
+/// the failure message, what still holds when time is up.
+pub async fn poll<T, F: std::future::Future<Output = Option<T>>>(
+    what: &str,
+    limit: Duration,
+    every: Duration,
+    mut check: impl FnMut() -> F,
+) -> T {
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        if let Some(done) = check().await {
+            return done;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what} after {limit:?}"
+        );
+        tokio::time::sleep(every).await;
+    }
+}
+
+/// Reads the first event of a legacy SSE stream (the answer to `GET /sse`) and returns the
+/// `/message?sessionId=…` endpoint it announces; the rest of the stream stays unread.
+pub async fn sse_endpoint(stream: &mut reqwest::Response) -> String {
+    assert_eq!(stream.status(), 200);
+    let mut text = String::new();
+    while !text.contains("\n\n") {
+        let chunk = stream.chunk().await.unwrap().expect("the endpoint event");
+        text.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    let data = text.lines().find_map(|l| l.strip_prefix("data:"));
+    let endpoint = data.expect("a data line").trim().to_string();
+    assert!(endpoint.starts_with("/message?sessionId="), "{endpoint}");
+    endpoint
+}
+
+/// Asserts each field of the object `want` has that value in `got` (`null` for a field that
+/// is null or missing).
+#[track_caller]
+pub fn assert_fields(got: &Value, want: Value) {
+    for (field, value) in want.as_object().expect("an object of fields") {
+        assert_eq!(&got[field], value, "{field} in {got}");
+    }
+}
+
+/// Owned strings of a list of features or roles.
+pub fn owned(items: &[&str]) -> Vec<String> {
+    items.iter().map(|i| i.to_string()).collect()
+}
+
+/// A server key named `name` holding `features`, created with `auth`; the key itself.
+pub async fn key_holding(auth: &apigate::auth::Auth, name: &str, features: &[&str]) -> String {
+    let key = apigate::auth::NewKey {
+        name: name.into(),
+        features: owned(features),
+        ..Default::default()
+    };
+    auth.create_key(key).await.unwrap().key
+}
+
+/// A session created with `auth`; its token.
+pub async fn session_token(
+    auth: &apigate::auth::Auth,
+    session: apigate::auth::NewSession,
+) -> String {
+    auth.create_session(session).await.unwrap().token
 }
 
 /// One request the upstream received.
@@ -274,9 +487,7 @@ impl Upstream {
     pub async fn start() -> Upstream {
         let state: Arc<UpstreamState> = Arc::default();
         let app = Router::new().fallback(petstore).with_state(state.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move { axum::serve(listener, app).await });
+        let addr = serve_app(app).await;
         Upstream { addr, state }
     }
 
@@ -396,37 +607,15 @@ impl Proc {
         env: &[(&str, &str)],
         marker: &str,
     ) -> (Proc, String) {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_apigate"));
-        command
-            .args(args)
-            // Nothing from the test environment may change what these processes do.
-            .env_remove("DATABASE_URL")
-            .env_remove("APIGATE_API_KEY")
-            .env_remove("MCP_SERVER_API_KEY")
-            .env_remove("APIGATE_MONITOR_URL")
-            .env_remove("APIGATE_MONITOR_TIMEOUT")
-            .env_remove("APIGATE_MONITOR_LISTEN")
-            .env_remove("APIGATE_UPSTREAM_HEADERS")
-            .env_remove("APIGATE_EMBEDDING_MODEL")
-            .env_remove("APIGATE_CACHE_DIR")
-            .env_remove("APIGATE_INDEX")
-            // Words only unless a test asks for the default (`("APIGATE_RANKER", "")`): the
-            // model's background pass would only slow the suite.
-            .env("APIGATE_RANKER", "lexical")
-            .env("RUST_LOG", "info")
-            .env("NO_COLOR", "1")
-            .current_dir(env!("CARGO_TARGET_TMPDIR"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        for (name, value) in env {
-            if value.is_empty() {
-                command.env_remove(name);
-            } else {
-                command.env(name, value);
-            }
-        }
+        // Words only unless a test asks for the default (`("APIGATE_RANKER", "")`): the
+        // model's background pass would only slow the suite.
+        let defaults = [
+            ("APIGATE_RANKER", "lexical"),
+            ("RUST_LOG", "info"),
+            ("NO_COLOR", "1"),
+        ];
+        let mut command = apigate_command(args, &defaults, env);
+        command.stdout(Stdio::null()).stderr(Stdio::piped());
         let mut child = command
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start apigate {name}: {e}"));
@@ -507,6 +696,116 @@ impl Proc {
             self.stderr.lock().unwrap().join("\n")
         )
     }
+}
+
+/// `apigate ARGS` with nothing from the test environment, then `defaults` and `env` set (an
+/// empty value removes the variable).
+fn apigate_command(args: &[&str], defaults: &[(&str, &str)], env: &[(&str, &str)]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_apigate"));
+    command.args(args);
+    for name in [
+        "DATABASE_URL",
+        "APIGATE_API_KEY",
+        "MCP_SERVER_API_KEY",
+        "APIGATE_MONITOR_URL",
+        "APIGATE_MONITOR_TIMEOUT",
+        "APIGATE_MONITOR_LISTEN",
+        "APIGATE_UPSTREAM_HEADERS",
+        "APIGATE_EMBEDDING_MODEL",
+        "APIGATE_CACHE_DIR",
+        "APIGATE_INDEX",
+        "APIGATE_SECRET_KEY",
+        "APIGATE_SECRET_KEY_PREVIOUS",
+    ] {
+        command.env_remove(name);
+    }
+    for (name, value) in defaults.iter().chain(env) {
+        if value.is_empty() {
+            command.env_remove(name);
+        } else {
+            command.env(name, value);
+        }
+    }
+    command
+        .current_dir(env!("CARGO_TARGET_TMPDIR"))
+        .stdin(Stdio::null())
+        .kill_on_drop(true);
+    command
+}
+
+/// Runs `apigate ARGS` to its end (at most 60 s) with nothing from the test environment but
+/// `env` (an empty value removes the variable) and apigate's own log filter; returns
+/// (success, stdout, stderr).
+pub async fn run_apigate(args: &[&str], env: &[(&str, &str)]) -> (bool, String, String) {
+    let mut command = apigate_command(args, &[("RUST_LOG", "")], env);
+    let out = tokio::time::timeout(Duration::from_secs(60), command.output())
+        .await
+        .unwrap_or_else(|_| panic!("apigate {args:?} did not finish within 60 s"))
+        .expect("apigate runs");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `apigate dev` on `spec` (against `upstream` when given) with the test [`KEY`] on a fresh
+/// port, `extra` arguments and `env` as [`Proc::spawn_with_env`] takes it; the process and
+/// its MCP URL.
+pub async fn spawn_dev(
+    spec: &str,
+    upstream: Option<&str>,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> (Proc, String) {
+    let mut args = vec!["dev", "--spec", spec];
+    if let Some(upstream) = upstream {
+        args.extend(["--upstream", upstream]);
+    }
+    args.extend(["--api-key", KEY, "--listen", "127.0.0.1:0"]);
+    args.extend(extra);
+    Proc::spawn_with_env("dev", &args, env, "apigate dev:").await
+}
+
+/// `apigate serve` on `spec` against `upstream` on a fresh port, with `extra` arguments and
+/// `env` as [`Proc::spawn_with_env`] takes it; the process and its MCP URL.
+pub async fn spawn_serve(
+    spec: &str,
+    upstream: &str,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> (Proc, String) {
+    let mut args = vec!["serve", "--spec", spec, "--upstream", upstream];
+    args.extend(["--listen", "127.0.0.1:0"]);
+    args.extend(extra);
+    let (proc, url) = Proc::spawn_with_env("serve", &args, env, "apigate serve").await;
+    // Whatever follows the URL on the banner line ("…/mcp; admin API at /admin/v1").
+    (proc, url.trim_end_matches(';').to_string())
+}
+
+/// `apigate keys create --name NAME --features FEATURES --json` on the database at
+/// `database_url`, which must succeed: the new key, as the command prints it.
+pub async fn cli_key(database_url: &str, name: &str, features: &str) -> Value {
+    let args = [
+        "keys",
+        "create",
+        "--name",
+        name,
+        "--features",
+        features,
+        "--json",
+    ];
+    let (ok, out, err) = run_apigate(&args, &[("DATABASE_URL", database_url)]).await;
+    assert!(ok, "apigate {args:?} failed:\n{err}");
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("apigate {args:?}: {e}\n{out}"))
+}
+
+/// The flags of a command line with their values, in order: `--flag value …`.
+pub fn flags<'a>(pairs: &[(&'a str, &'a str)]) -> Vec<&'a str> {
+    pairs
+        .iter()
+        .flat_map(|(flag, value)| [*flag, *value])
+        .collect()
 }
 
 /// A TCP proxy to Postgres that can be cut and restored. [`CutProxy::cut`] closes every

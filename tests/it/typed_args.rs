@@ -6,41 +6,27 @@
 use apigate::auth::Principal;
 use serde_json::{Value, json};
 
-use crate::support::{Server, Upstream, call, engine_args, spec_path};
+use crate::support::{
+    Server, Upstream, call, call_err, call_ok, engine_args, execute_err, execute_ok,
+    petstore_client, spec_path,
+};
 
-async fn petstore(upstream: &Upstream) -> Server {
-    Server::start(
-        engine_args(&spec_path("petstore-3.0.json"), Some(upstream.url())),
-        false,
-    )
-    .await
-}
-
-fn pointers(r: &Value) -> Vec<String> {
-    let mut p: Vec<String> = r["violations"]
-        .as_array()
-        .unwrap_or_else(|| panic!("INVALID_ARGUMENTS without violations: {r}"))
-        .iter()
-        .map(|v| v["pointer"].as_str().unwrap().to_string())
-        .collect();
+fn pointers(r: &Value) -> Vec<&str> {
+    let mut p = crate::support::strings(&r["violations"], "pointer");
     p.sort();
     p
 }
 
 #[tokio::test]
 async fn a_concrete_path_and_path_params_must_agree() {
-    let upstream = Upstream::start().await;
-    let server = petstore(&upstream).await;
-    let client = server.client().await;
+    let (upstream, _server, client) = petstore_client(false).await;
 
-    let (err, r) = call(
+    let r = execute_err(
         &client,
-        "api_execute",
         json!({"method": "GET", "path": "/pet/42", "pathParams": {"petId": 7}}),
+        "INVALID_ARGUMENTS",
     )
     .await;
-    assert!(err, "{r}");
-    assert_eq!(r["code"], "INVALID_ARGUMENTS");
     assert_eq!(pointers(&r), ["/pathParams/petId"]);
     let message = r["violations"][0]["message"].as_str().unwrap();
     assert!(
@@ -51,13 +37,11 @@ async fn a_concrete_path_and_path_params_must_agree() {
 
     // The same value both ways (as a number or as text) is one value.
     for same in [json!(42), json!("42")] {
-        let (err, r) = call(
+        let r = execute_ok(
             &client,
-            "api_execute",
             json!({"method": "GET", "path": "/pet/42", "pathParams": {"petId": same}}),
         )
         .await;
-        assert!(!err, "{r}");
         assert_eq!(r["status"], 200);
     }
     let sent: Vec<String> = upstream.requests().iter().map(|r| r.uri.clone()).collect();
@@ -66,19 +50,16 @@ async fn a_concrete_path_and_path_params_must_agree() {
 
 #[tokio::test]
 async fn every_tool_reports_every_argument_problem_in_one_shape() {
-    let upstream = Upstream::start().await;
-    let server = petstore(&upstream).await;
-    let client = server.client().await;
+    let (upstream, _server, client) = petstore_client(false).await;
 
     // api_schema refuses an unknown argument, as api_discover and api_execute do.
-    let (err, r) = call(
+    let r = call_err(
         &client,
         "api_schema",
         json!({"operationId": "getPetById", "verbose": true}),
+        "INVALID_ARGUMENTS",
     )
     .await;
-    assert!(err, "{r}");
-    assert_eq!(r["code"], "INVALID_ARGUMENTS");
     assert_eq!(pointers(&r), ["/verbose"]);
     assert!(r["error"].as_str().unwrap().contains("operationId"), "{r}");
 
@@ -112,15 +93,13 @@ async fn every_tool_reports_every_argument_problem_in_one_shape() {
     assert_eq!(pointers(&r), ["/bodyy", "/dryRun", "/pathParams"]);
 
     // Header refusals and operation-schema problems carry violations too.
-    let (err, r) = call(
+    let r = execute_err(
         &client,
-        "api_execute",
         json!({"operationId": "getPetById", "pathParams": {"petId": 1},
             "headers": {"Authorization": "Bearer stolen", "Cookie": "a=b"}}),
+        "INVALID_ARGUMENTS",
     )
     .await;
-    assert!(err);
-    assert_eq!(r["code"], "INVALID_ARGUMENTS");
     assert_eq!(pointers(&r), ["/headers/Authorization", "/headers/Cookie"]);
     let (err, r) = call(
         &client,
@@ -134,13 +113,7 @@ async fn every_tool_reports_every_argument_problem_in_one_shape() {
         assert!(message.contains(allowed), "every allowed value: {message}");
     }
     // A null argument is an absent one.
-    let (err, r) = call(
-        &client,
-        "api_execute",
-        json!({"operationId": "getPetById", "pathParams": {"petId": 3}, "query": null, "dryRun": null}),
-    )
-    .await;
-    assert!(!err, "{r}");
+    execute_ok(&client, json!({"operationId": "getPetById", "pathParams": {"petId": 3}, "query": null, "dryRun": null})).await;
     assert!(
         upstream.requests().len() == 1,
         "only the valid call was sent"
@@ -191,16 +164,13 @@ async fn plan_execute_is_the_servers_path() {
 /// full response schemas.
 #[tokio::test]
 async fn api_schema_is_compact_unless_asked_for_responses() {
-    let upstream = Upstream::start().await;
-    let server = petstore(&upstream).await;
-    let client = server.client().await;
-    let (err, d) = call(
+    let (_upstream, _server, client) = petstore_client(false).await;
+    let d = call_ok(
         &client,
         "api_schema",
         json!({"operationId": "findPetsByStatus"}),
     )
     .await;
-    assert!(!err, "{d}");
     let ok = &d["responses"]["200"];
     assert!(ok.get("schema").is_none(), "{ok}");
     assert_eq!(ok["shape"]["type"], "array");
@@ -213,40 +183,35 @@ async fn api_schema_is_compact_unless_asked_for_responses() {
     assert_eq!(d["parameters"][0]["name"], "status");
     assert!(d["parameters"][0]["schema"]["items"]["enum"].is_array());
 
-    let (err, full) = call(
+    let full = call_ok(
         &client,
         "api_schema",
         json!({"operationId": "findPetsByStatus", "include": ["responses"]}),
     )
     .await;
-    assert!(!err, "{full}");
     assert_eq!(full["responses"]["200"]["schema"]["type"], "array");
     assert!(full.get("responsesDetail").is_none());
-    let (err, same) = call(
+    let same = call_ok(
         &client,
         "api_schema",
         json!({"operationId": "findPetsByStatus", "include": ["descriptions"]}),
     )
     .await;
-    assert!(!err, "{same}");
     assert_eq!(same, full, "either include gives the full view");
-    let (err, r) = call(
+    call_err(
         &client,
         "api_schema",
         json!({"operationId": "findPetsByStatus", "include": ["everything"]}),
+        "INVALID_ARGUMENTS",
     )
     .await;
-    assert!(err);
-    assert_eq!(r["code"], "INVALID_ARGUMENTS");
 }
 
 /// Each tool publishes an `outputSchema`, and what it returns (results, dry runs and errors)
 /// validates against it, so a client that checks `structuredContent` accepts every answer.
 #[tokio::test]
 async fn results_match_the_published_output_schemas() {
-    let upstream = Upstream::start().await;
-    let server = petstore(&upstream).await;
-    let client = server.client().await;
+    let (_upstream, _server, client) = petstore_client(false).await;
     let tools = client.list_all_tools().await.unwrap();
     let validator = |name: &str| {
         let tool = tools.iter().find(|t| t.name == name).unwrap();
@@ -294,10 +259,7 @@ async fn results_match_the_published_output_schemas() {
 /// points it elsewhere.
 #[tokio::test]
 async fn lost_answers_say_where_and_whether_to_retry() {
-    let closed = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    let closed = crate::support::closed_port();
     let target = format!("http://127.0.0.1:{closed}");
     let server = Server::start(
         engine_args(&spec_path("petstore-3.0.json"), Some(target.clone())),
@@ -305,14 +267,12 @@ async fn lost_answers_say_where_and_whether_to_retry() {
     )
     .await;
     let client = server.client().await;
-    let (err, r) = call(
+    let r = execute_err(
         &client,
-        "api_execute",
         json!({"operationId": "addPet", "body": {"name": "Rex", "photoUrls": []}}),
+        "UPSTREAM_ERROR",
     )
     .await;
-    assert!(err);
-    assert_eq!(r["code"], "UPSTREAM_ERROR");
     assert_eq!(r["target"], target);
     assert_eq!(r["mayHaveBeenApplied"], true);
     assert!(
@@ -351,9 +311,7 @@ async fn lost_answers_say_where_and_whether_to_retry() {
 /// is sent, with the choices.
 #[tokio::test]
 async fn media_types_outside_the_offer_are_refused_with_the_choices() {
-    let upstream = Upstream::start().await;
-    let server = petstore(&upstream).await;
-    let client = server.client().await;
+    let (upstream, _server, client) = petstore_client(false).await;
     let (err, r) = call(
         &client,
         "api_execute",
@@ -368,14 +326,12 @@ async fn media_types_outside_the_offer_are_refused_with_the_choices() {
         text.contains("application/xml") && text.contains("application/json"),
         "{text}"
     );
-    let (err, r) = call(
+    let r = execute_ok(
         &client,
-        "api_execute",
         json!({"operationId": "addPet", "body": {"name": "Rex", "photoUrls": []},
             "contentType": "application/json", "dryRun": true}),
     )
     .await;
-    assert!(!err, "{r}");
     assert_eq!(r["request"]["contentType"], "application/json");
     assert!(upstream.requests().is_empty());
 }
@@ -385,9 +341,7 @@ async fn media_types_outside_the_offer_are_refused_with_the_choices() {
 #[tokio::test]
 async fn results_say_whether_the_call_only_read() {
     use rmcp::model::CallToolRequestParams;
-    let upstream = Upstream::start().await;
-    let server = petstore(&upstream).await;
-    let client = server.client().await;
+    let (_upstream, _server, client) = petstore_client(false).await;
     let meta = |args: Value| {
         let client = client.peer().clone();
         async move {

@@ -61,9 +61,7 @@ impl Server {
             spec: Arc::default(),
         };
         let router = Router::new().fallback(handle).with_state(app.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move { axum::serve(listener, router).await });
+        let addr = crate::support::serve_app(router).await;
         Server { addr, app }
     }
 
@@ -223,6 +221,34 @@ fn upstream_with(base: &str, f: impl FnOnce(&mut UpstreamConfig)) -> Upstream {
     Upstream::new(cfg).unwrap()
 }
 
+/// A recording server and an upstream client for it, configured by `f`.
+async fn start(f: impl FnOnce(&mut UpstreamConfig)) -> (Server, Upstream) {
+    let srv = Server::start().await;
+    let up = upstream_with(&srv.url(), f);
+    (srv, up)
+}
+
+/// A configuration that sends the credential `header` (`Name: value`) with every request.
+fn sending(header: &str) -> impl FnOnce(&mut UpstreamConfig) + '_ {
+    move |c: &mut UpstreamConfig| c.headers = vec![UpstreamConfig::parse_header(header).unwrap()]
+}
+
+/// A curated spec of `tests/data/specs`.
+async fn load(name: &str) -> Spec {
+    Spec::load(&crate::support::spec_path(name)).await.unwrap()
+}
+
+/// An OpenAPI 3.0 document of these paths on `server`.
+fn openapi(server: &str, paths: Value) -> Spec {
+    let doc = json!({
+        "openapi": "3.0.0",
+        "info": {"title": "test", "version": "1"},
+        "servers": [{"url": server}],
+        "paths": paths,
+    });
+    Spec::from_bytes(doc.to_string().as_bytes(), "test.json").unwrap()
+}
+
 /// Request parts as `api_execute` hands them to the upstream after validation.
 fn args(v: Value) -> CallArgs {
     let section = |k: &str| {
@@ -257,10 +283,24 @@ async fn call(
     up.send(&req, &Default::default()).await
 }
 
+/// `getUserByName` on the petstore: what the upstream answers depends on the name (`boom`,
+/// `slow`, `big`, `away`…).
+async fn get_user(
+    up: &Upstream,
+    name: &str,
+) -> Result<apigate::upstream::UpstreamResponse, UpstreamError> {
+    call(
+        up,
+        &petstore(),
+        "getUserByName",
+        json!({"pathParams": {"username": name}}),
+    )
+    .await
+}
+
 #[tokio::test]
 async fn path_parameters_are_encoded_and_cannot_change_the_route() {
-    let srv = Server::start().await;
-    let up = upstream(&srv.url());
+    let (srv, up) = start(|_| {}).await;
     let spec = petstore();
     for (value, arrived) in [
         ("a/b", "/v2/user/a%2Fb"),
@@ -269,28 +309,14 @@ async fn path_parameters_are_encoded_and_cannot_change_the_route() {
         ("%2e%2e", "/v2/user/%252e%252e"),
         ("ünï", "/v2/user/%C3%BCn%C3%AF"),
     ] {
-        let r = call(
-            &up,
-            &spec,
-            "getUserByName",
-            json!({"pathParams": {"username": value}}),
-        )
-        .await
-        .unwrap();
+        let r = get_user(&up, value).await.unwrap();
         assert_eq!(r.status, 200);
         let got = srv.last();
         assert_eq!((got.method.as_str(), got.uri.as_str()), ("GET", arrived));
     }
     let before = srv.seen().len();
     for value in ["../admin", "..", ".", "a/../../admin", "..\\admin", ""] {
-        let e = call(
-            &up,
-            &spec,
-            "getUserByName",
-            json!({"pathParams": {"username": value}}),
-        )
-        .await
-        .unwrap_err();
+        let e = get_user(&up, value).await.unwrap_err();
         assert!(
             matches!(e, UpstreamError::InvalidArguments(_)),
             "{value:?}: {e:?}"
@@ -351,8 +377,7 @@ const STYLES: &str = r#"{
 
 #[tokio::test]
 async fn query_parameters_follow_style_and_explode() {
-    let srv = Server::start().await;
-    let up = upstream(&srv.url());
+    let (srv, up) = start(|_| {}).await;
     let spec = Spec::from_bytes(STYLES.as_bytes(), "styles.json").unwrap();
     call(
         &up,
@@ -401,18 +426,14 @@ async fn query_parameters_follow_style_and_explode() {
 
 #[tokio::test]
 async fn headers_from_the_agent_are_limited_to_declared_ones() {
-    let srv = Server::start().await;
-    let up = upstream(&srv.url());
+    let (srv, up) = start(|_| {}).await;
     let spec = petstore();
+    let delete = |headers: Value| {
+        let a = json!({"pathParams": {"petId": 5}, "headers": headers});
+        call(&up, &spec, "deletePet", a)
+    };
     // Declared header passes.
-    call(
-        &up,
-        &spec,
-        "deletePet",
-        json!({"pathParams": {"petId": 5}, "headers": {"api_key": "k-123"}}),
-    )
-    .await
-    .unwrap();
+    delete(json!({"api_key": "k-123"})).await.unwrap();
     let got = srv.last();
     assert_eq!(
         (got.method.as_str(), got.uri.as_str()),
@@ -432,14 +453,7 @@ async fn headers_from_the_agent_are_limited_to_declared_ones() {
         "Content-Length",
         "X-Undeclared",
     ] {
-        let e = call(
-            &up,
-            &spec,
-            "deletePet",
-            json!({"pathParams": {"petId": 5}, "headers": {name: "v"}}),
-        )
-        .await
-        .unwrap_err();
+        let e = delete(json!({name: "v"})).await.unwrap_err();
         assert!(
             matches!(e, UpstreamError::InvalidArguments(_)),
             "{name}: {e:?}"
@@ -447,14 +461,9 @@ async fn headers_from_the_agent_are_limited_to_declared_ones() {
         assert!(e.to_string().contains(name), "{name}: {e}");
     }
     // Header injection through the value.
-    let e = call(
-        &up,
-        &spec,
-        "deletePet",
-        json!({"pathParams": {"petId": 5}, "headers": {"api_key": "k\r\nX-Evil: 1"}}),
-    )
-    .await
-    .unwrap_err();
+    let e = delete(json!({"api_key": "k\r\nX-Evil: 1"}))
+        .await
+        .unwrap_err();
     assert!(matches!(e, UpstreamError::InvalidArguments(_)));
     // A required declared header that is missing.
     let styles = Spec::from_bytes(STYLES.as_bytes(), "styles.json").unwrap();
@@ -494,22 +503,15 @@ async fn credentials_are_injected_and_never_shown() {
     assert_eq!(got.header("authorization"), Some("Bearer sk_test_SECRET"));
     assert_eq!(got.header("api_key"), Some("KEY_SECRET"));
     // The agent cannot override a configured credential, even a declared header.
-    let e = call(
-        &up,
-        &spec,
-        "deletePet",
-        json!({"pathParams": {"petId": 9}, "headers": {"api_key": "mine"}}),
-    )
-    .await
-    .unwrap_err();
+    let mine = json!({"pathParams": {"petId": 9}, "headers": {"api_key": "mine"}});
+    let e = call(&up, &spec, "deletePet", mine).await.unwrap_err();
     assert!(matches!(e, UpstreamError::InvalidArguments(_)));
     assert!(!e.to_string().contains("SECRET"));
 }
 
 #[tokio::test]
 async fn json_and_form_bodies() {
-    let srv = Server::start().await;
-    let up = upstream(&srv.url());
+    let (srv, up) = start(|_| {}).await;
     let spec = petstore();
     let pet = json!({"name": "doggie", "photoUrls": ["u"], "tags": [{"id": 1, "name": "t"}]});
     call(&up, &spec, "addPet", json!({"body": pet}))
@@ -544,13 +546,8 @@ async fn json_and_form_bodies() {
 
 #[tokio::test]
 async fn stripe_form_bodies_use_brackets() {
-    let srv = Server::start().await;
-    let up = upstream_with(&srv.url(), |c| {
-        c.headers = vec![UpstreamConfig::parse_header("Authorization: Bearer sk_test_x").unwrap()];
-    });
-    let spec = Spec::load(&crate::support::spec_path("stripe.json"))
-        .await
-        .unwrap();
+    let (srv, up) = start(sending("Authorization: Bearer sk_test_x")).await;
+    let spec = load("stripe.json").await;
     let (op, _) = spec.find(Method::Post, "/v1/customers").unwrap();
     let body = json!({
         "email": "jenny+1@example.com",
@@ -594,13 +591,8 @@ async fn stripe_form_bodies_use_brackets() {
 
 #[tokio::test]
 async fn slack_form_data_goes_form_encoded_with_configured_token() {
-    let srv = Server::start().await;
-    let up = upstream_with(&srv.url(), |c| {
-        c.headers = vec![UpstreamConfig::parse_header("token: xoxb-SECRET").unwrap()];
-    });
-    let spec = Spec::load(&crate::support::spec_path("slack-web-swagger2.json"))
-        .await
-        .unwrap();
+    let (srv, up) = start(sending("token: xoxb-SECRET")).await;
+    let spec = load("slack-web-swagger2.json").await;
     let (op, _) = spec.find(Method::Post, "/chat.postMessage").unwrap();
     let req = up
         .prepare(
@@ -623,17 +615,8 @@ async fn slack_form_data_goes_form_encoded_with_configured_token() {
 
 #[tokio::test]
 async fn responses_come_back_with_safe_headers_only() {
-    let srv = Server::start().await;
-    let up = upstream(&srv.url());
-    let spec = petstore();
-    let r = call(
-        &up,
-        &spec,
-        "getUserByName",
-        json!({"pathParams": {"username": "amy"}}),
-    )
-    .await
-    .unwrap();
+    let (_srv, up) = start(|_| {}).await;
+    let r = get_user(&up, "amy").await.unwrap();
     assert!(r.ok);
     assert!(!r.truncated);
     assert_eq!(r.body, json!({"ok": true, "uri": "/v2/user/amy"}));
@@ -649,16 +632,8 @@ async fn responses_come_back_with_safe_headers_only() {
 
 #[tokio::test]
 async fn a_500_is_passed_back() {
-    let srv = Server::start().await;
-    let up = upstream(&srv.url());
-    let r = call(
-        &up,
-        &petstore(),
-        "getUserByName",
-        json!({"pathParams": {"username": "boom"}}),
-    )
-    .await
-    .unwrap();
+    let (_srv, up) = start(|_| {}).await;
+    let r = get_user(&up, "boom").await.unwrap();
     assert_eq!(r.status, 500);
     assert!(!r.ok);
     assert_eq!(r.body, json!({"message": "boom"}));
@@ -666,16 +641,8 @@ async fn a_500_is_passed_back() {
 
 #[tokio::test]
 async fn a_slow_upstream_times_out() {
-    let srv = Server::start().await;
-    let up = upstream_with(&srv.url(), |c| c.timeout = Duration::from_millis(300));
-    let e = call(
-        &up,
-        &petstore(),
-        "getUserByName",
-        json!({"pathParams": {"username": "slow"}}),
-    )
-    .await
-    .unwrap_err();
+    let (_srv, up) = start(|c| c.timeout = Duration::from_millis(300)).await;
+    let e = get_user(&up, "slow").await.unwrap_err();
     assert!(
         matches!(e, UpstreamError::Timeout { connect: false, .. }),
         "{e:?}"
@@ -684,10 +651,7 @@ async fn a_slow_upstream_times_out() {
 
 #[tokio::test]
 async fn a_closed_port_is_a_connect_error() {
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    let port = crate::support::closed_port();
     let up = upstream(&format!("http://127.0.0.1:{port}"));
     let e = call(&up, &petstore(), "getInventory", json!({}))
         .await
@@ -697,16 +661,8 @@ async fn a_closed_port_is_a_connect_error() {
 
 #[tokio::test]
 async fn a_10_mb_response_is_cut_to_valid_json_within_the_budget() {
-    let srv = Server::start().await;
-    let up = upstream(&srv.url());
-    let r = call(
-        &up,
-        &petstore(),
-        "getUserByName",
-        json!({"pathParams": {"username": "big"}}),
-    )
-    .await
-    .unwrap();
+    let (srv, up) = start(|_| {}).await;
+    let r = get_user(&up, "big").await.unwrap();
     assert_eq!(r.status, 200);
     assert!(r.truncated);
     let items = r.body.as_array().expect("a JSON array");
@@ -715,14 +671,7 @@ async fn a_10_mb_response_is_cut_to_valid_json_within_the_budget() {
     assert!(r.body.to_string().len() <= 64 * 1024);
     // A smaller budget.
     let up = upstream_with(&srv.url(), |c| c.max_body_bytes = 100);
-    let r = call(
-        &up,
-        &petstore(),
-        "getUserByName",
-        json!({"pathParams": {"username": "big"}}),
-    )
-    .await
-    .unwrap();
+    let r = get_user(&up, "big").await.unwrap();
     assert!(r.truncated);
     assert!(
         r.body.is_array() && r.body.to_string().len() <= 100,
@@ -736,30 +685,13 @@ async fn redirects_stay_on_the_origin() {
     let srv = Server::start().await;
     let other = Server::start().await;
     *srv.app.other.lock().unwrap() = other.url();
-    let up = upstream_with(&srv.url(), |c| {
-        c.headers = vec![UpstreamConfig::parse_header("Authorization: Bearer SECRET").unwrap()];
-    });
-    let spec = petstore();
-    let e = call(
-        &up,
-        &spec,
-        "getUserByName",
-        json!({"pathParams": {"username": "away"}}),
-    )
-    .await
-    .unwrap_err();
+    let up = upstream_with(&srv.url(), sending("Authorization: Bearer SECRET"));
+    let e = get_user(&up, "away").await.unwrap_err();
     assert!(matches!(e, UpstreamError::Redirect { .. }), "{e:?}");
     assert!(e.to_string().contains(&other.url()), "{e}");
     assert!(other.seen().is_empty(), "the other origin received nothing");
 
-    let r = call(
-        &up,
-        &spec,
-        "getUserByName",
-        json!({"pathParams": {"username": "home"}}),
-    )
-    .await
-    .unwrap();
+    let r = get_user(&up, "home").await.unwrap();
     assert_eq!(r.status, 200);
     assert_eq!(r.body["uri"], "/v2/user/landed");
     let seen = srv.seen();
@@ -769,14 +701,7 @@ async fn redirects_stay_on_the_origin() {
         Some("Bearer SECRET")
     );
 
-    let e = call(
-        &up,
-        &spec,
-        "getUserByName",
-        json!({"pathParams": {"username": "loop"}}),
-    )
-    .await
-    .unwrap_err();
+    let e = get_user(&up, "loop").await.unwrap_err();
     assert!(matches!(e, UpstreamError::TooManyRedirects(5)), "{e:?}");
 }
 
@@ -830,11 +755,7 @@ async fn server_urls_resolve_from_spec_and_upstream() {
 
 #[tokio::test]
 async fn dry_runs_send_nothing_and_echoed_credentials_are_scrubbed() {
-    let srv = Server::start().await;
-    let up = upstream_with(&srv.url(), |c| {
-        c.headers =
-            vec![UpstreamConfig::parse_header("Authorization: Bearer sk_test_SECRET").unwrap()];
-    });
+    let (srv, up) = start(sending("Authorization: Bearer sk_test_SECRET")).await;
     let spec = petstore();
     let op = spec.get("getUserByName").unwrap();
     let a = args(json!({"pathParams": {"username": "echo"}}));
@@ -857,54 +778,33 @@ async fn dry_runs_send_nothing_and_echoed_credentials_are_scrubbed() {
 #[tokio::test]
 async fn a_required_credential_header_must_be_configured() {
     let srv = Server::start().await;
-    let doc = json!({
-        "openapi": "3.0.0", "info": {"title": "c", "version": "1"},
-        "servers": [{"url": "https://api.example.com"}],
-        "paths": {"/me": {"get": {"operationId": "me",
+    let spec = openapi(
+        "https://api.example.com",
+        json!({"/me": {"get": {"operationId": "me",
             "parameters": [{"name": "Authorization", "in": "header", "required": true, "schema": {"type": "string"}}],
-            "responses": {"200": {"description": "ok"}}}}}
-    })
-    .to_string();
-    let spec = Spec::from_bytes(doc.as_bytes(), "c.json").unwrap();
+            "responses": {"200": {"description": "ok"}}}}}),
+    );
     let e = call(&upstream(&srv.url()), &spec, "me", json!({}))
         .await
         .unwrap_err();
     assert!(matches!(e, UpstreamError::MissingCredential(_)), "{e:?}");
     assert!(e.to_string().contains("--upstream-header"), "{e}");
-    let up = upstream_with(&srv.url(), |c| {
-        c.headers = vec![UpstreamConfig::parse_header("Authorization: Basic dTpw").unwrap()];
-    });
+    let up = upstream_with(&srv.url(), sending("Authorization: Basic dTpw"));
     call(&up, &spec, "me", json!({})).await.unwrap();
     assert_eq!(srv.last().header("authorization"), Some("Basic dTpw"));
 }
 
 #[tokio::test]
 async fn a_body_that_stalls_times_out() {
-    let srv = Server::start().await;
-    let up = upstream_with(&srv.url(), |c| c.timeout = Duration::from_millis(500));
-    let e = call(
-        &up,
-        &petstore(),
-        "getUserByName",
-        json!({"pathParams": {"username": "trickle"}}),
-    )
-    .await
-    .unwrap_err();
+    let (_srv, up) = start(|c| c.timeout = Duration::from_millis(500)).await;
+    let e = get_user(&up, "trickle").await.unwrap_err();
     assert!(matches!(e, UpstreamError::Timeout { .. }), "{e:?}");
 }
 
 #[tokio::test]
 async fn long_text_is_cut_on_a_character_boundary() {
-    let srv = Server::start().await;
-    let up = upstream_with(&srv.url(), |c| c.max_body_bytes = 1001);
-    let r = call(
-        &up,
-        &petstore(),
-        "getUserByName",
-        json!({"pathParams": {"username": "text"}}),
-    )
-    .await
-    .unwrap();
+    let (_srv, up) = start(|c| c.max_body_bytes = 1001).await;
+    let r = get_user(&up, "text").await.unwrap();
     assert!(r.truncated);
     let text = r.body.as_str().unwrap();
     assert_eq!(text, "é".repeat(500));
@@ -963,21 +863,17 @@ async fn every_curated_operation_prepares_on_the_upstream() {
 /// answers 411 without it); a GET carries no body header at all.
 #[tokio::test]
 async fn body_less_writes_send_content_length_zero() {
-    let srv = Server::start().await;
-    let up = upstream(&srv.url());
-    let doc = json!({
-        "openapi": "3.0.0",
-        "info": {"title": "stars", "version": "1"},
-        "servers": [{"url": "https://api.example.com"}],
-        "paths": {"/user/starred/{repo}": {
+    let (srv, up) = start(|_| {}).await;
+    let spec = openapi(
+        "https://api.example.com",
+        json!({"/user/starred/{repo}": {
             "parameters": [{"name": "repo", "in": "path", "required": true, "schema": {"type": "string"}}],
             "put": {"operationId": "star", "responses": {"204": {"description": "starred"}}},
             "post": {"operationId": "poke", "responses": {"204": {"description": "poked"}}},
             "patch": {"operationId": "touch", "responses": {"204": {"description": "touched"}}},
             "get": {"operationId": "isStarred", "responses": {"204": {"description": "yes"}}}
-        }}
-    });
-    let spec = Spec::from_bytes(doc.to_string().as_bytes(), "stars.json").unwrap();
+        }}),
+    );
     for id in ["star", "poke", "touch"] {
         call(&up, &spec, id, json!({"pathParams": {"repo": "apigate"}}))
             .await
@@ -1009,13 +905,10 @@ async fn body_less_writes_send_content_length_zero() {
 /// its bytes beside.
 #[tokio::test]
 async fn content_types_and_accept_are_chosen_among_the_declared_ones() {
-    let srv = Server::start().await;
-    let up = upstream(&srv.url());
-    let doc = json!({
-        "openapi": "3.0.0",
-        "info": {"title": "media", "version": "1"},
-        "servers": [{"url": "https://api.example.com/v2"}],
-        "paths": {
+    let (srv, up) = start(|_| {}).await;
+    let spec = openapi(
+        "https://api.example.com/v2",
+        json!({
             "/scale/{name}": {
                 "parameters": [{"name": "name", "in": "path", "required": true, "schema": {"type": "string"}}],
                 "patch": {"operationId": "patchScale",
@@ -1035,54 +928,35 @@ async fn content_types_and_accept_are_chosen_among_the_declared_ones() {
                     "description": "Set `Accept` to [`application/octet-stream`](https://docs.example.com) for the bytes.",
                     "responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {"type": "object"}}}}}}
             }
-        }
-    });
-    let spec = Spec::from_bytes(doc.to_string().as_bytes(), "media.json").unwrap();
+        }),
+    );
+    let patch = |body: Value, content_type: &'static str| {
+        let a = json!({"pathParams": {"name": "web"}, "body": body, "contentType": content_type});
+        call(&up, &spec, "patchScale", a)
+    };
+    let accepting =
+        |op: &'static str, accept: &'static str| call(&up, &spec, op, json!({"accept": accept}));
 
-    call(
-        &up,
-        &spec,
-        "patchScale",
-        json!({"pathParams": {"name": "web"},
-        "body": {"spec": {"replicas": 3}}, "contentType": "application/merge-patch+json"}),
-    )
-    .await
-    .unwrap();
+    let merge = json!({"spec": {"replicas": 3}});
+    patch(merge, "application/merge-patch+json").await.unwrap();
     let got = srv.last();
     assert_eq!(
         got.header("content-type"),
         Some("application/merge-patch+json")
     );
     assert_eq!(got.body_text(), r#"{"spec":{"replicas":3}}"#);
-    let e = call(
-        &up,
-        &spec,
-        "patchScale",
-        json!({"pathParams": {"name": "web"},
-        "body": {}, "contentType": "application/xml"}),
-    )
-    .await
-    .unwrap_err();
+    let e = patch(json!({}), "application/xml").await.unwrap_err();
     assert!(e.to_string().contains("contentType"), "{e}");
 
-    let done = call(
-        &up,
-        &spec,
-        "getCommit",
-        json!({"accept": "application/vnd.github.diff"}),
-    )
-    .await
-    .unwrap();
+    let done = accepting("getCommit", "application/vnd.github.diff")
+        .await
+        .unwrap();
     assert_eq!(
         srv.last().header("accept"),
         Some("application/vnd.github.diff")
     );
     assert_eq!(done.body, json!("diff --git a/x b/x\n"));
-    assert!(
-        call(&up, &spec, "getCommit", json!({"accept": "image/png"}))
-            .await
-            .is_err()
-    );
+    assert!(accepting("getCommit", "image/png").await.is_err());
 
     // Documented only in the description, and answered in bytes.
     let op = spec.get("getAsset").unwrap();
@@ -1091,14 +965,9 @@ async fn content_types_and_accept_are_chosen_among_the_declared_ones() {
             .iter()
             .any(|t| t == "application/octet-stream")
     );
-    let done = call(
-        &up,
-        &spec,
-        "getAsset",
-        json!({"accept": "application/octet-stream"}),
-    )
-    .await
-    .unwrap();
+    let done = accepting("getAsset", "application/octet-stream")
+        .await
+        .unwrap();
     // A binary body is handed on whole beside its description (`tools::binary_out` returns
     // it as a resource), never as base64 in the JSON.
     let sha256 = apigate::upstream::sha256_hex(&[0xff, 0x00, 0xfe, 0x10]);

@@ -24,9 +24,9 @@ use axum::routing::get;
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
-use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
 
+use super::{echo_padded, echo_spec, echoed, execute, query_param, url_forms};
 use crate::support::{Server, engine_args};
 
 const TOKEN: &str = "sk_live_7Hq2LyjWDarjtT1zdp7dcXk9Q";
@@ -60,26 +60,14 @@ const FORMS: &[&str] = &[
 ];
 
 fn spec() -> Value {
-    let query = |name: &str| json!({"name": name, "in": "query", "schema": {"type": "string"}});
-    json!({
-        "openapi": "3.0.3",
-        "info": {"title": "Encoded echo", "version": "1"},
-        "servers": [{"url": "/api"}],
-        "paths": {
-            "/echo": {"get": {
-                "operationId": "echo",
-                "summary": "Echo the credentials received, encoded",
-                "parameters": [query("pad"), query("form")],
-                "responses": {"200": {"description": "the credentials"}}
-            }},
-            "/bomb": {"get": {
-                "operationId": "bomb",
-                "summary": "Ten megabytes of text, compressed",
-                "parameters": [query("encoding")],
-                "responses": {"200": {"description": "text"}}
-            }}
-        }
-    })
+    let bomb = json!({
+        "operationId": "bomb",
+        "summary": "Ten megabytes of text, compressed",
+        "parameters": [query_param("encoding")],
+        "responses": {"200": {"description": "text"}}
+    });
+    let summary = "Echo the credentials received, encoded";
+    echo_spec("Encoded echo", summary, "/bomb", bomb)
 }
 
 /// The spec as a file of its own for each server (tests run at the same time).
@@ -97,10 +85,7 @@ async fn start_echo() -> SocketAddr {
     let app = Router::new()
         .route("/api/echo", get(echo))
         .route("/api/bomb", get(bomb));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    addr
+    crate::support::serve_app(app).await
 }
 
 type Params = Query<std::collections::HashMap<String, String>>;
@@ -156,17 +141,8 @@ fn utf32(text: &str, le: bool, bom: bool) -> Vec<u8> {
 
 /// The credentials received, after `pad`, as a JSON document in the form asked for.
 async fn echo(headers: HeaderMap, Query(q): Params) -> Response {
-    let get = |name: &str| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-            .to_string()
-    };
+    let doc = echoed(&headers, &q).to_string();
     let pad = q.get("pad").cloned().unwrap_or_default();
-    let doc =
-        json!({"pad": pad, "authorization": get("authorization"), "x-api-key": get("x-api-key")})
-            .to_string();
     let json_ct = "application/json";
     let (body, ct, encoding): (Vec<u8>, &str, Option<&str>) =
         match q.get("form").map(String::as_str).unwrap_or_default() {
@@ -262,9 +238,7 @@ async fn bomb(Query(q): Params) -> Response {
 fn forms(secrets: &[String]) -> Vec<String> {
     let mut out = Vec::new();
     for s in secrets {
-        out.push(s.clone());
-        out.push(utf8_percent_encode(s, NON_ALPHANUMERIC).to_string());
-        out.push(url::form_urlencoded::byte_serialize(s.as_bytes()).collect());
+        out.extend(url_forms(s));
         for k in 0..3 {
             let mut bytes = vec![b'.'; k];
             bytes.extend_from_slice(s.as_bytes());
@@ -319,23 +293,6 @@ fn decoded_payloads(shown: &Value) -> Vec<Vec<u8>> {
     out
 }
 
-/// `api_execute` as the agent sees it: (structured content, the whole result serialized).
-async fn execute(
-    client: &rmcp::service::Peer<rmcp::service::RoleClient>,
-    operation: &str,
-    query: Value,
-) -> (Value, String) {
-    let Value::Object(args) = json!({"operationId": operation, "query": query}) else {
-        unreachable!()
-    };
-    let result = client
-        .call_tool(CallToolRequestParams::new("api_execute").with_arguments(args))
-        .await
-        .expect("tools/call answers");
-    let text = serde_json::to_string(&result).unwrap();
-    (result.structured_content.unwrap_or(Value::Null), text)
-}
-
 /// The two credential configurations, each with its secrets: `Authorization: Bearer` and a
 /// static `X-Api-Key`; Basic user info on `--upstream` and the same `X-Api-Key`.
 async fn servers(addr: SocketAddr) -> Vec<(Server, Vec<String>)> {
@@ -382,13 +339,7 @@ async fn encoded_echoes_never_show_a_credential() {
         let client = server.client().await;
         for form in FORMS {
             for pad in 0..6 {
-                let (shown, text) = execute(
-                    &client,
-                    "echo",
-                    json!({"pad": ".".repeat(pad), "form": form}),
-                )
-                .await;
-                assert_eq!(shown["status"], 200, "{form}: {text}");
+                let (shown, text) = echo_padded(&client, pad, form).await;
                 if let Some((piece, of)) = leaked_piece(text.as_bytes(), &forms) {
                     leaks.push(format!("{form}, pad {pad}: {piece:?} (of {of:?}): {text}"));
                 }

@@ -9,7 +9,10 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::support::{KEY, Server, Upstream, call, engine_args, spec_path};
+use crate::support::{
+    KEY, Server, Upstream, call, call_err, call_ok, engine_args, execute_err, spec_path,
+    sse_endpoint,
+};
 
 const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"flood","version":"1"}}}"#;
 
@@ -57,15 +60,7 @@ async fn made_up_methods_do_not_become_metrics_labels() {
         401,
         "/metrics needs the key on the main listener"
     );
-    let metrics = client
-        .get(server.url("/metrics"))
-        .header("x-api-key", KEY)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = crate::support::metrics(&server.url("")).await;
     assert!(
         !metrics.contains("FLOOD"),
         "a made-up method is a label: {}",
@@ -115,14 +110,12 @@ async fn oversized_arguments_are_refused_before_any_matching() {
     let server = Server::start(engine_args(&spec_path("github-rest-3.0.json"), None), false).await;
     let client = server.client().await;
     let path = format!("/repos/{}/x", "a".repeat(100_000));
-    let (is_error, err) = call(
+    let err = execute_err(
         &client,
-        "api_execute",
         json!({"method": "GET", "path": path, "dryRun": true}),
+        "INVALID_ARGUMENTS",
     )
     .await;
-    assert!(is_error);
-    assert_eq!(err["code"], "INVALID_ARGUMENTS", "{err}");
     let violation = &err["violations"][0];
     assert_eq!(violation["pointer"], "/path");
     assert!(
@@ -143,14 +136,13 @@ async fn oversized_arguments_are_refused_before_any_matching() {
     assert_eq!(err["code"], "INVALID_ARGUMENTS", "{err}");
     assert!(err.to_string().contains("segments"), "{err}");
 
-    let (is_error, err) = call(
+    let err = call_err(
         &client,
         "api_discover",
         json!({"query": "list repositories ".repeat(100)}),
+        "INVALID_ARGUMENTS",
     )
     .await;
-    assert!(is_error);
-    assert_eq!(err["code"], "INVALID_ARGUMENTS", "{err}");
     assert!(err.to_string().contains("--max-query-chars"), "{err}");
 
     let (_, err) = call(
@@ -161,22 +153,16 @@ async fn oversized_arguments_are_refused_before_any_matching() {
     )
     .await;
     assert_eq!(err["code"], "INVALID_ARGUMENTS", "{err}");
-    let pointers: Vec<&str> = err["violations"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v["pointer"].as_str().unwrap())
-        .collect();
+    let pointers: Vec<&str> = crate::support::strings(&err["violations"], "pointer");
     assert_eq!(pointers, ["/pathParams/owner", "/headers/X-Big"], "{err}");
 
     // Within the limits, the same tools answer.
-    let (is_error, found) = call(
+    call_ok(
         &client,
         "api_discover",
         json!({"query": "list repositories for a user"}),
     )
     .await;
-    assert!(!is_error, "{found}");
 }
 
 /// Item 6: the query-vector cache held whole query strings. A query is now embedded and
@@ -212,17 +198,7 @@ async fn an_sse_client_that_never_reads_is_refused() {
         .await
         .unwrap();
     // Read only the endpoint event, then never again.
-    let mut announced = String::new();
-    while !announced.contains("sessionId=") {
-        let chunk = stream.chunk().await.unwrap().expect("the endpoint event");
-        announced.push_str(&String::from_utf8_lossy(&chunk));
-    }
-    let endpoint = announced
-        .lines()
-        .find_map(|l| l.strip_prefix("data: "))
-        .unwrap()
-        .trim()
-        .to_string();
+    let endpoint = sse_endpoint(&mut stream).await;
     let post = |body: String| {
         client
             .post(server.url(&endpoint))
@@ -400,20 +376,7 @@ async fn connections_beyond_the_cap_are_closed() {
 #[tokio::test]
 async fn an_open_stream_does_not_hold_off_shutdown() {
     let spec = spec_path("petstore-3.0.json");
-    let (mut proc, url) = crate::support::Proc::spawn(
-        "dev",
-        &[
-            "dev",
-            "--spec",
-            &spec,
-            "--listen",
-            "127.0.0.1:0",
-            "--api-key",
-            KEY,
-        ],
-        "/mcp",
-    )
-    .await;
+    let (mut proc, url) = crate::support::spawn_dev(&spec, None, &[], &[]).await;
     let sse = url.replace("/mcp", "/sse");
     let mut stream = reqwest::Client::new()
         .get(&sse)

@@ -7,16 +7,11 @@
 //! and cut. Performed against a real `apigate serve` wiring and real Postgres, read back with
 //! the real `apigate` binary.
 
-use std::process::Stdio;
-use std::time::Duration;
-
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use tokio::process::Command;
 
-use crate::db::TestDb;
-use crate::production::{BOOTSTRAP, Options, Prod};
-use crate::support::{Upstream, call};
+use crate::production::{BOOTSTRAP, Prod};
+use crate::support::{call, call_err, run_apigate};
 
 /// A row that looks like one `apigate audit` prints, after a line break, then "clear screen".
 const FORGED: &str = "api_execute\n2026-01-01 00:00:00  key:admin0001  alice  acme  api_execute  \
@@ -24,23 +19,7 @@ const FORGED: &str = "api_execute\n2026-01-01 00:00:00  key:admin0001  alice  ac
 
 /// Runs the `apigate` binary with `DATABASE_URL`; returns (success, stdout, stderr).
 async fn apigate(args: &[&str], database_url: &str) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_apigate"))
-        .args(args)
-        .env_remove("RUST_LOG")
-        .env("DATABASE_URL", database_url)
-        .current_dir(env!("CARGO_TARGET_TMPDIR"))
-        .stdin(Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(Duration::from_secs(60), out)
-        .await
-        .unwrap_or_else(|_| panic!("apigate {args:?} did not finish within 60 s"))
-        .expect("apigate runs");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    run_apigate(args, &[("DATABASE_URL", database_url)]).await
 }
 
 /// What a terminal would obey rather than show, or a line that does not start like a row.
@@ -59,16 +38,12 @@ fn assert_one_row_per_line(output: &str, rows_start: &str) {
 
 #[tokio::test]
 async fn agent_chosen_tool_names_are_not_stored_or_printed_raw() {
-    let db = TestDb::new().await;
-    let upstream = Upstream::start().await;
-    let prod = Prod::start(&db.url, &upstream, Options::petstore()).await;
+    let (db, _upstream, prod) = Prod::petstore().await;
     let key = prod.agent_key().await;
     let token = prod.session(&["*"], false).await;
     let client = prod.client(&key, Some(&token)).await;
 
-    let (is_error, body) = call(&client, FORGED, json!({})).await;
-    assert!(is_error, "{body}");
-    assert_eq!(body["code"], "UNKNOWN_TOOL", "{body}");
+    call_err(&client, FORGED, json!({}), "UNKNOWN_TOOL").await;
     // Long enough to overflow a formatting width (65,535), short enough for the body limit.
     let long = "x".repeat(200_000);
     let (is_error, body) = call(&client, &long, json!({})).await;
@@ -112,9 +87,7 @@ async fn agent_chosen_tool_names_are_not_stored_or_printed_raw() {
 
 #[tokio::test]
 async fn ids_with_control_characters_are_refused_and_never_printed_raw() {
-    let db = TestDb::new().await;
-    let upstream = Upstream::start().await;
-    let prod = Prod::start(&db.url, &upstream, Options::petstore()).await;
+    let (db, _upstream, prod) = Prod::petstore().await;
     let http = reqwest::Client::new();
     let forged_row = "\n00000000-0000-0000-0000-000000000000  root  -  -  -  *  no\x1b[2J";
 

@@ -18,7 +18,6 @@
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use axum::Router;
 use axum::extract::{Query, State};
@@ -27,9 +26,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use base64::Engine as _;
 use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
-use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
 
+use super::{echo_padded, echo_spec, echoed, execute, query_param, url_forms};
 use crate::support::{Server, engine_args};
 
 const TOKEN: &str = "sk_live_51HqLyjWDarjtT1zdp7dcXk9Q";
@@ -44,26 +43,13 @@ const SPEC_TOKEN: &str = "at_7c1d2e3f4a5b6c7d8e9f";
 const BUDGET: usize = 320;
 
 fn spec() -> Value {
-    let query = |name: &str| json!({"name": name, "in": "query", "schema": {"type": "string"}});
-    json!({
-        "openapi": "3.0.3",
-        "info": {"title": "Echo", "version": "1"},
-        "servers": [{"url": "/api"}],
-        "paths": {
-            "/echo": {"get": {
-                "operationId": "echo",
-                "summary": "Echo the credentials received",
-                "parameters": [query("pad"), query("form")],
-                "responses": {"200": {"description": "the credentials"}}
-            }},
-            "/binary": {"get": {
-                "operationId": "binary",
-                "summary": "Binary content under any content type",
-                "parameters": [query("kind"), query("type")],
-                "responses": {"200": {"description": "bytes"}}
-            }}
-        }
-    })
+    let binary = json!({
+        "operationId": "binary",
+        "summary": "Binary content under any content type",
+        "parameters": [query_param("kind"), query_param("type")],
+        "responses": {"200": {"description": "bytes"}}
+    });
+    echo_spec("Echo", "Echo the credentials received", "/binary", binary)
 }
 
 /// The spec as a file; its name is `leaks-echo.json`.
@@ -90,9 +76,7 @@ impl Echo {
             .route("/api/binary", get(binary))
             .route("/openapi.json", get(serve_spec))
             .with_state(seen.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move { axum::serve(listener, app).await });
+        let addr = crate::support::serve_app(app).await;
         Echo { addr, seen }
     }
 
@@ -110,16 +94,9 @@ async fn echo(
     Query(q): Params,
 ) -> Response {
     seen.lock().unwrap().push(headers.clone());
-    let get = |name: &str| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-            .to_string()
-    };
-    let (auth, key) = (get("authorization"), get("x-api-key"));
-    let pad = q.get("pad").cloned().unwrap_or_default();
-    let doc = json!({"pad": pad, "authorization": auth, "x-api-key": key});
+    let doc = echoed(&headers, &q);
+    let text = |field: &str| doc[field].as_str().unwrap().to_string();
+    let (pad, auth, key) = (text("pad"), text("authorization"), text("x-api-key"));
     let json_type = [(header::CONTENT_TYPE, "application/json")];
     match q.get("form").map(String::as_str).unwrap_or("json") {
         // PHP's json_encode escapes `/`.
@@ -184,13 +161,7 @@ fn basic(user: &str, password: &str) -> String {
 /// Every form of `secrets` an echo can take: as is, percent-encoded (every non-alphanumeric
 /// character, or form style).
 fn forms(secrets: &[String]) -> Vec<String> {
-    let mut out = Vec::new();
-    for s in secrets {
-        out.push(s.clone());
-        out.push(utf8_percent_encode(s, NON_ALPHANUMERIC).to_string());
-        out.push(url::form_urlencoded::byte_serialize(s.as_bytes()).collect());
-    }
-    out
+    secrets.iter().flat_map(|s| url_forms(s)).collect()
 }
 
 /// The first piece of 6 characters or more of any form found in `text`.
@@ -206,37 +177,13 @@ fn leaked_piece(text: &str, forms: &[String]) -> Option<(String, String)> {
     None
 }
 
-/// `api_execute` as the agent sees it: the whole tool result (content and structured
-/// content), serialized.
-async fn execute(
-    client: &rmcp::service::Peer<rmcp::service::RoleClient>,
-    operation: &str,
-    query: Value,
-) -> (Value, String) {
-    let Value::Object(args) = json!({"operationId": operation, "query": query}) else {
-        unreachable!()
-    };
-    let result = client
-        .call_tool(CallToolRequestParams::new("api_execute").with_arguments(args))
-        .await
-        .expect("tools/call answers");
-    let text = serde_json::to_string(&result).unwrap();
-    (result.structured_content.unwrap_or(Value::Null), text)
-}
-
 /// Sweeps the pad length over the whole budget for every echo form and checks every result.
 async fn sweep(server: &Server, forms: &[String]) {
     let client = server.client().await;
     let mut cut = 0;
     for form in ["json", "slash", "text", "pct"] {
         for pad in 0..=BUDGET {
-            let (shown, text) = execute(
-                &client,
-                "echo",
-                json!({"pad": ".".repeat(pad), "form": form}),
-            )
-            .await;
-            assert_eq!(shown["status"], 200, "{text}");
+            let (shown, text) = echo_padded(&client, pad, form).await;
             if shown["truncated"] == true {
                 cut += 1;
             }
@@ -323,12 +270,17 @@ fn spec_secrets() -> Vec<String> {
 
 /// Item 2: a spec fetched from a URL with user info, whose server is relative: API calls go to
 /// the spec's host without the spec's credentials.
+/// A server on the spec at [`protected_spec_url`], with no upstream header of its own.
+async fn protected_spec_server(echo: &Echo) -> Server {
+    let mut args = engine_args(&protected_spec_url(echo), None);
+    args.upstream_headers = vec![];
+    Server::start(args, false).await
+}
+
 #[tokio::test]
 async fn spec_url_credentials_never_reach_the_api() {
     let echo = Echo::start().await;
-    let mut args = engine_args(&protected_spec_url(&echo), None);
-    args.upstream_headers = vec![];
-    let server = Server::start(args, false).await;
+    let server = protected_spec_server(&echo).await;
     let client = server.client().await;
     let (shown, text) = execute(&client, "echo", json!({"form": "json"})).await;
     assert_eq!(shown["status"], 200, "{text}");
@@ -348,9 +300,7 @@ async fn spec_url_credentials_never_reach_the_api() {
 #[tokio::test]
 async fn health_shows_no_spec_credentials() {
     let echo = Echo::start().await;
-    let mut args = engine_args(&protected_spec_url(&echo), None);
-    args.upstream_headers = vec![];
-    let server = Server::start(args, false).await;
+    let server = protected_spec_server(&echo).await;
     let health = reqwest::get(server.url("/health")).await.unwrap();
     assert_eq!(health.status(), 200);
     let health: Value = health.json().await.unwrap();
@@ -366,39 +316,23 @@ async fn health_shows_no_spec_credentials() {
 
     // A spec from a file: its name, not where it lives.
     let file_server = Server::start(engine_args(&spec_file(), Some(echo.url())), false).await;
-    let health: Value = reqwest::get(file_server.url("/health"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let health: Value = crate::support::get_json(file_server.url("/health")).await;
     assert_eq!(health["specs"][0]["source"], "leaks-echo.json", "{health}");
 }
 
 /// `apigate dev` with these extra arguments, which must fail: its stderr.
 async fn dev_fails(extra: &[&str]) -> String {
-    let out = tokio::time::timeout(
-        Duration::from_secs(60),
-        tokio::process::Command::new(env!("CARGO_BIN_EXE_apigate"))
-            .args([
-                "dev",
-                "--listen",
-                "127.0.0.1:0",
-                "--api-key",
-                crate::support::KEY,
-            ])
-            .args(extra)
-            .env_remove("APIGATE_UPSTREAM_HEADERS")
-            .env("NO_COLOR", "1")
-            .current_dir(env!("CARGO_TARGET_TMPDIR"))
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .expect("apigate dev gives up")
-    .unwrap();
-    assert!(!out.status.success(), "apigate dev {extra:?} started");
-    String::from_utf8_lossy(&out.stderr).into_owned()
+    let mut args = vec![
+        "dev",
+        "--listen",
+        "127.0.0.1:0",
+        "--api-key",
+        crate::support::KEY,
+    ];
+    args.extend(extra);
+    let (ok, _, stderr) = crate::support::run_apigate(&args, &[("NO_COLOR", "1")]).await;
+    assert!(!ok, "apigate dev {extra:?} started");
+    stderr
 }
 
 /// Item 2: an `--upstream` or `--spec` URL that cannot be used is named in the error without
@@ -430,10 +364,7 @@ async fn invalid_upstream_and_spec_urls_are_reported_without_credentials() {
     assert!(!stderr.contains(password), "{stderr}");
 
     // A spec URL nothing answers.
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    let port = crate::support::closed_port();
     let spec_url = format!(
         "http://{SPEC_USER}:{SPEC_PASSWORD}@127.0.0.1:{port}/openapi.json?access_token={SPEC_TOKEN}"
     );

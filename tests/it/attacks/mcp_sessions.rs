@@ -22,9 +22,7 @@ async fn post(server: &Prod, key: &str, session: Option<&str>, body: &Value) -> 
 
 #[tokio::test]
 async fn another_keys_session_id_is_unknown_to_it() {
-    let db = TestDb::new().await;
-    let upstream = Upstream::start().await;
-    let server = Prod::start(&db.url, &upstream, Options::petstore()).await;
+    let (_db, _upstream, server) = Prod::petstore().await;
     let owner = server.agent_key().await;
     let token = server
         .session(

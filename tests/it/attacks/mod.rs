@@ -28,3 +28,80 @@ mod requests;
 mod roles;
 mod session_bounds;
 mod token_errors;
+
+use std::collections::HashMap;
+
+use axum::http::HeaderMap;
+use serde_json::{Value, json};
+
+use crate::support::header_text;
+
+/// The echo APIs' spec (`leaks`, `encoded`), under `/api` of wherever it is served:
+/// `GET /echo` (`pad`, `form`), summed up as `echo_summary`, and `GET {path}` with the query
+/// parameters `params`, as `operation`.
+fn echo_spec(title: &str, echo_summary: &str, path: &str, operation: Value) -> Value {
+    let mut paths = json!({
+        "/echo": {"get": {
+            "operationId": "echo",
+            "summary": echo_summary,
+            "parameters": [query_param("pad"), query_param("form")],
+            "responses": {"200": {"description": "the credentials"}}
+        }}
+    });
+    paths[path] = json!({ "get": operation });
+    json!({
+        "openapi": "3.0.3",
+        "info": {"title": title, "version": "1"},
+        "servers": [{"url": "/api"}],
+        "paths": paths
+    })
+}
+
+/// An optional string query parameter.
+fn query_param(name: &str) -> Value {
+    json!({"name": name, "in": "query", "schema": {"type": "string"}})
+}
+
+/// What the echo APIs echo: `pad` (of the query), then the credentials received.
+fn echoed(headers: &HeaderMap, query: &HashMap<String, String>) -> Value {
+    json!({
+        "pad": query.get("pad").cloned().unwrap_or_default(),
+        "authorization": header_text(headers, "authorization"),
+        "x-api-key": header_text(headers, "x-api-key"),
+    })
+}
+
+/// `api_execute` of `operation` with `query`, as the agent sees it: (structured content, the
+/// whole tool result, content and structured content, serialized).
+async fn execute(
+    client: &rmcp::service::Peer<rmcp::service::RoleClient>,
+    operation: &str,
+    query: Value,
+) -> (Value, String) {
+    let args = json!({"operationId": operation, "query": query});
+    let (_, shown, text) = crate::support::call_shown(client, "api_execute", args).await;
+    (shown, text)
+}
+
+/// `echo` with `pad` dots before the credentials, in `form`, asserted to answer 200.
+async fn echo_padded(
+    client: &rmcp::service::Peer<rmcp::service::RoleClient>,
+    pad: usize,
+    form: &str,
+) -> (Value, String) {
+    let args = json!({"pad": ".".repeat(pad), "form": form});
+    let (shown, text) = execute(client, "echo", args).await;
+    assert_eq!(shown["status"], 200, "{form}, pad {pad}: {text}");
+    (shown, text)
+}
+
+/// A secret as is and percent-encoded (every non-alphanumeric character, or form style): the
+/// forms an echo can take in a URL or a body.
+fn url_forms(secret: &str) -> [String; 3] {
+    use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
+    [
+        secret.to_string(),
+        utf8_percent_encode(secret, NON_ALPHANUMERIC).to_string(),
+        url::form_urlencoded::byte_serialize(secret.as_bytes()).collect(),
+    ]
+}

@@ -16,7 +16,10 @@ use apigate::monitor::{self, RuleSet, RunningMonitor, ServerConfig};
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 
-use crate::support::{KEY, Proc, Server, Upstream, call, engine_args, mcp_client, spec_path};
+use crate::support::{
+    KEY, Proc, Server, Upstream, call, call_ok, engine_args, flags, mcp_client, spawn_serve,
+    spec_path,
+};
 
 // ---- item 11: the monitor's session id ---------------------------------------------------
 
@@ -284,8 +287,7 @@ async fn an_rmcp_client_sees_its_own_session_counted_across_calls() {
     assert_eq!(blocked, 2);
     // A second session of the same key has its own budget.
     let other = mcp_client(&server.url("/mcp"), &[("x-api-key", KEY)]).await;
-    let (err, r) = call(&other, "api_discover", json!({"query": "pets"})).await;
-    assert!(!err, "{r}");
+    call_ok(&other, "api_discover", json!({"query": "pets"})).await;
     client.cancel().await.unwrap();
     other.cancel().await.unwrap();
     drop(server);
@@ -303,37 +305,19 @@ async fn gated_serve(
 ) -> (Proc, String) {
     let spec = spec_path("petstore-3.0.json");
     let (upstream_url, monitor_url) = (upstream.url(), monitor.url());
-    let (proc, url) = Proc::spawn_with_env(
-        "serve",
-        &[
-            "serve",
-            "--spec",
-            &spec,
-            "--upstream",
-            &upstream_url,
-            "--listen",
-            "127.0.0.1:0",
-            "--stateless",
-            "--key-rate",
-            "0",
-            "--session-rate",
-            "0",
-            "--monitor",
-            &monitor_url,
-            "--monitor-timeout",
-            "30s",
-        ],
-        &[
-            ("DATABASE_URL", database_url),
-            ("MCP_SERVER_API_KEY", BOOTSTRAP),
-        ],
-        "apigate serve:",
-    )
-    .await;
-    let base = url
-        .trim_end_matches(';')
-        .trim_end_matches("/mcp")
-        .to_owned();
+    let mut extra = flags(&[
+        ("--key-rate", "0"),
+        ("--session-rate", "0"),
+        ("--monitor", &monitor_url),
+        ("--monitor-timeout", "30s"),
+    ]);
+    extra.insert(0, "--stateless");
+    let env = [
+        ("DATABASE_URL", database_url),
+        ("MCP_SERVER_API_KEY", BOOTSTRAP),
+    ];
+    let (proc, url) = spawn_serve(&spec, &upstream_url, &extra, &env).await;
+    let base = url.trim_end_matches("/mcp").to_owned();
     (proc, base)
 }
 
@@ -430,9 +414,7 @@ async fn recording_monitor() -> (String, std::sync::Arc<std::sync::Mutex<Vec<Val
             }
         }),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let addr = crate::support::serve_app(app).await;
     (format!("http://{addr}"), events)
 }
 

@@ -11,13 +11,16 @@
 
 use std::net::IpAddr;
 
-use apigate::auth::{AuthConfig, NewKey, NewSession, PermissionRules, RateLimit};
+use apigate::auth::{AuthConfig, NewSession, PermissionRules, RateLimit};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use crate::db::TestDb;
-use crate::production::{BOOTSTRAP, Prod};
-use crate::support::{Upstream, call, engine_args};
+use crate::production::{BOOTSTRAP, Prod, schemas_requiring_the_session_token};
+use crate::support::{
+    Upstream, assert_tool_error, call, call_err, call_ok, engine_args, execute_err, execute_ok,
+    key_holding, owned, session_token,
+};
 
 /// A small pet API: `GET /pet/{petId}` declares every method-override header and a `_method`
 /// query parameter (as some real APIs do); `DELETE /pet/{petId}` needs `pets.admin`.
@@ -61,19 +64,36 @@ fn pets_spec() -> tempfile::NamedTempFile {
 }
 
 /// One production instance in-process, wired as `apigate serve` wires it (including the
-/// client's socket address reaching the handlers).
-struct Gate(Prod);
+/// client's socket address reaching the handlers), and the spec file it was started on.
+struct Gate {
+    prod: Prod,
+    _spec: Option<tempfile::NamedTempFile>,
+}
 
 impl std::ops::Deref for Gate {
     type Target = Prod;
     fn deref(&self) -> &Prod {
-        &self.0
+        &self.prod
     }
 }
 
 impl Gate {
-    async fn start(db: &TestDb, upstream: &Upstream, spec: &str, rules: &str) -> Gate {
-        Gate::start_with(db, upstream, spec, rules, AuthConfig::default()).await
+    /// A test database, a recording upstream, and a gate on both serving [`pets_spec`] with
+    /// these permission rules.
+    async fn pets_with(rules: &str) -> (TestDb, Upstream, Gate) {
+        let db = TestDb::new().await;
+        let upstream = Upstream::start().await;
+        let spec = pets_spec();
+        let path = spec.path().to_str().unwrap();
+        let gate = Gate::start_with(&db, &upstream, path, rules, AuthConfig::default()).await;
+        let _spec = Some(spec);
+        (db, upstream, Gate { _spec, ..gate })
+    }
+
+    /// [`Gate::pets_with`] without rules.
+    async fn pets() -> (TestDb, Gate) {
+        let (db, _upstream, gate) = Gate::pets_with("").await;
+        (db, gate)
     }
 
     /// With `cfg` (its bootstrap key is always [`BOOTSTRAP`]).
@@ -86,32 +106,22 @@ impl Gate {
     ) -> Gate {
         let args = engine_args(spec, Some(upstream.url()));
         let rules = PermissionRules::from_toml(rules).expect("rules parse");
-        Gate(Prod::launch(&db.url, args, rules, cfg, false).await)
+        let prod = Prod::launch(&db.url, args, rules, cfg, false).await;
+        Gate { prod, _spec: None }
     }
 
     async fn key(&self, features: &[&str]) -> String {
-        self.auth
-            .create_key(NewKey {
-                name: "agent".into(),
-                features: features.iter().map(|f| f.to_string()).collect(),
-                ..NewKey::default()
-            })
-            .await
-            .unwrap()
-            .key
+        key_holding(&self.auth, "agent", features).await
     }
 
     async fn session(&self, features: &[&str], read_only: bool) -> String {
-        self.auth
-            .create_session(NewSession {
-                user_id: "u-42".into(),
-                features: features.iter().map(|f| f.to_string()).collect(),
-                read_only,
-                ..NewSession::default()
-            })
-            .await
-            .unwrap()
-            .token
+        let session = NewSession {
+            user_id: "u-42".into(),
+            features: owned(features),
+            read_only,
+            ..NewSession::default()
+        };
+        session_token(&self.auth, session).await
     }
 }
 
@@ -129,20 +139,15 @@ fn delete_pet(id: i64) -> Value {
 /// `api_execute`: the session's features alone counted. Now the key bounds the call.
 #[tokio::test]
 async fn a_narrow_key_bounds_a_wide_session() {
-    let db = TestDb::new().await;
-    let upstream = Upstream::start().await;
-    let spec = pets_spec();
-    let gate = Gate::start(&db, &upstream, spec.path().to_str().unwrap(), "").await;
+    let (_db, upstream, gate) = Gate::pets_with("").await;
     let everything = gate.session(&["*"], false).await;
+    let find_a_pet = || json!({"query": "find a pet"});
 
     // Only apigate.discover: discovery works, execution does not.
     let discover_only = gate.key(&["apigate.discover"]).await;
     let client = gate.client(&discover_only, Some(&everything)).await;
-    let (err, r) = call(&client, "api_discover", json!({"query": "find a pet"})).await;
-    assert!(!err, "{r}");
-    let (err, r) = call(&client, "api_execute", get_pet(1)).await;
-    assert!(err, "a key without apigate.execute executed a call: {r}");
-    assert_eq!(r["code"], "FORBIDDEN", "{r}");
+    call_ok(&client, "api_discover", find_a_pet()).await;
+    let r = execute_err(&client, get_pet(1), "FORBIDDEN").await;
     assert_eq!(r["missing"], "apigate.execute", "{r}");
     let (err, r) = call(&client, "api_schema", json!({"operationId": "getPetById"})).await;
     assert!(err, "{r}");
@@ -152,7 +157,7 @@ async fn a_narrow_key_bounds_a_wide_session() {
     // No features at all: not even discovery.
     let nothing = gate.key(&[]).await;
     let client = gate.client(&nothing, Some(&everything)).await;
-    let (err, r) = call(&client, "api_discover", json!({"query": "find a pet"})).await;
+    let (err, r) = call(&client, "api_discover", find_a_pet()).await;
     assert!(err, "{r}");
     assert_eq!(r["missing"], "apigate.discover", "{r}");
     client.cancel().await.unwrap();
@@ -160,18 +165,13 @@ async fn a_narrow_key_bounds_a_wide_session() {
     // The three tools but not pets.admin: the session's `*` does not lend it.
     let tools_only = gate.key(&["apigate.*"]).await;
     let client = gate.client(&tools_only, Some(&everything)).await;
-    let (err, r) = call(&client, "api_execute", get_pet(2)).await;
-    assert!(!err, "{r}");
+    execute_ok(&client, get_pet(2)).await;
     let (err, r) = call(&client, "api_execute", delete_pet(2)).await;
     assert!(err, "{r}");
     assert_eq!(r["missing"], "pets.admin", "{r}");
     // Nor does discovery show what the pair cannot run.
-    let (_, r) = call(
-        &client,
-        "api_discover",
-        json!({"query": "delete a pet", "limit": 50}),
-    )
-    .await;
+    let delete = json!({"query": "delete a pet", "limit": 50});
+    let (_, r) = call(&client, "api_discover", delete).await;
     assert!(!r.to_string().contains("deletePet"), "{r}");
     client.cancel().await.unwrap();
 
@@ -194,8 +194,7 @@ async fn a_narrow_key_bounds_a_wide_session() {
     assert_eq!(deletes(), 0, "a forbidden DELETE reached the API");
     // Both wide: it runs (the checks above are not refusing everything).
     let client = gate.client(&wide, Some(&everything)).await;
-    let (err, r) = call(&client, "api_execute", delete_pet(4)).await;
-    assert!(!err, "{r}");
+    execute_ok(&client, delete_pet(4)).await;
     assert_eq!(deletes(), 1);
     client.cancel().await.unwrap();
 }
@@ -207,10 +206,7 @@ async fn a_narrow_key_bounds_a_wide_session() {
 /// replace the read-only session the header pins: before, it did, and a DELETE ran.
 #[tokio::test]
 async fn the_session_header_cannot_be_overridden_by_an_argument() {
-    let db = TestDb::new().await;
-    let upstream = Upstream::start().await;
-    let spec = pets_spec();
-    let gate = Gate::start(&db, &upstream, spec.path().to_str().unwrap(), "").await;
+    let (_db, upstream, gate) = Gate::pets_with("").await;
     let key = gate.key(&["*"]).await;
     let reader = gate.session(&["*"], true).await;
     let writer = gate.session(&["*"], false).await;
@@ -235,38 +231,23 @@ async fn the_session_header_cannot_be_overridden_by_an_argument() {
     }
     // Without the header the argument stays required (the same server, another connection).
     let unpinned = gate.client(&key, None).await;
-    for t in unpinned.list_all_tools().await.unwrap() {
-        let schema = Value::Object((*t.input_schema).clone());
-        assert!(
-            schema["required"]
-                .as_array()
-                .unwrap()
-                .contains(&json!("_sessionToken")),
-            "{}: {schema}",
-            t.name
-        );
-    }
+    schemas_requiring_the_session_token(&unpinned).await;
     unpinned.cancel().await.unwrap();
 
     // A call as the schema now describes it runs as the header's session.
-    let (err, r) = call(&pinned, "api_execute", get_pet(1)).await;
-    assert!(!err, "{r}");
+    execute_ok(&pinned, get_pet(1)).await;
     // The same token in the argument is fine.
     let mut same = get_pet(2);
     same["_sessionToken"] = json!(reader);
-    let (err, r) = call(&pinned, "api_execute", same).await;
-    assert!(!err, "{r}");
+    execute_ok(&pinned, same).await;
 
     // The attack: a read-write token in the argument, over a connection pinned read-only.
     let before = upstream.requests().len();
     let mut escalate = delete_pet(7);
     escalate["_sessionToken"] = json!(writer);
-    let (err, r) = call(&pinned, "api_execute", escalate).await;
-    assert!(
-        err,
-        "the argument overrode the header's read-only session: {r}"
-    );
-    assert_eq!(r["code"], "UNAUTHORIZED", "{r}");
+    let outcome = call(&pinned, "api_execute", escalate).await;
+    let overrode = "the argument overrode the header's read-only session";
+    let r = assert_tool_error(outcome, "UNAUTHORIZED", &overrode);
     let message = r["error"].as_str().unwrap();
     assert!(message.contains("x-session-token"), "{r}");
     assert!(!r.to_string().contains(&writer), "the token is echoed: {r}");
@@ -284,9 +265,7 @@ async fn the_session_header_cannot_be_overridden_by_an_argument() {
     ] {
         let mut args = json!({"query": "find a pet"});
         args["_sessionToken"] = json!(placeholder);
-        let (err, r) = call(&pinned, "api_discover", args).await;
-        assert!(err, "{placeholder}: {r}");
-        assert_eq!(r["code"], "UNAUTHORIZED", "{r}");
+        let r = call_err(&pinned, "api_discover", args, "UNAUTHORIZED").await;
         assert!(r["error"].as_str().unwrap().contains("omit"), "{r}");
     }
     pinned.cancel().await.unwrap();
@@ -298,13 +277,7 @@ async fn the_session_header_cannot_be_overridden_by_an_argument() {
 /// DELETE`, which many frameworks execute as a DELETE.
 #[tokio::test]
 async fn read_only_callers_cannot_override_the_method() {
-    let db = TestDb::new().await;
-    let upstream = Upstream::start().await;
-    let spec = pets_spec();
-    let gate = Gate::start(
-        &db,
-        &upstream,
-        spec.path().to_str().unwrap(),
+    let (_db, upstream, gate) = Gate::pets_with(
         "[[rule]]\nmethod = \"DELETE\"\npath = \"/pet/**\"\nfeatures = [\"pets.delete\"]\n",
     )
     .await;
@@ -313,8 +286,7 @@ async fn read_only_callers_cannot_override_the_method() {
     let client = gate.client(&key, Some(&reader)).await;
 
     // The plain GET works.
-    let (err, r) = call(&client, "api_execute", get_pet(1)).await;
-    assert!(!err, "{r}");
+    execute_ok(&client, get_pet(1)).await;
     let before = upstream.requests().len();
     assert_eq!(before, 1);
 
@@ -337,12 +309,7 @@ async fn read_only_callers_cannot_override_the_method() {
     lower["headers"] = json!({"X-HTTP-Method-Override": "delete"});
     attempts.push(lower);
     for args in attempts {
-        let (err, r) = call(&client, "api_execute", args.clone()).await;
-        assert!(
-            err,
-            "{args}: a read-only caller sent a method override: {r}"
-        );
-        assert_eq!(r["code"], "FORBIDDEN", "{args}: {r}");
+        let r = execute_err(&client, args.clone(), "FORBIDDEN").await;
         assert_eq!(r["readOnly"], true, "{args}: {r}");
         assert!(r["error"].as_str().unwrap().contains("override"), "{r}");
     }
@@ -373,9 +340,7 @@ async fn read_only_callers_cannot_override_the_method() {
     let client = gate.client(&key, Some(&writer)).await;
     let mut args = get_pet(1);
     args["headers"] = json!({"X-HTTP-Method-Override": "DELETE"});
-    let (err, r) = call(&client, "api_execute", args.clone()).await;
-    assert!(err, "{r}");
-    assert_eq!(r["code"], "FORBIDDEN", "{r}");
+    execute_err(&client, args.clone(), "FORBIDDEN").await;
     assert_eq!(upstream.requests().len(), before);
     // …and with them, it is sent as declared.
     let admin = gate
@@ -384,8 +349,7 @@ async fn read_only_callers_cannot_override_the_method() {
     let mut with_token = args.clone();
     with_token["_sessionToken"] = json!(admin);
     let client2 = gate.client(&key, None).await;
-    let (err, r) = call(&client2, "api_execute", with_token).await;
-    assert!(!err, "{r}");
+    execute_ok(&client2, with_token).await;
     let sent = upstream.requests().pop().unwrap();
     assert_eq!(sent.headers["x-http-method-override"], "DELETE");
     client.cancel().await.unwrap();
@@ -474,118 +438,38 @@ async fn wrong_secrets_from_one_address_do_not_lock_out_another() {
 
 // ---- 17 ----------------------------------------------------------------------------------------
 
-async fn admin(
-    gate: &Gate,
-    method: reqwest::Method,
-    path: &str,
-    key: &str,
-    body: Option<Value>,
-) -> (StatusCode, Value) {
-    let mut req = reqwest::Client::new()
-        .request(method, gate.url(&format!("/admin/v1{path}")))
-        .header("x-api-key", key);
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
-    let resp = req.send().await.unwrap();
-    let status = resp.status();
-    let text = resp.text().await.unwrap();
-    (
-        status,
-        serde_json::from_str(&text).unwrap_or(Value::String(text)),
-    )
-}
-
 /// Creating and revoking keys and sessions and setting roles over the admin API write audit
 /// rows naming who did what to what, never a key or a token.
 #[tokio::test]
 async fn admin_actions_are_audited_without_secrets() {
     use reqwest::Method as M;
-    let db = TestDb::new().await;
-    let upstream = Upstream::start().await;
-    let spec = pets_spec();
-    let gate = Gate::start(&db, &upstream, spec.path().to_str().unwrap(), "").await;
+    let (db, gate) = Gate::pets().await;
 
-    let (st, backend) = admin(
-        &gate,
-        M::POST,
-        "/keys",
-        BOOTSTRAP,
-        Some(json!({"name": "backend", "features": ["*"]})),
-    )
-    .await;
-    assert_eq!(st, StatusCode::CREATED, "{backend}");
+    let body = Some(json!({"name": "backend", "features": ["*"]}));
+    let backend = gate.admin_ok(M::POST, "/keys", BOOTSTRAP, body, 201).await;
     let backend_key = backend["key"].as_str().unwrap().to_string();
     let actor = format!("key:{}", backend["publicId"].as_str().unwrap());
+    let by_backend = |method: M, path: String, body: Option<Value>, want: u16| {
+        let (gate, key) = (&gate, &backend_key);
+        async move { gate.admin_ok(method, &path, key, body, want).await }
+    };
 
-    let (st, agent) = admin(
-        &gate,
-        M::POST,
-        "/keys",
-        &backend_key,
-        Some(json!({"name": "agent", "features": ["apigate.*"]})),
-    )
-    .await;
-    assert_eq!(st, StatusCode::CREATED, "{agent}");
-    let (st, role) = admin(
-        &gate,
-        M::PUT,
-        "/roles/clerk",
-        &backend_key,
-        Some(json!({"features": ["apigate.*", "pets.read"]})),
-    )
-    .await;
-    assert_eq!(st, StatusCode::OK, "{role}");
-    let (st, s1) = admin(
-        &gate,
-        M::POST,
-        "/sessions",
-        &backend_key,
-        Some(json!({"userId": "u-1", "roles": ["clerk"]})),
-    )
-    .await;
-    assert_eq!(st, StatusCode::CREATED, "{s1}");
-    let (st, s2) = admin(
-        &gate,
-        M::POST,
-        "/sessions",
-        &backend_key,
-        Some(json!({"userId": "u-2"})),
-    )
-    .await;
-    assert_eq!(st, StatusCode::CREATED, "{s2}");
-    let (st, r) = admin(
-        &gate,
-        M::POST,
-        "/sessions/revoke",
-        &backend_key,
-        Some(json!({"token": s1["token"]})),
-    )
-    .await;
-    assert_eq!(st, StatusCode::OK, "{r}");
+    let body = json!({"name": "agent", "features": ["apigate.*"]});
+    let agent = by_backend(M::POST, "/keys".into(), Some(body), 201).await;
+    let body = json!({"features": ["apigate.*", "pets.read"]});
+    by_backend(M::PUT, "/roles/clerk".into(), Some(body), 200).await;
+    let body = json!({"userId": "u-1", "roles": ["clerk"]});
+    let s1 = by_backend(M::POST, "/sessions".into(), Some(body), 201).await;
+    let body = json!({"userId": "u-2"});
+    let s2 = by_backend(M::POST, "/sessions".into(), Some(body), 201).await;
+    let body = json!({"token": s1["token"]});
+    by_backend(M::POST, "/sessions/revoke".into(), Some(body), 200).await;
     let s2_id = s2["id"].as_str().unwrap();
-    let (st, r) = admin(
-        &gate,
-        M::DELETE,
-        &format!("/sessions/{s2_id}"),
-        &backend_key,
-        None,
-    )
-    .await;
-    assert_eq!(st, StatusCode::OK, "{r}");
+    by_backend(M::DELETE, format!("/sessions/{s2_id}"), None, 200).await;
     let agent_public = agent["publicId"].as_str().unwrap();
-    let (st, r) = admin(
-        &gate,
-        M::DELETE,
-        &format!("/keys/{agent_public}"),
-        &backend_key,
-        None,
-    )
-    .await;
-    assert_eq!(st, StatusCode::OK, "{r}");
+    by_backend(M::DELETE, format!("/keys/{agent_public}"), None, 200).await;
 
-    let (st, page) = admin(&gate, M::GET, "/audit?tool=admin", &backend_key, None).await;
-    assert_eq!(st, StatusCode::OK, "{page}");
+    let page = by_backend(M::GET, "/audit?tool=admin".into(), None, 200).await;
     let entries = page["entries"].as_array().unwrap();
     let got: Vec<(String, String, String, String)> = entries
         .iter()
@@ -651,14 +535,7 @@ async fn admin_actions_are_audited_without_secrets() {
     .await
     .unwrap();
     assert!(out.contains("viewer"), "{out}");
-    let (_, page) = admin(
-        &gate,
-        M::GET,
-        "/audit?tool=admin&limit=1",
-        &backend_key,
-        None,
-    )
-    .await;
+    let page = by_backend(M::GET, "/audit?tool=admin&limit=1".into(), None, 200).await;
     let last = &page["entries"][0];
     assert_eq!(
         (&last["actor"], &last["operation"], &last["target"]),
@@ -671,19 +548,9 @@ async fn admin_actions_are_audited_without_secrets() {
 #[tokio::test]
 async fn a_read_only_admin_key_may_only_read() {
     use reqwest::Method as M;
-    let db = TestDb::new().await;
-    let upstream = Upstream::start().await;
-    let spec = pets_spec();
-    let gate = Gate::start(&db, &upstream, spec.path().to_str().unwrap(), "").await;
-    let (st, auditor) = admin(
-        &gate,
-        M::POST,
-        "/keys",
-        BOOTSTRAP,
-        Some(json!({"name": "auditor", "features": ["*"], "readOnly": true})),
-    )
-    .await;
-    assert_eq!(st, StatusCode::CREATED, "{auditor}");
+    let (_db, gate) = Gate::pets().await;
+    let body = Some(json!({"name": "auditor", "features": ["*"], "readOnly": true}));
+    let auditor = gate.admin_ok(M::POST, "/keys", BOOTSTRAP, body, 201).await;
     let auditor_key = auditor["key"].as_str().unwrap();
     let victim = gate.key(&["apigate.*"]).await;
     let victim_public = victim.split('_').nth(1).unwrap();
@@ -698,8 +565,7 @@ async fn a_read_only_admin_key_may_only_read() {
 
     // Reading works.
     for path in ["/keys", "/sessions", "/roles", "/audit"] {
-        let (st, body) = admin(&gate, M::GET, path, auditor_key, None).await;
-        assert_eq!(st, StatusCode::OK, "GET {path}: {body}");
+        gate.admin_ok(M::GET, path, auditor_key, None, 200).await;
     }
     // Every change is refused, with a reason.
     let changes: Vec<(M, String, Option<Value>)> = vec![
@@ -723,21 +589,16 @@ async fn a_read_only_admin_key_may_only_read() {
         ),
     ];
     for (method, path, body) in changes {
-        let (st, r) = admin(&gate, method.clone(), &path, auditor_key, body).await;
-        assert_eq!(
-            st,
-            StatusCode::FORBIDDEN,
-            "{method} {path} with a read-only key: {r}"
-        );
-        assert_eq!(r["code"], "FORBIDDEN", "{r}");
+        let r = gate.admin_ok(method, &path, auditor_key, body, 403).await;
+        assert_eq!(r["code"], "FORBIDDEN", "{path} with a read-only key: {r}");
         assert!(r["error"].as_str().unwrap().contains("read-only"), "{r}");
     }
     // Nothing changed.
-    let (_, keys) = admin(&gate, M::GET, "/keys", auditor_key, None).await;
+    let (_, keys) = gate.admin(M::GET, "/keys", auditor_key, None).await;
     let keys = keys["keys"].as_array().unwrap();
     assert_eq!(keys.len(), 2, "{keys:?}");
     assert!(keys.iter().all(|k| k["revokedAt"].is_null()), "{keys:?}");
-    let (_, roles) = admin(&gate, M::GET, "/roles", auditor_key, None).await;
+    let (_, roles) = gate.admin(M::GET, "/roles", auditor_key, None).await;
     assert_eq!(roles["roles"], json!([]));
     assert!(
         gate.auth
@@ -746,7 +607,9 @@ async fn a_read_only_admin_key_may_only_read() {
             .is_ok()
     );
     // The refusals are in the audit log.
-    let (_, page) = admin(&gate, M::GET, "/audit?tool=admin", auditor_key, None).await;
+    let (_, page) = gate
+        .admin(M::GET, "/audit?tool=admin", auditor_key, None)
+        .await;
     let denied = page["entries"]
         .as_array()
         .unwrap()
@@ -763,104 +626,69 @@ async fn a_read_only_admin_key_may_only_read() {
 #[tokio::test]
 async fn admin_keys_cannot_grant_beyond_their_own_features() {
     use reqwest::Method as M;
-    let db = TestDb::new().await;
-    let upstream = Upstream::start().await;
-    let spec = pets_spec();
-    let gate = Gate::start(&db, &upstream, spec.path().to_str().unwrap(), "").await;
+    let (_db, gate) = Gate::pets().await;
     gate.auth.set_role("root", &["*".into()]).await.unwrap();
     gate.auth
         .set_role("reader", &["apigate.discover".into()])
         .await
         .unwrap();
-    let (st, limited) = admin(
-        &gate,
-        M::POST,
-        "/keys",
-        BOOTSTRAP,
-        Some(json!({"name": "helpdesk", "features": ["apigate.admin", "apigate.discover", "pets.*"]})),
-    )
-    .await;
-    assert_eq!(st, StatusCode::CREATED, "{limited}");
+    let body =
+        json!({"name": "helpdesk", "features": ["apigate.admin", "apigate.discover", "pets.*"]});
+    let limited = gate
+        .admin_ok(M::POST, "/keys", BOOTSTRAP, Some(body), 201)
+        .await;
     let helpdesk = limited["key"].as_str().unwrap();
 
-    let escalations: Vec<(M, &str, Value, &str)> = vec![
+    // (what is asked, the feature it lacks)
+    let key = |body: Value| (M::POST, "/keys", body);
+    let session = |body: Value| (M::POST, "/sessions", body);
+    let escalations = [
+        (key(json!({"name": "x", "features": ["*"]})), "*"),
         (
-            M::POST,
-            "/keys",
-            json!({"name": "x", "features": ["*"]}),
-            "*",
-        ),
-        (
-            M::POST,
-            "/keys",
-            json!({"name": "x", "features": ["apigate.execute"]}),
+            key(json!({"name": "x", "features": ["apigate.execute"]})),
             "apigate.execute",
         ),
         (
-            M::POST,
-            "/keys",
-            json!({"name": "x", "features": ["apigate.*"]}),
+            key(json!({"name": "x", "features": ["apigate.*"]})),
             "apigate.*",
         ),
+        (key(json!({"name": "x", "roles": ["root"]})), "*"),
         (
-            M::POST,
-            "/keys",
-            json!({"name": "x", "roles": ["root"]}),
-            "*",
-        ),
-        (
-            M::POST,
-            "/sessions",
-            json!({"userId": "u", "features": ["billing.read"]}),
+            session(json!({"userId": "u", "features": ["billing.read"]})),
             "billing.read",
         ),
+        (session(json!({"userId": "u", "roles": ["root"]})), "*"),
+        ((M::PUT, "/roles/reader", json!({"features": ["*"]})), "*"),
         (
-            M::POST,
-            "/sessions",
-            json!({"userId": "u", "roles": ["root"]}),
-            "*",
-        ),
-        (M::PUT, "/roles/reader", json!({"features": ["*"]}), "*"),
-        (
-            M::PUT,
-            "/roles/new",
-            json!({"features": ["apigate.admin", "crm.*"]}),
+            (
+                M::PUT,
+                "/roles/new",
+                json!({"features": ["apigate.admin", "crm.*"]}),
+            ),
             "crm.*",
         ),
     ];
-    for (method, path, body, missing) in escalations {
-        let (st, r) = admin(&gate, method.clone(), path, helpdesk, Some(body.clone())).await;
-        assert_eq!(st, StatusCode::FORBIDDEN, "{method} {path} {body}: {r}");
+    for ((method, path, body), missing) in escalations {
+        let what = format!("{method} {path} {body}");
+        let r = gate.admin_ok(method, path, helpdesk, Some(body), 403).await;
         assert_eq!(r["code"], "FORBIDDEN", "{r}");
-        assert_eq!(r["missing"], missing, "{method} {path} {body}: {r}");
+        assert_eq!(r["missing"], missing, "{what}: {r}");
         assert!(
             r["error"].as_str().unwrap().contains(missing),
             "the message names what is lacking: {r}"
         );
     }
     // Within its own features it works (including a narrower wildcard and a role it covers).
-    let (st, r) = admin(
-        &gate,
-        M::POST,
-        "/keys",
-        helpdesk,
-        Some(json!({"name": "ok", "features": ["apigate.discover", "pets.read", "pets.photos.*"], "roles": ["reader"]})),
-    )
-    .await;
-    assert_eq!(st, StatusCode::CREATED, "{r}");
-    let (st, r) = admin(
-        &gate,
-        M::POST,
-        "/sessions",
-        helpdesk,
-        Some(json!({"userId": "u", "features": ["pets.*"]})),
-    )
-    .await;
-    assert_eq!(st, StatusCode::CREATED, "{r}");
+    let (method, path, body) = key(
+        json!({"name": "ok", "features": ["apigate.discover", "pets.read", "pets.photos.*"], "roles": ["reader"]}),
+    );
+    gate.admin_ok(method, path, helpdesk, Some(body), 201).await;
+    let (method, path, body) = session(json!({"userId": "u", "features": ["pets.*"]}));
+    gate.admin_ok(method, path, helpdesk, Some(body), 201).await;
     // Nothing more was created, and the roles are as they were.
-    let (_, keys) = admin(&gate, M::GET, "/keys", helpdesk, None).await;
+    let (_, keys) = gate.admin(M::GET, "/keys", helpdesk, None).await;
     assert_eq!(keys["keys"].as_array().unwrap().len(), 2, "{keys}");
-    let (_, roles) = admin(&gate, M::GET, "/roles", helpdesk, None).await;
+    let (_, roles) = gate.admin(M::GET, "/roles", helpdesk, None).await;
     let roles = roles["roles"].as_array().unwrap();
     assert_eq!(roles.len(), 2, "{roles:?}");
     let reader = roles.iter().find(|r| r["name"] == "reader").unwrap();

@@ -109,9 +109,7 @@ async fn wrong_session_tokens_spend_the_key_budget_and_a_bounded_audit() {
 
 #[tokio::test]
 async fn admin_api_refusals_are_audited_and_bounded() {
-    let db = TestDb::new().await;
-    let upstream = Upstream::start().await;
-    let prod = Prod::start(&db.url, &upstream, Options::petstore()).await;
+    let (db, _upstream, prod) = Prod::petstore().await;
     let agent = prod.agent_key().await;
     let public_id = agent.split('_').nth(1).unwrap().to_string();
     let wrong_secret = format!("agk_{public_id}_{}", "A".repeat(40));

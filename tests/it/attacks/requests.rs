@@ -13,15 +13,15 @@
 
 use std::sync::Arc;
 
-use apigate::auth::NewKey;
 use apigate::auth::identity::{Identity, create_key_file};
-use apigate::http::{self, HttpOptions, KeyCheck};
+use apigate::http::{HttpOptions, KeyCheck};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 use crate::db::TestDb;
 use crate::production::{Options, Prod};
-use crate::support::{KEY, Server, Upstream, call, engine_args, mcp_client, spec_path};
+use crate::support::{
+    KEY, Server, Upstream, call, call_ok, engine_args, execute_err, execute_ok, spec_path,
+};
 
 const QUERY_KEY: &str = "query-credential-5f2a9c81d7";
 
@@ -106,16 +106,7 @@ async fn items_gate(
         ..Options::petstore()
     };
     let gate = Prod::start(&db.url, upstream, options).await;
-    let key = gate
-        .auth
-        .create_key(NewKey {
-            name: "agent".into(),
-            features: vec!["*".into()],
-            ..NewKey::default()
-        })
-        .await
-        .unwrap()
-        .key;
+    let key = crate::support::key_holding(&gate.auth, "agent", &["*"]).await;
     (gate, key)
 }
 
@@ -136,13 +127,11 @@ async fn a_method_override_in_a_form_body_needs_the_method_it_names() {
             "contentType": content_type, "body": body})
     };
     // The plain update is sent.
-    let (err, r) = call(
+    execute_ok(
         &client,
-        "api_execute",
         update("application/x-www-form-urlencoded", json!({"name": "x"})),
     )
     .await;
-    assert!(!err, "{r}");
     let sent = upstream.requests().len();
     for (content_type, field) in [
         ("application/x-www-form-urlencoded", "_method"),
@@ -166,27 +155,19 @@ async fn a_method_override_in_a_form_body_needs_the_method_it_names() {
     let reader = gate.session(&["*"], true).await;
     let client = gate.client(&key, Some(&reader)).await;
     let body = json!({"_method": "GET"});
-    let (err, r) = call(
+    execute_err(
         &client,
-        "api_execute",
         update("application/x-www-form-urlencoded", body),
+        "FORBIDDEN",
     )
     .await;
-    assert!(err, "{r}");
-    assert_eq!(r["code"], "FORBIDDEN", "{r}");
     client.cancel().await.unwrap();
 
     // With the feature, the form is sent as given.
     let deleter = gate.session(&["apigate.*", "items.delete"], false).await;
     let client = gate.client(&key, Some(&deleter)).await;
     let body = json!({"name": "x", "_method": "DELETE"});
-    let (err, r) = call(
-        &client,
-        "api_execute",
-        update("application/x-www-form-urlencoded", body),
-    )
-    .await;
-    assert!(!err, "{r}");
+    execute_ok(&client, update("application/x-www-form-urlencoded", body)).await;
     let last = upstream.requests().pop().unwrap();
     assert_eq!(String::from_utf8_lossy(&last.body), "name=x&_method=DELETE");
     client.cancel().await.unwrap();
@@ -202,8 +183,7 @@ async fn a_query_parameter_named_like_the_credential_is_refused() {
     let spec = items_spec();
     let server = dev_items(&upstream, &spec).await;
     let client = server.client().await;
-    let (err, r) = call(&client, "api_execute", json!({"operationId": "listItems"})).await;
-    assert!(!err, "{r}");
+    execute_ok(&client, json!({"operationId": "listItems"})).await;
     let plain = upstream.requests().pop().unwrap();
     assert_eq!(plain.uri, format!("/items?api_key={QUERY_KEY}"));
 
@@ -240,13 +220,11 @@ async fn a_free_form_query_object_sends_only_declared_names() {
     let spec = items_spec();
     let server = dev_items(&upstream, &spec).await;
     let client = server.client().await;
-    let (err, r) = call(
+    execute_ok(
         &client,
-        "api_execute",
         json!({"operationId": "listItems", "query": {"page": {"number": 2, "size": 10}}}),
     )
     .await;
-    assert!(!err, "{r}");
     let sent = upstream.requests();
     assert_eq!(
         sent.last().unwrap().uri,
@@ -285,32 +263,19 @@ async fn a_call_with_an_identity_assertion_follows_no_redirect() {
         .build()
         .await
         .expect("engine builds");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
+    let (listener, addr) = Server::listen().await;
     engine.identity = Some(Arc::new(
         Identity::new("x-apigate-identity", &format!("http://{addr}"), &[key_file])
             .expect("the key loads"),
     ));
-    let shutdown = CancellationToken::new();
-    let router = http::router(
-        Arc::new(engine),
-        HttpOptions::new(KeyCheck::Single(KEY.into()), "development"),
-        shutdown.clone(),
-    );
-    tokio::spawn(http::serve(
-        listener,
-        router,
-        shutdown.clone(),
-        http::ConnLimits::default(),
-    ));
-    let client = mcp_client(&format!("http://{addr}/mcp"), &[("x-api-key", KEY)]).await;
-    let (err, r) = call(
+    let options = HttpOptions::new(KeyCheck::Single(KEY.into()), "development");
+    let server = Server::serve(listener, engine, options, Default::default());
+    let client = server.client().await;
+    let r = execute_ok(
         &client,
-        "api_execute",
         json!({"operationId": "getUserByName", "pathParams": {"username": "redirect"}}),
     )
     .await;
-    assert!(!err, "{r}");
     assert_eq!(r["status"], 302, "{r}");
     let seen = upstream.requests();
     assert_eq!(
@@ -320,7 +285,7 @@ async fn a_call_with_an_identity_assertion_follows_no_redirect() {
     );
     assert!(seen[0].headers.contains_key("x-apigate-identity"));
     client.cancel().await.unwrap();
-    shutdown.cancel();
+    drop(server);
 }
 
 // ---- 10 ----------------------------------------------------------------------------------------
@@ -335,13 +300,12 @@ async fn api_schema_does_not_confirm_a_hidden_operation() {
     let (gate, key) = items_gate(&db, &upstream, &spec).await;
     let session = gate.session(&["apigate.*"], false).await;
     let client = gate.client(&key, Some(&session)).await;
-    let (err, found) = call(
+    let found = call_ok(
         &client,
         "api_discover",
         json!({"query": "read the secret report"}),
     )
     .await;
-    assert!(!err, "{found}");
     assert!(!found.to_string().contains("readSecretReport"), "{found}");
     for args in [
         json!({"operationId": "readSecretReport"}),
@@ -357,7 +321,6 @@ async fn api_schema_does_not_confirm_a_hidden_operation() {
         );
     }
     // A visible operation's schema is still shown.
-    let (err, r) = call(&client, "api_schema", json!({"operationId": "listItems"})).await;
-    assert!(!err, "{r}");
+    call_ok(&client, "api_schema", json!({"operationId": "listItems"})).await;
     client.cancel().await.unwrap();
 }

@@ -9,39 +9,17 @@ use serde_json::{Value, json};
 
 use apigate::auth::NewKey;
 
-use crate::db::TestDb;
-use crate::production::{Options, Prod};
-use crate::support::Upstream;
-
-async fn admin(
-    prod: &Prod,
-    method: Method,
-    path: &str,
-    key: &str,
-    body: Option<Value>,
-) -> (StatusCode, Value) {
-    let mut req = reqwest::Client::new()
-        .request(method, prod.url(&format!("/admin/v1{path}")))
-        .header("x-api-key", key);
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
-    let resp = req.send().await.unwrap();
-    let status = resp.status();
-    (status, resp.json().await.unwrap_or(Value::Null))
-}
+use crate::production::Prod;
+use crate::support::owned;
 
 async fn key(prod: &Prod, features: &[&str], roles: &[&str]) -> String {
-    prod.auth
-        .create_key(NewKey {
-            name: "k".into(),
-            features: features.iter().map(|f| f.to_string()).collect(),
-            roles: roles.iter().map(|r| r.to_string()).collect(),
-            ..NewKey::default()
-        })
-        .await
-        .unwrap()
-        .key
+    let key = NewKey {
+        name: "k".into(),
+        features: owned(features),
+        roles: owned(roles),
+        ..NewKey::default()
+    };
+    prod.auth.create_key(key).await.unwrap().key
 }
 
 async fn role_features(prod: &Prod, name: &str) -> Vec<String> {
@@ -57,9 +35,7 @@ async fn role_features(prod: &Prod, name: &str) -> Vec<String> {
 
 #[tokio::test]
 async fn a_limited_admin_cannot_rewrite_roles_it_does_not_fully_hold() {
-    let db = TestDb::new().await;
-    let upstream = Upstream::start().await;
-    let prod = Prod::start(&db.url, &upstream, Options::petstore()).await;
+    let (db, _upstream, prod) = Prod::petstore().await;
     prod.auth.set_role("super", &["*".into()]).await.unwrap();
     prod.auth
         .set_role("clerk", &["pets.read".into(), "billing.read".into()])
@@ -72,38 +48,29 @@ async fn a_limited_admin_cannot_rewrite_roles_it_does_not_fully_hold() {
     let root = key(&prod, &[], &["super"]).await;
     let limited = key(&prod, &["apigate.admin", "pets.*"], &[]).await;
 
-    // Emptying (or narrowing) a role that holds what the admin lacks takes it from others.
-    for (role, features) in [
-        ("super", json!([])),
-        ("super", json!(["pets.read"])),
-        ("clerk", json!(["pets.read"])),
+    let put_role = |role: &str, features: Value, want: u16| {
+        let (prod, limited, path) = (&prod, &limited, format!("/roles/{role}"));
+        let body = Some(json!({"features": features}));
+        async move { prod.admin_ok(Method::PUT, &path, limited, body, want).await }
+    };
+    // Emptying (or narrowing) a role that holds what the admin lacks takes it from others;
+    // widening one with a feature the admin lacks hands it to every member.
+    for (role, features, missing) in [
+        ("super", json!([]), None),
+        ("super", json!(["pets.read"]), None),
+        ("clerk", json!(["pets.read"]), None),
+        (
+            "viewer",
+            json!(["pets.read", "billing.*"]),
+            Some("billing.*"),
+        ),
     ] {
-        let (st, body) = admin(
-            &prod,
-            Method::PUT,
-            &format!("/roles/{role}"),
-            &limited,
-            Some(json!({"features": features})),
-        )
-        .await;
-        assert_eq!(
-            st,
-            StatusCode::FORBIDDEN,
-            "PUT /roles/{role} {features}: {body}"
-        );
-        assert_eq!(body["code"], "FORBIDDEN", "{body}");
+        let body = put_role(role, features, 403).await;
+        assert_eq!(body["code"], "FORBIDDEN", "{role}: {body}");
+        if let Some(missing) = missing {
+            assert_eq!(body["missing"], missing, "{body}");
+        }
     }
-    // Widening one with a feature the admin lacks hands it to every member.
-    let (st, body) = admin(
-        &prod,
-        Method::PUT,
-        "/roles/viewer",
-        &limited,
-        Some(json!({"features": ["pets.read", "billing.*"]})),
-    )
-    .await;
-    assert_eq!(st, StatusCode::FORBIDDEN, "{body}");
-    assert_eq!(body["missing"], "billing.*", "{body}");
 
     assert_eq!(role_features(&prod, "super").await, ["*"]);
     assert_eq!(
@@ -112,28 +79,12 @@ async fn a_limited_admin_cannot_rewrite_roles_it_does_not_fully_hold() {
     );
     assert_eq!(role_features(&prod, "viewer").await, ["pets.read"]);
     // The `*` key keeps its admin access.
-    let (st, _) = admin(&prod, Method::GET, "/keys", &root, None).await;
+    let (st, _) = prod.admin(Method::GET, "/keys", &root, None).await;
     assert_eq!(st, StatusCode::OK);
 
     // Within what it holds, before and after, it may change and create roles.
-    let (st, body) = admin(
-        &prod,
-        Method::PUT,
-        "/roles/viewer",
-        &limited,
-        Some(json!({"features": ["pets.read", "pets.photos.*"]})),
-    )
-    .await;
-    assert_eq!(st, StatusCode::OK, "{body}");
-    let (st, body) = admin(
-        &prod,
-        Method::PUT,
-        "/roles/pets-admin",
-        &limited,
-        Some(json!({"features": ["pets.*"]})),
-    )
-    .await;
-    assert_eq!(st, StatusCode::OK, "{body}");
+    put_role("viewer", json!(["pets.read", "pets.photos.*"]), 200).await;
+    put_role("pets-admin", json!(["pets.*"]), 200).await;
 
     // The refusals are audited.
     let pool = sqlx::PgPool::connect(&db.url).await.unwrap();

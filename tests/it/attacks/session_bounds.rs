@@ -16,8 +16,10 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use crate::db::TestDb;
-use crate::production::{BOOTSTRAP, Options, Prod};
-use crate::support::{Server, Upstream, call, engine_args, spec_path, sse_client_with};
+use crate::production::{BOOTSTRAP, Prod};
+use crate::support::{
+    Server, Upstream, call, engine_args, execute_ok, spec_path, sse_client_with, sse_endpoint,
+};
 
 // ---- 3, 8 --------------------------------------------------------------------------------------
 
@@ -140,9 +142,7 @@ async fn a_monitor_rate_rule_is_not_reset_by_a_new_mcp_session() {
 /// ran it as that user.
 #[tokio::test]
 async fn a_legacy_sse_stream_acts_for_the_session_it_was_opened_with() {
-    let db = TestDb::new().await;
-    let upstream = Upstream::start().await;
-    let prod = Prod::start(&db.url, &upstream, Options::petstore()).await;
+    let (_db, upstream, prod) = Prod::petstore().await;
     let key = prod.agent_key().await;
     let reader = prod.session(&["apigate.*", "pets.*"], true).await;
     let writer = prod.session(&["apigate.*", "pets.*"], false).await;
@@ -159,25 +159,25 @@ async fn a_legacy_sse_stream_acts_for_the_session_it_was_opened_with() {
     assert!(err, "the stream ran another session's DELETE: {r}");
     assert_eq!(r["code"], "UNAUTHORIZED", "{r}");
     // The read-only session's own read works on the stream.
-    let (err, r) = call(
+    execute_ok(
         &client,
-        "api_execute",
         json!({"operationId": "getPetById", "pathParams": {"petId": 5}}),
     )
     .await;
-    assert!(!err, "{r}");
     client.cancel().await.unwrap();
 
     // A message whose own header names another session is refused at the door.
     let http = reqwest::Client::new();
-    let stream = http
+    let mut stream = http
         .get(prod.url("/sse"))
         .header("x-api-key", &key)
         .header("x-session-token", &reader)
         .send()
         .await
         .unwrap();
-    let endpoint = first_endpoint(stream).await;
+    let endpoint = sse_endpoint(&mut stream).await;
+    // Keep the stream open while the test posts to it.
+    tokio::spawn(async move { while let Ok(Some(_)) = stream.chunk().await {} });
     let call_delete = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
         "params": {"name": "api_execute",
             "arguments": {"operationId": "deletePet", "pathParams": {"petId": 6}}}});
@@ -199,22 +199,4 @@ async fn a_legacy_sse_stream_acts_for_the_session_it_was_opened_with() {
         .filter(|r| r.method == "DELETE")
         .count();
     assert_eq!(deletes, 0, "a DELETE reached the API");
-}
-
-/// The `/message?sessionId=…` endpoint a legacy SSE stream announces first.
-async fn first_endpoint(response: reqwest::Response) -> String {
-    use futures::StreamExt;
-    let mut stream = response.bytes_stream();
-    let mut text = String::new();
-    while !text.contains("\n\n") {
-        let chunk = stream.next().await.unwrap().unwrap();
-        text.push_str(&String::from_utf8_lossy(&chunk));
-    }
-    // Keep the stream open while the test posts to it.
-    tokio::spawn(async move { while stream.next().await.is_some() {} });
-    text.lines()
-        .find_map(|l| l.strip_prefix("data:"))
-        .unwrap()
-        .trim()
-        .to_string()
 }

@@ -19,7 +19,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use serde_json::{Value, json};
 
-use crate::support::{KEY, Proc, call, mcp_client};
+use crate::support::{KEY, call, flags, mcp_client, spawn_dev};
 
 const CLIENT_ID: &str = "apigate-attack";
 const CLIENT_SECRET: &str = "cs_Zq8Kd2Vx7Lm4Np0Rt6Wy3Hb9";
@@ -65,39 +65,23 @@ async fn a_token_endpoint_error_never_shows_the_client_secret() {
     let app = Router::new()
         .route("/token", post(token))
         .with_state(answer.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let addr = crate::support::serve_app(app).await;
 
     let dir = tempfile::tempdir().unwrap();
     let spec = dir.path().join("things.json");
     std::fs::write(&spec, SPEC).unwrap();
     let upstream = format!("http://{addr}");
     let token_url = format!("http://{addr}/token");
-    let (mut dev, mcp_url) = Proc::spawn_with_env(
-        "dev",
-        &[
-            "dev",
-            "--spec",
-            spec.to_str().unwrap(),
-            "--upstream",
-            &upstream,
-            "--api-key",
-            KEY,
-            "--listen",
-            "127.0.0.1:0",
-            "--upstream-oauth-token-url",
-            &token_url,
-            "--upstream-oauth-client-id",
-            CLIENT_ID,
-        ],
-        &[
-            ("RUST_LOG", "debug"),
-            ("APIGATE_UPSTREAM_OAUTH_CLIENT_SECRET", CLIENT_SECRET),
-        ],
-        "apigate dev:",
-    )
-    .await;
+    let oauth = flags(&[
+        ("--upstream-oauth-token-url", &token_url),
+        ("--upstream-oauth-client-id", CLIENT_ID),
+    ]);
+    let env = [
+        ("RUST_LOG", "debug"),
+        ("APIGATE_UPSTREAM_OAUTH_CLIENT_SECRET", CLIENT_SECRET),
+    ];
+    let spec = spec.to_str().unwrap();
+    let (mut dev, mcp_url) = spawn_dev(spec, Some(&upstream), &oauth, &env).await;
     let client = mcp_client(&mcp_url, &[("x-api-key", KEY)]).await;
     let list = json!({"operationId": "listThings"});
 
