@@ -12,6 +12,10 @@ use serde::Deserialize;
 #[derive(Clone, Default, PartialEq, Eq)]
 pub struct Features(BTreeSet<String>);
 
+/// Feature names, borrowed.
+pub(crate) trait Names<'a>: IntoIterator<Item = &'a str> {}
+impl<'a, T: IntoIterator<Item = &'a str>> Names<'a> for T {}
+
 impl Features {
     /// The union of the given feature lists (empty and blank strings are dropped).
     pub fn new<I, S>(features: I) -> Features
@@ -39,10 +43,7 @@ impl Features {
     }
 
     /// The first of `required` that is not granted.
-    pub(crate) fn first_missing<'a, I>(&self, required: I) -> Option<&'a str>
-    where
-        I: IntoIterator<Item = &'a str>,
-    {
+    pub(crate) fn first_missing<'a>(&self, required: impl Names<'a>) -> Option<&'a str> {
         required.into_iter().find(|f| !self.allows(f))
     }
 
@@ -54,10 +55,7 @@ impl Features {
     }
 
     /// The first of `wanted` (features or wildcards) not covered here.
-    pub(crate) fn first_uncovered<'a, I>(&self, wanted: I) -> Option<&'a str>
-    where
-        I: IntoIterator<Item = &'a str>,
-    {
+    pub(crate) fn first_uncovered<'a>(&self, wanted: impl Names<'a>) -> Option<&'a str> {
         wanted.into_iter().find(|f| !self.covers(f))
     }
 

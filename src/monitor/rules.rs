@@ -63,10 +63,12 @@ enum OneOrMany {
 }
 
 impl OneOrMany {
-    fn into_vec(self) -> Vec<String> {
-        match self {
-            Self::One(s) => vec![s],
-            Self::Many(v) => v,
+    /// The values of an optional string-or-list key; none when it is absent.
+    fn list(value: &Option<OneOrMany>) -> Vec<String> {
+        match value {
+            None => Vec::new(),
+            Some(Self::One(s)) => vec![s.clone()],
+            Some(Self::Many(v)) => v.clone(),
         }
     }
 }
@@ -267,11 +269,7 @@ fn compile_rule(spec: RuleSpec, index: usize) -> Result<Rule, RulesError> {
         pattern: pattern.to_owned(),
         reason,
     };
-    let tools = spec
-        .tool
-        .clone()
-        .map(OneOrMany::into_vec)
-        .unwrap_or_default()
+    let tools = OneOrMany::list(&spec.tool)
         .iter()
         .map(|t| {
             Glob::new(t)
@@ -279,19 +277,11 @@ fn compile_rule(spec: RuleSpec, index: usize) -> Result<Rule, RulesError> {
                 .map_err(|e| pattern_error("tool pattern", t, e.to_string()))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let methods = spec
-        .method
-        .clone()
-        .map(OneOrMany::into_vec)
-        .unwrap_or_default()
+    let methods = OneOrMany::list(&spec.method)
         .into_iter()
         .map(|m| m.to_ascii_uppercase())
         .collect();
-    let paths = spec
-        .path
-        .clone()
-        .map(OneOrMany::into_vec)
-        .unwrap_or_default()
+    let paths = OneOrMany::list(&spec.path)
         .iter()
         .map(|p| {
             GlobBuilder::new(p)
@@ -446,10 +436,10 @@ mod tests {
     #[test]
     fn the_approval_rule_and_discovery_agree_on_every_method() {
         for m in Method::ALL {
-            let args = json!({"method": m.as_str(), "path": "/x"});
-            assert_eq!(is_mutating("api_execute", &args), m.is_mutating(), "{m}");
-            let lower = json!({"method": m.as_str().to_ascii_lowercase(), "path": "/x"});
-            assert_eq!(is_mutating("api_execute", &lower), m.is_mutating(), "{m}");
+            for name in [m.as_str().to_string(), m.as_str().to_ascii_lowercase()] {
+                let args = json!({"method": name, "path": "/x"});
+                assert_eq!(is_mutating("api_execute", &args), m.is_mutating(), "{name}");
+            }
         }
         // TRACE echoes the request, credentials included: a person approves it.
         let trace = json!({"method": "TRACE", "path": "/x"});
@@ -469,22 +459,18 @@ mod tests {
         let del = json!({"method": "DELETE", "path": "/pets/{id}"});
         let get = json!({"method": "GET", "path": "/pets"});
         let dry = json!({"method": "POST", "path": "/pets", "dryRun": true});
-        assert_eq!(
-            rules.evaluate(&facts("api_execute", &del)).action,
-            Action::RequireApproval
-        );
-        assert_eq!(
-            rules.evaluate(&facts("api_execute", &get)).action,
-            Action::Allow
-        );
-        assert_eq!(
-            rules.evaluate(&facts("api_execute", &dry)).action,
-            Action::Allow
-        );
-        assert_eq!(
-            rules.evaluate(&facts("api_discover", &del)).action,
-            Action::Allow
-        );
+        for (tool, args, action) in [
+            ("api_execute", &del, Action::RequireApproval),
+            ("api_execute", &get, Action::Allow),
+            ("api_execute", &dry, Action::Allow),
+            ("api_discover", &del, Action::Allow),
+        ] {
+            assert_eq!(
+                rules.evaluate(&facts(tool, args)).action,
+                action,
+                "{tool} {args}"
+            );
+        }
     }
 
     #[test]

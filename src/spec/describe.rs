@@ -27,6 +27,7 @@ pub enum Detail {
 
 /// `api_schema`'s view of one operation, in the order an agent reads it. Schemas stay JSON:
 /// they are the document's own, inlined.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OperationView {
@@ -37,33 +38,27 @@ pub struct OperationView {
     pub mutating: bool,
     pub deprecated: bool,
     pub tags: Vec<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub summary: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    /// The server the call goes to, when the operation names one of its own.
+    /// The server the call goes to, when the operation names one of its own (else null).
+    #[serialize_always]
     pub server_url: Option<String>,
     pub parameters: Vec<ParameterView>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub request_body: Option<BodyView>,
     /// Status → description; the success body's top-level fields (`shape`), or its schema
     /// with `include`.
     pub responses: Map<String, Value>,
     /// The response media types `api_execute`'s `accept` may ask for.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub accept: Option<Vec<String>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub responses_detail: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
     /// Which credentials the operation accepts, and whether apigate supplies them.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub security: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub required_features: Option<Vec<String>>,
 }
 
 /// One parameter of [`OperationView`].
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ParameterView {
@@ -73,29 +68,22 @@ pub struct ParameterView {
     pub location: &'static str,
     pub required: bool,
     pub schema: Value,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub deprecated: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub style: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub explode: Option<bool>,
 }
 
 /// The request body of [`OperationView`].
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BodyView {
     pub required: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub content_type: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub schema: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// The other media types the body may be sent as (`api_execute`'s `contentType`).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub other_content_types: Option<Vec<String>>,
 }
 

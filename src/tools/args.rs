@@ -37,13 +37,10 @@ impl DiscoverArgs {
 
 /// Which operation `api_schema` and `api_execute` name: `operationId`, else `method` + `path`.
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", default)]
 pub struct Target {
-    #[serde(default)]
     pub operation_id: Option<String>,
-    #[serde(default)]
     pub method: Option<Method>,
-    #[serde(default)]
     pub path: Option<String>,
 }
 

@@ -65,18 +65,19 @@ pub struct DiscoverHit {
 
 /// `api_schema`'s result: the operation's view, with what the caller's credentials allow and
 /// a `select` hint for its answer.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SchemaResult {
     #[serde(flatten)]
     pub operation: OperationView,
     /// A `select` expression that keeps the answer small, with an example.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub select: Option<String>,
 }
 
 /// `api_execute`'s result for a sent call: the API's answer (4xx included: `ok` is false),
 /// fitted to the budget, and how to go on.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ExecuteResult {
@@ -85,29 +86,25 @@ pub struct ExecuteResult {
     /// Whole items of the body's list were left out to fit the budget: `shown` of `total`
     /// items of the array at JSON pointer `pointer` ("" for a top-level array); every key
     /// outside that array is kept.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub cut: Option<Cut>,
     /// One sentence on what is not shown (or what `select` did not match) and how to get it.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
     /// The exact api_execute arguments for the next page (from the Link header or a cursor in
     /// the body): call api_execute with them as they are.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub next: Option<Map<String, Value>>,
     /// With `pages`: how many were fetched, and `stoppedBecause` when fewer than asked.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub pages: Option<PagesFetched>,
     pub operation_id: String,
     pub method: Method,
 }
 
 /// How many pages a call with `pages` fetched.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PagesFetched {
     pub fetched: usize,
     /// Why it stopped before the pages asked for (there was no next page, or a page failed).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub stopped_because: Option<String>,
 }
 

@@ -21,21 +21,15 @@ use crate::spec::{Operation, ParamIn, Spec};
 /// deserialized with the tool's arguments (`tools::args::ExecuteArgs` flattens it), validated
 /// there in place against the operation's schema, then built into a request as they are.
 #[derive(Debug, Clone, Default, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", default)]
 pub struct CallArgs {
-    #[serde(default)]
     pub path_params: Map<String, Value>,
-    #[serde(default)]
     pub query: Map<String, Value>,
-    #[serde(default)]
     pub headers: Map<String, Value>,
-    #[serde(default)]
     pub body: Option<Value>,
     /// The body's media type, one the operation declares (default: its preferred one).
-    #[serde(default)]
     pub content_type: Option<String>,
     /// The response media type to ask for, one of the operation's `response_types`.
-    #[serde(default)]
     pub accept: Option<String>,
     /// Bytes for a binary body or multipart file parts (`tools::upload` decodes them); the
     /// body's JSON holds a placeholder where they go.
