@@ -21,7 +21,6 @@ mod rate;
 pub mod sealed;
 mod secrets;
 pub mod session_upstream;
-pub(crate) use secrets::secrets_equal;
 mod token_arg;
 mod verify;
 

@@ -91,11 +91,10 @@ pub(crate) fn sha256(text: &str) -> [u8; 32] {
     Sha256::digest(text.as_bytes()).into()
 }
 
-pub(crate) use crate::secrets_equal;
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::secrets_equal;
 
     #[test]
     fn generated_keys_parse_back() {

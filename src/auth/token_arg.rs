@@ -6,7 +6,7 @@
 use serde_json::{Map, Value, json};
 
 use super::AuthError;
-use super::secrets::secrets_equal;
+use crate::secrets_equal;
 
 /// The argument name.
 pub(crate) const SESSION_TOKEN_ARG: &str = "_sessionToken";

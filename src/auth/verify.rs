@@ -62,7 +62,7 @@ impl Auth {
             ));
         }
         if let Some(bootstrap) = &self.inner.bootstrap_key
-            && secrets::secrets_equal(presented, bootstrap)
+            && crate::secrets_equal(presented, bootstrap)
         {
             return Ok(KeyPrincipal::bootstrap());
         }

@@ -7,7 +7,6 @@
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
 
 use crate::auth::AuthError;
 use crate::tools::Code;
@@ -63,8 +62,7 @@ pub(crate) fn json_error(
     code: impl Into<ErrorCode>,
     message: &str,
 ) -> Response {
-    let code = code.into().as_str();
-    (status, Json(json!({"error": message, "code": code}))).into_response()
+    ApiError::new(status, code, message).into_response()
 }
 
 /// 413 for a request body over `--max-body-bytes` (`limit`).

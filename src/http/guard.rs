@@ -10,8 +10,9 @@ use axum::response::Response;
 
 use super::AppState;
 use super::error::{ErrorCode, auth_error_response, json_error, peer_ip};
-use crate::auth::{Auth, secrets_equal};
+use crate::auth::Auth;
 use crate::mcp::{HttpCaller, fingerprint};
+use crate::secrets_equal;
 use crate::tools::Code;
 
 /// Host names accepted by default: loopback only, any port.

@@ -187,7 +187,7 @@ pub async fn gate(State(state): State<Arc<AppState>>, request: Request, next: Ne
         // id, so a guessed id tells nothing.
         let owned = state.sessions.owner(id);
         if state.sessions.manager.is_some()
-            && !owned.is_some_and(|o| crate::auth::secrets_equal(&o, &key.key_fingerprint))
+            && !owned.is_some_and(|o| crate::secrets_equal(&o, &key.key_fingerprint))
         {
             return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
         }

@@ -55,7 +55,7 @@ impl SseSessions {
     fn get(&self, id: &str, key: &str) -> Option<Entry> {
         let map = self.inner.lock().ok()?;
         let entry = map.get(id)?;
-        crate::auth::secrets_equal(&entry.owner, key).then(|| entry.clone())
+        crate::secrets_equal(&entry.owner, key).then(|| entry.clone())
     }
 
     /// Streams `key` has open.
@@ -193,7 +193,7 @@ pub async fn message(
     let posted = parts.headers.get(SESSION_TOKEN_HEADER);
     let same = match (posted, &session.session_token) {
         (None, _) => true,
-        (Some(p), Some(pinned)) => crate::auth::secrets_equal(
+        (Some(p), Some(pinned)) => crate::secrets_equal(
             &String::from_utf8_lossy(p.as_bytes()),
             &String::from_utf8_lossy(pinned.as_bytes()),
         ),

@@ -511,9 +511,7 @@ impl Engine {
         // 7. Tell the monitor.
         if let Some(monitor) = &self.monitor {
             match &result {
-                Ok(Ran::Done(v)) => {
-                    monitor.post_execute(&call, crate::upstream::json_len(&v.to_json()))
-                }
+                Ok(Ran::Done(v)) => monitor.post_execute(&call, crate::upstream::json_len(v)),
                 Ok(Ran::Page(p)) => {
                     monitor.post_execute(&call, crate::upstream::json_len(&p.response.body))
                 }

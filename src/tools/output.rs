@@ -10,8 +10,9 @@ use super::{Tool, ToolError};
 use crate::spec::{Method, OperationView};
 use crate::upstream::{Cut, UpstreamResponse};
 
-/// One finished tool call's result.
-#[derive(Debug)]
+/// One finished tool call's result; it serializes as the result it holds.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
 pub enum Output {
     Discover(DiscoverResult),
     Schema(Box<SchemaResult>),
@@ -22,14 +23,8 @@ pub enum Output {
 impl Output {
     /// The JSON an agent reads (`structuredContent`).
     pub(crate) fn to_json(&self) -> Value {
-        let value = match self {
-            Output::Discover(r) => serde_json::to_value(r),
-            Output::Schema(r) => serde_json::to_value(r),
-            Output::Execute(r) => serde_json::to_value(r),
-            Output::DryRun(r) => serde_json::to_value(r),
-        };
         // The types hold strings, numbers and JSON values only: serializing them cannot fail.
-        value.unwrap_or_default()
+        serde_json::to_value(self).unwrap_or_default()
     }
 
     /// For a sent `api_execute`: whether its method only reads (the result's `_meta`).

@@ -33,8 +33,8 @@ pub struct Fitted {
 /// Objects are searched this deep for the list (`{"data": {"items": [...]}}` is depth 2).
 const MAX_LIST_DEPTH: usize = 3;
 
-/// The bytes `v` takes as compact JSON.
-pub(crate) fn json_len(v: &Value) -> usize {
+/// The bytes `v` takes as compact JSON, counted without building the text.
+pub(crate) fn json_len<T: serde::Serialize + ?Sized>(v: &T) -> usize {
     struct Count(usize);
     impl std::io::Write for Count {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
@@ -46,7 +46,7 @@ pub(crate) fn json_len(v: &Value) -> usize {
         }
     }
     let mut c = Count(0);
-    // Writing a Value to a counter cannot fail.
+    // Writing to a counter cannot fail, nor can serializing JSON values and plain structs.
     let _ = serde_json::to_writer(&mut c, v);
     c.0
 }
