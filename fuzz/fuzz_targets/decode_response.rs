@@ -19,7 +19,7 @@
 use std::collections::HashSet;
 use std::io::{Read, Write};
 
-use apigate::upstream::{UpstreamConfig, shown_response};
+use apigate::upstream::{Received, UpstreamConfig, shown_response};
 use arbitrary::{Result, Unstructured};
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE_NO_PAD};
@@ -314,14 +314,12 @@ fuzz_target!(|data: &[u8]| {
     let truncated = case.raw.len() > case.budget;
     let read = case.raw[..case.raw.len().min(case.budget)].to_vec();
     let ct = (!case.content_type.is_empty()).then_some(case.content_type.as_str());
-    let shown = shown_response(
-        read,
+    let received = Received {
         truncated,
-        ct,
-        case.content_encoding.as_deref(),
-        case.budget,
-        &secrets,
-    );
+        content_type: ct,
+        content_encoding: case.content_encoding.as_deref(),
+    };
+    let shown = shown_response(read, received, case.budget, &secrets);
     let text = shown.body.to_string();
     assert!(
         text.len() <= 8 * case.budget + 512,

@@ -25,12 +25,12 @@ use crate::upstream::{SchemeCredential, SchemeCredentials, Upstream, UpstreamCon
 #[derive(Debug, clap::Args)]
 pub struct EngineArgs {
     /// The OpenAPI document: a file path or an http(s) URL.
-    #[arg(long)]
+    #[arg(long, value_name = "FILE|URL")]
     pub spec: String,
     /// Send API calls here instead of the spec's server URL. User info
     /// (http://user:password@host) is sent as `Authorization: Basic …` and redacted like any
     /// credential.
-    #[arg(long)]
+    #[arg(long, value_name = "URL")]
     pub upstream: Option<String>,
     /// A header added to every upstream request, e.g. "Authorization: Bearer …" (repeatable).
     /// Never shown to the agent, in dry runs or in logs.

@@ -19,10 +19,15 @@ pub struct MonitorArgs {
     /// Address to listen on (the protocol's port is 37123).
     #[arg(
         long,
+        value_name = "ADDR",
         default_value = "127.0.0.1:37123",
         env = "APIGATE_MONITOR_LISTEN"
     )]
     pub listen: SocketAddr,
+    /// How long a call waits for a person before it is blocked ("approval timed out").
+    /// The agent side must wait at least as long: `apigate … --monitor-timeout`.
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    pub approval_timeout: Duration,
     /// TOML rules file (see examples/monitor-rules.toml). Without it, every mutating
     /// `api_execute` needs approval and everything else is allowed.
     #[arg(long, value_name = "FILE")]
@@ -30,10 +35,6 @@ pub struct MonitorArgs {
     /// Append every event and decision to this JSONL file.
     #[arg(long, value_name = "FILE")]
     pub log: Option<PathBuf>,
-    /// How long a call waits for a person before it is blocked ("approval timed out").
-    /// The agent side must wait at least as long: `apigate … --monitor-timeout`.
-    #[arg(long, default_value = "5m", value_parser = parse_duration)]
-    pub approval_timeout: Duration,
     /// How many events the in-memory ring keeps.
     #[arg(long, default_value_t = 1000)]
     pub max_events: usize,

@@ -6,7 +6,7 @@
 //! `{error, code}`.
 
 use axum::extract::rejection::{JsonRejection, QueryRejection};
-use axum::extract::{FromRequestParts, MatchedPath, Path, Query, Request, State};
+use axum::extract::{FromRequest, FromRequestParts, MatchedPath, Path, Query, Request, State};
 use axum::handler::Handler;
 use axum::http::Method;
 use axum::http::request::Parts;
@@ -15,7 +15,8 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodFilter, MethodRouter, on};
 use axum::{Json, Router};
-use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::error::{ApiError, ErrorCode};
@@ -192,54 +193,63 @@ impl FromRequestParts<Auth> for AsCaller {
     }
 }
 
-async fn create_key(
-    AsCaller(admin): AsCaller,
-    body: Result<Json<NewKey>, JsonRejection>,
-) -> Result<Response, ApiError> {
-    let Json(req) = body?;
+/// A JSON body, refused as the admin API's error shape when it does not parse.
+struct Body<T>(T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Body<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Body<T>, ApiError> {
+        let Json(v) = Json::<T>::from_request(req, state).await?;
+        Ok(Body(v))
+    }
+}
+
+/// A query string, refused as the admin API's error shape when it does not parse.
+struct Params<T>(T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Params<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Params<T>, ApiError> {
+        let Query(v) = Query::<T>::from_request_parts(parts, state).await?;
+        Ok(Params(v))
+    }
+}
+
+type Reply = Result<Response, ApiError>;
+
+fn ok(v: impl Serialize) -> Reply {
+    Ok(Json(v).into_response())
+}
+
+async fn create_key(AsCaller(admin): AsCaller, Body(req): Body<NewKey>) -> Reply {
     let created = admin.create_key(req).await?;
     Ok((StatusCode::CREATED, Json(created)).into_response())
 }
 
-async fn list_keys(AsCaller(admin): AsCaller) -> Result<Response, ApiError> {
-    let keys = admin.list_keys().await?;
-    Ok(Json(json!({ "keys": keys })).into_response())
+async fn list_keys(AsCaller(admin): AsCaller) -> Reply {
+    ok(json!({ "keys": admin.list_keys().await? }))
 }
 
-async fn revoke_key(
-    AsCaller(admin): AsCaller,
-    Path(id): Path<String>,
-) -> Result<Response, ApiError> {
-    let r = admin.revoke_key(&id).await?;
-    Ok(Json(r).into_response())
+async fn revoke_key(AsCaller(admin): AsCaller, Path(id): Path<String>) -> Reply {
+    ok(admin.revoke_key(&id).await?)
 }
 
-async fn create_session(
-    AsCaller(admin): AsCaller,
-    body: Result<Json<NewSession>, JsonRejection>,
-) -> Result<Response, ApiError> {
-    let Json(req) = body?;
+async fn create_session(AsCaller(admin): AsCaller, Body(req): Body<NewSession>) -> Reply {
     let created = admin.create_session(req).await?;
     Ok((StatusCode::CREATED, Json(created)).into_response())
 }
 
-async fn revoke_session(
-    AsCaller(admin): AsCaller,
-    Path(id): Path<String>,
-) -> Result<Response, ApiError> {
-    let which = match SessionRef::parse(&id)? {
-        SessionRef::Id(id) => SessionRef::Id(id),
-        SessionRef::Token(_) => {
-            return Err(ApiError::new(
-                StatusCode::BAD_REQUEST,
-                Code::InvalidArguments,
-                "do not put session tokens in URLs: use the session id here, or POST the token \
-                 to /admin/v1/sessions/revoke",
-            ));
-        }
-    };
-    let r = admin.revoke_session(&which).await?;
-    Ok(Json(r).into_response())
+async fn revoke_session(AsCaller(admin): AsCaller, Path(id): Path<String>) -> Reply {
+    revoke_one(
+        &admin,
+        &id,
+        false,
+        "do not put session tokens in URLs: use the session id here, or POST the token to \
+         /admin/v1/sessions/revoke",
+    )
+    .await
 }
 
 #[derive(Deserialize)]
@@ -250,42 +260,42 @@ struct RevokeByToken {
 
 async fn revoke_session_by_token(
     AsCaller(admin): AsCaller,
-    body: Result<Json<RevokeByToken>, JsonRejection>,
-) -> Result<Response, ApiError> {
-    let Json(req) = body?;
-    let which = match SessionRef::parse(&req.token)? {
-        t @ SessionRef::Token(_) => t,
-        SessionRef::Id(_) => {
-            return Err(ApiError::new(
-                StatusCode::BAD_REQUEST,
-                Code::InvalidArguments,
-                "`token` must be a session token (sess_…); revoke by id with DELETE /admin/v1/sessions/{id}",
-            ));
-        }
-    };
-    let r = admin.revoke_session(&which).await?;
-    Ok(Json(r).into_response())
+    Body(req): Body<RevokeByToken>,
+) -> Reply {
+    revoke_one(
+        &admin,
+        &req.token,
+        true,
+        "`token` must be a session token (sess_…); revoke by id with DELETE \
+         /admin/v1/sessions/{id}",
+    )
+    .await
 }
 
-async fn list_sessions(
-    AsCaller(admin): AsCaller,
-    query: Result<Query<SessionQuery>, QueryRejection>,
-) -> Result<Response, ApiError> {
-    let Query(q) = query?;
-    Ok(Json(admin.list_sessions(&q).await?).into_response())
+/// Revokes the session `text` names, which must be a token when `token` is set and an id
+/// otherwise (`wrong_kind` says why not).
+async fn revoke_one(admin: &Admin, text: &str, token: bool, wrong_kind: &str) -> Reply {
+    let which = SessionRef::parse(text)?;
+    if matches!(which, SessionRef::Token(_)) != token {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            Code::InvalidArguments,
+            wrong_kind,
+        ));
+    }
+    ok(admin.revoke_session(&which).await?)
 }
 
-async fn audit(
-    AsCaller(admin): AsCaller,
-    query: Result<Query<AuditQuery>, QueryRejection>,
-) -> Result<Response, ApiError> {
-    let Query(q) = query?;
-    Ok(Json(admin.audit(&q).await?).into_response())
+async fn list_sessions(AsCaller(admin): AsCaller, Params(q): Params<SessionQuery>) -> Reply {
+    ok(admin.list_sessions(&q).await?)
 }
 
-async fn list_roles(AsCaller(admin): AsCaller) -> Result<Response, ApiError> {
-    let roles = admin.list_roles().await?;
-    Ok(Json(json!({ "roles": roles })).into_response())
+async fn audit(AsCaller(admin): AsCaller, Params(q): Params<AuditQuery>) -> Reply {
+    ok(admin.audit(&q).await?)
+}
+
+async fn list_roles(AsCaller(admin): AsCaller) -> Reply {
+    ok(json!({ "roles": admin.list_roles().await? }))
 }
 
 #[derive(Deserialize)]
@@ -297,9 +307,7 @@ struct SetRole {
 async fn set_role(
     AsCaller(admin): AsCaller,
     Path(name): Path<String>,
-    body: Result<Json<SetRole>, JsonRejection>,
-) -> Result<Response, ApiError> {
-    let Json(req) = body?;
-    let role = admin.set_role(&name, &req.features).await?;
-    Ok(Json(role).into_response())
+    Body(req): Body<SetRole>,
+) -> Reply {
+    ok(admin.set_role(&name, &req.features).await?)
 }

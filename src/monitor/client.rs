@@ -19,7 +19,7 @@ use serde_json::Value;
 use crate::tools::name::Tool;
 
 use super::duration::human_duration;
-use super::protocol::{Base, Event, FinalStats, SessionStats};
+use super::protocol::{Base, Call, Event, FinalStats, SessionStats};
 use super::sanitize::{
     MAX_ARG_CHARS, MAX_FULL_FIELD_CHARS, OperationRef, cut, preview, redact_secrets_in_text,
     sanitize_args, type_name,
@@ -259,9 +259,11 @@ impl Monitor {
         let session_stats = self.record_call(call.session_id, call.tool);
         let event = Event::PreExecute {
             base: self.base(),
-            tool: call.tool.name().to_owned(),
-            session_id: call.session_id.to_owned(),
-            call_id: call.call_id.to_owned(),
+            call: Call {
+                tool: call.tool.name().to_owned(),
+                session_id: call.session_id.to_owned(),
+                call_id: call.call_id.to_owned(),
+            },
             args: sanitize_args(call.tool, call.args, call.operation.as_ref()),
             session_stats,
             preview: call.preview.map(preview),
@@ -277,9 +279,11 @@ impl Monitor {
         self.touch(call.session_id);
         self.fire(Event::PostExecute {
             base: self.base(),
-            tool: call.tool.name().to_owned(),
-            session_id: call.session_id.to_owned(),
-            call_id: call.call_id.to_owned(),
+            call: Call {
+                tool: call.tool.name().to_owned(),
+                session_id: call.session_id.to_owned(),
+                call_id: call.call_id.to_owned(),
+            },
             title: call_title(call),
             output_length: u64::try_from(output_len).unwrap_or(u64::MAX),
             has_metadata: call.operation.is_some(),

@@ -11,16 +11,24 @@ use serde_json::{Map, Value};
 
 /// Fields every event carries (besides `type` and `sessionID`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Base {
     /// Unix time in milliseconds when the event was built.
-    #[serde(default)]
     pub timestamp: i64,
-    #[serde(default)]
     pub project: String,
-    #[serde(default)]
     pub directory: String,
-    #[serde(default)]
     pub worktree: String,
+}
+
+/// Which call a `tool.pre_execute` or `tool.post_execute` is about.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Call {
+    pub tool: String,
+    #[serde(rename = "sessionID")]
+    pub session_id: String,
+    #[serde(rename = "callID")]
+    pub call_id: String,
 }
 
 /// `sessionStats` of a `tool.pre_execute`.
@@ -75,12 +83,8 @@ pub enum Event {
     PreExecute {
         #[serde(flatten)]
         base: Base,
-        #[serde(default)]
-        tool: String,
-        #[serde(rename = "sessionID", default)]
-        session_id: String,
-        #[serde(rename = "callID", default)]
-        call_id: String,
+        #[serde(flatten)]
+        call: Call,
         /// The sanitized arguments (`monitor::sanitize_args`).
         #[serde(default = "empty_object")]
         args: Value,
@@ -95,12 +99,8 @@ pub enum Event {
     PostExecute {
         #[serde(flatten)]
         base: Base,
-        #[serde(default)]
-        tool: String,
-        #[serde(rename = "sessionID", default)]
-        session_id: String,
-        #[serde(rename = "callID", default)]
-        call_id: String,
+        #[serde(flatten)]
+        call: Call,
         #[serde(default)]
         title: String,
         /// Bytes of the result's compact JSON.
@@ -168,9 +168,8 @@ impl Event {
     /// The session the event belongs to (empty when a plugin sent none).
     pub fn session_id(&self) -> &str {
         match self {
+            Event::PreExecute { call, .. } | Event::PostExecute { call, .. } => &call.session_id,
             Event::SessionStarted { session_id, .. }
-            | Event::PreExecute { session_id, .. }
-            | Event::PostExecute { session_id, .. }
             | Event::SessionError { session_id, .. }
             | Event::SessionIdle { session_id, .. } => session_id,
         }
@@ -333,7 +332,7 @@ mod tests {
         let r = Received::parse(br#"{"type": "tool.pre_execute", "tool": "t", "extra": true}"#)
             .unwrap();
         let Some(Event::PreExecute {
-            tool,
+            call: Call { tool, .. },
             args,
             session_stats,
             ..

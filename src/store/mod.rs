@@ -20,7 +20,7 @@ mod rows;
 use invalidation::notify;
 pub(crate) use invalidation::{Heard, Invalidation, InvalidationListener};
 pub use rows::{AuditEntry, AuditFilter, AuditRow, Decision, RoleRow};
-pub(crate) use rows::{KeyRow, NewServerKey, NewSession, RevokeTarget, Revoked};
+pub(crate) use rows::{KeyRow, NewKind, NewRow, RevokeTarget, Revoked};
 
 pub use responses::{Held, HeldMeta};
 
@@ -173,52 +173,54 @@ impl Store {
 
     // ---- server keys and sessions ----------------------------------------------------------
 
-    pub(crate) async fn insert_server_key(
-        &self,
-        k: &NewServerKey<'_>,
-    ) -> Result<KeyRow, StoreError> {
-        let row = sqlx::query_as::<_, KeyRow>(
-            "INSERT INTO api_keys (id, kind, name, public_id, secret_hash, features, roles, \
-             read_only, created_by) \
-             VALUES ($1, 'server_key', $2, $3, $4, $5, $6, $7, $8) \
-             RETURNING *, '{}'::text[] AS role_features",
-        )
-        .bind(k.id)
-        .bind(k.name)
-        .bind(k.public_id)
-        .bind(k.secret_hash)
-        .bind(k.features)
-        .bind(k.roles)
-        .bind(k.read_only)
-        .bind(k.created_by)
-        .fetch_one(&self.pool)
-        .await?;
-        Ok(row)
-    }
-
-    pub(crate) async fn insert_session(&self, s: &NewSession<'_>) -> Result<KeyRow, StoreError> {
-        let row = sqlx::query_as::<_, KeyRow>(
-            "INSERT INTO api_keys (id, kind, token_digest, features, roles, read_only, user_id, \
-             tenant_id, organization_id, expires_at, created_by, upstream_headers, \
-             upstream_header_names) \
-             VALUES ($1, 'session', $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
-             RETURNING *, '{}'::text[] AS role_features",
-        )
-        .bind(s.id)
-        .bind(s.token_digest)
-        .bind(s.features)
-        .bind(s.roles)
-        .bind(s.read_only)
-        .bind(s.user_id)
-        .bind(s.tenant_id)
-        .bind(s.organization_id)
-        .bind(s.expires_at)
-        .bind(s.created_by)
-        .bind(s.upstream_headers)
-        .bind(s.upstream_header_names)
-        .fetch_one(&self.pool)
-        .await?;
-        Ok(row)
+    /// Inserts a server key or a session; the row comes back as a lookup would return it.
+    pub(crate) async fn insert_key(&self, r: &NewRow<'_>) -> Result<KeyRow, StoreError> {
+        let common = |sql| {
+            sqlx::query_as::<_, KeyRow>(sql)
+                .bind(r.id)
+                .bind(r.features)
+                .bind(r.roles)
+                .bind(r.read_only)
+                .bind(r.created_by)
+        };
+        let query = match &r.kind {
+            NewKind::ServerKey {
+                name,
+                public_id,
+                secret_hash,
+            } => common(
+                "INSERT INTO api_keys (id, features, roles, read_only, created_by, kind, name, \
+                 public_id, secret_hash) \
+                 VALUES ($1, $2, $3, $4, $5, 'server_key', $6, $7, $8) \
+                 RETURNING *, '{}'::text[] AS role_features",
+            )
+            .bind(*name)
+            .bind(*public_id)
+            .bind(*secret_hash),
+            NewKind::Session {
+                token_digest,
+                user_id,
+                tenant_id,
+                organization_id,
+                expires_at,
+                upstream_headers,
+                upstream_header_names,
+            } => common(
+                "INSERT INTO api_keys (id, features, roles, read_only, created_by, kind, \
+                 token_digest, user_id, tenant_id, organization_id, expires_at, \
+                 upstream_headers, upstream_header_names) \
+                 VALUES ($1, $2, $3, $4, $5, 'session', $6, $7, $8, $9, $10, $11, $12) \
+                 RETURNING *, '{}'::text[] AS role_features",
+            )
+            .bind(*token_digest)
+            .bind(*user_id)
+            .bind(*tenant_id)
+            .bind(*organization_id)
+            .bind(*expires_at)
+            .bind(*upstream_headers)
+            .bind(*upstream_header_names),
+        };
+        Ok(query.fetch_one(&self.pool).await?)
     }
 
     /// A server key by public id (revoked ones too), with the features of its roles.
@@ -226,24 +228,27 @@ impl Store {
         &self,
         public_id: &str,
     ) -> Result<Option<KeyRow>, StoreError> {
-        let row = sqlx::query_as::<_, KeyRow>(with_role_features!(
-            "k.kind = 'server_key' AND k.public_id = $1"
-        ))
-        .bind(public_id)
-        .fetch_optional(&self.pool)
-        .await?;
-        Ok(row)
+        let sql = with_role_features!("k.kind = 'server_key' AND k.public_id = $1");
+        self.find_key(sql, public_id).await
     }
 
     /// A session by token digest (revoked and expired ones too), with its roles' features.
     pub(crate) async fn find_session(&self, digest: &[u8]) -> Result<Option<KeyRow>, StoreError> {
-        let row = sqlx::query_as::<_, KeyRow>(with_role_features!(
-            "k.kind = 'session' AND k.token_digest = $1"
-        ))
-        .bind(digest)
-        .fetch_optional(&self.pool)
-        .await?;
-        Ok(row)
+        let sql = with_role_features!("k.kind = 'session' AND k.token_digest = $1");
+        self.find_key(sql, digest).await
+    }
+
+    /// The row `sql` finds by `$1 = value`.
+    async fn find_key<'q, T>(
+        &self,
+        sql: &'static str,
+        value: T,
+    ) -> Result<Option<KeyRow>, StoreError>
+    where
+        T: 'q + Send + sqlx::Encode<'q, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>,
+    {
+        let query = sqlx::query_as::<_, KeyRow>(sql).bind(value);
+        Ok(query.fetch_optional(&self.pool).await?)
     }
 
     pub(crate) async fn list_server_keys(&self) -> Result<Vec<KeyRow>, StoreError> {

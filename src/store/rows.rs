@@ -18,31 +18,33 @@ pub(crate) struct Revoked {
     pub revoked_at: DateTime<Utc>,
 }
 
-pub(crate) struct NewServerKey<'a> {
+/// A row of `api_keys` to insert: what both kinds carry, then what only one does.
+pub(crate) struct NewRow<'a> {
     pub id: Uuid,
-    pub name: &'a str,
-    pub public_id: &'a str,
-    pub secret_hash: &'a str,
     pub features: &'a [String],
     pub roles: &'a [String],
     pub read_only: bool,
     pub created_by: Option<&'a str>,
+    pub kind: NewKind<'a>,
 }
 
-pub(crate) struct NewSession<'a> {
-    pub id: Uuid,
-    pub token_digest: &'a [u8],
-    pub features: &'a [String],
-    pub roles: &'a [String],
-    pub read_only: bool,
-    pub user_id: &'a str,
-    pub tenant_id: Option<&'a str>,
-    pub organization_id: Option<&'a str>,
-    pub expires_at: DateTime<Utc>,
-    pub created_by: Option<&'a str>,
-    /// Sealed (`auth/sealed.rs`), never plaintext.
-    pub upstream_headers: Option<&'a [u8]>,
-    pub upstream_header_names: Option<&'a [String]>,
+/// The columns of one kind of [`NewRow`].
+pub(crate) enum NewKind<'a> {
+    ServerKey {
+        name: &'a str,
+        public_id: &'a str,
+        secret_hash: &'a str,
+    },
+    Session {
+        token_digest: &'a [u8],
+        user_id: &'a str,
+        tenant_id: Option<&'a str>,
+        organization_id: Option<&'a str>,
+        expires_at: DateTime<Utc>,
+        /// Sealed (`auth/sealed.rs`), never plaintext.
+        upstream_headers: Option<&'a [u8]>,
+        upstream_header_names: Option<&'a [String]>,
+    },
 }
 
 /// A row of `api_keys` (either kind) plus the features its roles grant.

@@ -21,15 +21,39 @@ impl std::fmt::Debug for Select {
     }
 }
 
-/// Why a `select` expression could not be compiled or applied.
+/// Why a `select` expression could not be compiled or applied: at which character, and why.
 #[derive(Debug, thiserror::Error)]
-pub enum SelectError {
+#[error("{} at character {offset}: {reason}", .stage.says())]
+pub struct SelectError {
+    pub stage: Stage,
+    pub offset: usize,
+    pub reason: String,
+}
+
+/// Where a [`SelectError`] happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
     /// Not valid JMESPath: `offset` is the character where the parser stopped.
-    #[error("not a valid JMESPath expression at character {offset}: {reason}")]
-    Syntax { offset: usize, reason: String },
+    Syntax,
     /// Valid, but failed on this body (a function given the wrong type, for example).
-    #[error("the expression failed on this body at character {offset}: {reason}")]
-    Runtime { offset: usize, reason: String },
+    Runtime,
+}
+
+impl Stage {
+    fn says(self) -> &'static str {
+        match self {
+            Stage::Syntax => "not a valid JMESPath expression",
+            Stage::Runtime => "the expression failed on this body",
+        }
+    }
+
+    fn error(self, e: &jmespath::JmespathError) -> SelectError {
+        SelectError {
+            stage: self,
+            offset: e.offset,
+            reason: reason(e),
+        }
+    }
 }
 
 impl Select {
@@ -39,10 +63,7 @@ impl Select {
         operators(text)?;
         jmespath::compile(text)
             .map(|expression| Select { expression })
-            .map_err(|e| SelectError::Syntax {
-                offset: e.offset,
-                reason: reason(&e),
-            })
+            .map_err(|e| Stage::Syntax.error(&e))
     }
 
     /// The expression as given.
@@ -52,10 +73,7 @@ impl Select {
 
     /// The expression's result on `body` (`null` when nothing matched).
     pub fn apply(&self, body: &Value) -> Result<Value, SelectError> {
-        let runtime = |e: jmespath::JmespathError| SelectError::Runtime {
-            offset: e.offset,
-            reason: reason(&e),
-        };
+        let runtime = |e: jmespath::JmespathError| Stage::Runtime.error(&e);
         let data = jmespath::Variable::try_from(body).map_err(runtime)?;
         let found = self.expression.search(data).map_err(runtime)?;
         // A Variable serializes to JSON without fail: its values came from JSON.
@@ -149,7 +167,8 @@ fn operators(text: &str) -> Result<(), SelectError> {
         }
         prev = c;
         if count > MAX_OPERATORS {
-            return Err(SelectError::Syntax {
+            return Err(SelectError {
+                stage: Stage::Syntax,
                 offset: text[..at].chars().count(),
                 reason: format!(
                     "more than {MAX_OPERATORS} operators (., |, [, {{, (, !, comparisons): \
@@ -246,14 +265,22 @@ mod tests {
 
     #[test]
     fn errors_say_where() {
-        let Err(SelectError::Syntax { offset, .. }) = Select::parse("data[?amount >") else {
+        let Err(SelectError {
+            stage: Stage::Syntax,
+            offset,
+            ..
+        }) = Select::parse("data[?amount >")
+        else {
             panic!("a syntax error")
         };
         assert_eq!(offset, 14);
         let s = Select::parse("length(@)").unwrap();
         assert!(matches!(
             s.apply(&json!(5)),
-            Err(SelectError::Runtime { .. })
+            Err(SelectError {
+                stage: Stage::Runtime,
+                ..
+            })
         ));
         // Deep nesting and long chains are refused past MAX_OPERATORS, before the recursive
         // parser sees them; up to it, neither the parser nor the interpreter overflows.
@@ -263,7 +290,12 @@ mod tests {
             ".*", " < a",
         ] {
             let long = format!("a{}", link.repeat((MAX_SELECT_BYTES - 1) / link.len()));
-            let Err(SelectError::Syntax { reason, .. }) = Select::parse(&long) else {
+            let Err(SelectError {
+                stage: Stage::Syntax,
+                reason,
+                ..
+            }) = Select::parse(&long)
+            else {
                 panic!("{link}: refused")
             };
             assert!(reason.contains("operators"), "{link}: {reason}");
@@ -318,7 +350,7 @@ mod tests {
             },
             (None, Some(kind)) => {
                 let failed = match (kind.as_str(), compiled) {
-                    (Some("syntax"), Err(SelectError::Syntax { .. })) => true,
+                    (Some("syntax"), Err(e)) if e.stage == Stage::Syntax => true,
                     (Some("syntax"), _) => false,
                     (_, Ok(s)) => s.apply(given).is_err(),
                     (_, Err(_)) => false,

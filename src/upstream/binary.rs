@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 
 use super::decode;
 use super::redact::Secrets;
-use super::response::{self, BinaryBody, ShownBody};
+use super::response::{self, BinaryBody, Received, ShownBody};
 
 impl BinaryBody {
     /// `{contentType, bytes, sha256}`: how the tool result describes the body.
@@ -77,35 +77,30 @@ pub(crate) struct Limits {
 }
 
 /// The body of a response whose type [`may_be_binary`], from the raw bytes read (at most
-/// `limits.read`; `raw_truncated` when the upstream sent more). Text content (whatever its
+/// `limits.read`; `received.truncated` when the upstream sent more). Text content (whatever its
 /// type said) is shown as any text answer; binary content is
 /// handed on whole, or described when it was over `limits.read` or holds a credential.
 pub(crate) fn classify(
     raw: Vec<u8>,
-    raw_truncated: bool,
-    content_type: Option<&str>,
-    content_encoding: Option<&str>,
+    received: Received<'_>,
     limits: &Limits,
     secrets: &Secrets,
 ) -> Classified {
-    let ct = content_type.map(essence).unwrap_or_default();
+    let ct = received.content_type.map(essence).unwrap_or_default();
     let raw_len = raw.len();
-    let decoded = decode::decode_content(raw, raw_truncated, content_encoding, limits.read);
+    let decoded = decode::decode_content(
+        raw,
+        received.truncated,
+        received.content_encoding,
+        limits.read,
+    );
     let d = match decoded {
         Ok(d) if !d.bytes.is_empty() && !response::is_text(&d.bytes, d.truncated, &ct) => d,
         // Text, empty, or an encoding that cannot be undone: shown as any text answer is
         // (the response budget cuts it later, after `select`).
         other => {
             return Classified {
-                shown: response::shown_decoded(
-                    other,
-                    raw_len,
-                    raw_truncated,
-                    content_type,
-                    content_encoding,
-                    limits.text,
-                    secrets,
-                ),
+                shown: response::shown_decoded(other, raw_len, received, limits.text, secrets),
                 binary: None,
             };
         }
@@ -193,14 +188,20 @@ mod tests {
         }
     }
 
+    fn labelled(truncated: bool, content_type: &str) -> Received<'_> {
+        Received {
+            truncated,
+            content_type: Some(content_type),
+            content_encoding: None,
+        }
+    }
+
     #[test]
     fn binary_is_handed_on_whole_text_is_shown_as_text() {
         let bin: Vec<u8> = (0..=255u8).cycle().take(600).collect();
         let c = classify(
             bin.clone(),
-            false,
-            Some("application/zip"),
-            None,
+            labelled(false, "application/zip"),
             &limits(),
             &Secrets::default(),
         );
@@ -213,9 +214,7 @@ mod tests {
         let text = "hello ".repeat(50).into_bytes();
         let c = classify(
             text,
-            false,
-            Some("image/png"),
-            None,
+            labelled(false, "image/png"),
             &limits(),
             &Secrets::default(),
         );
@@ -228,9 +227,7 @@ mod tests {
         let bin: Vec<u8> = (0..=255u8).cycle().take(1000).collect();
         let c = classify(
             bin,
-            true,
-            Some("application/zip"),
-            None,
+            labelled(true, "application/zip"),
             &limits(),
             &Secrets::default(),
         );
@@ -247,9 +244,7 @@ mod tests {
         let secrets = Secrets::new(["sk_live_abcdef"]).unwrap();
         let c = classify(
             bin,
-            false,
-            Some("application/octet-stream"),
-            None,
+            labelled(false, "application/octet-stream"),
             &limits(),
             &secrets,
         );

@@ -48,7 +48,7 @@ pub(crate) use fit::{json_len, list_pointer};
 pub use oauth::{OAuth, OAuthConfig, OAuthError};
 pub(crate) use redact::REDACTED;
 pub use redact::{Secrets, SecretsError};
-pub use response::{BinaryBody, ShownBody, UpstreamResponse, shown_body, shown_response};
+pub use response::{BinaryBody, Received, ShownBody, UpstreamResponse, shown_body, shown_response};
 pub use schemes::{SchemeCredential, SchemeCredentials};
 
 /// Why a call did not produce an upstream response. An upstream answering with an error
@@ -380,30 +380,21 @@ impl Upstream {
         // Stop reading: dropping the response closes the connection if bytes are left.
         drop(resp);
         let raw_len = bytes.len();
+        let received = response::Received {
+            truncated: raw_truncated,
+            content_type: content_type.as_deref(),
+            content_encoding: content_encoding.as_deref(),
+        };
         let (shown, binary) = if may_be_binary {
             let limits = binary::Limits {
                 text: self.cfg.max_body_bytes,
                 read: limit,
             };
-            let c = binary::classify(
-                bytes,
-                raw_truncated,
-                content_type.as_deref(),
-                content_encoding.as_deref(),
-                &limits,
-                &secrets,
-            );
+            let c = binary::classify(bytes, received, &limits, &secrets);
             (c.shown, c.binary)
         } else {
-            let shown = response::read_response(
-                bytes,
-                raw_truncated,
-                content_type.as_deref(),
-                content_encoding.as_deref(),
-                limit,
-                self.cfg.max_body_bytes,
-                &secrets,
-            );
+            let shown =
+                response::read_response(bytes, received, limit, self.cfg.max_body_bytes, &secrets);
             (shown, None)
         };
         if shown.transformed {

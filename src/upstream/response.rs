@@ -165,27 +165,26 @@ pub struct ShownBody {
     pub transformed: bool,
 }
 
+/// How a body read from the upstream came: whether reading stopped at the cap (`truncated`:
+/// the upstream sent more), and the `Content-Type` and `Content-Encoding` it was labelled with.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Received<'a> {
+    pub truncated: bool,
+    pub content_type: Option<&'a str>,
+    pub content_encoding: Option<&'a str>,
+}
+
 /// The body as the agent sees it, from the raw bytes read: the `Content-Encoding` undone
 /// within the budget ([`decode::decode_content`]: a bomb is cut, not expanded), then
 /// [`shown_body`]. A body whose encoding is unknown or broken is described by type, encoding
 /// and size only: its raw bytes are never shown.
 pub fn shown_response(
     raw: Vec<u8>,
-    raw_truncated: bool,
-    content_type: Option<&str>,
-    content_encoding: Option<&str>,
+    received: Received<'_>,
     budget: usize,
     secrets: &Secrets,
 ) -> ShownBody {
-    read_response(
-        raw,
-        raw_truncated,
-        content_type,
-        content_encoding,
-        budget,
-        budget,
-        secrets,
-    )
+    read_response(raw, received, budget, budget, secrets)
 }
 
 /// [`shown_response`] with the read budget (`--max-read-bytes`: how far the encoding is
@@ -193,24 +192,19 @@ pub fn shown_response(
 /// (`--max-response-bytes`, which bounds a binary body's base64 form).
 pub(crate) fn read_response(
     raw: Vec<u8>,
-    raw_truncated: bool,
-    content_type: Option<&str>,
-    content_encoding: Option<&str>,
+    received: Received<'_>,
     read_budget: usize,
     shown_budget: usize,
     secrets: &Secrets,
 ) -> ShownBody {
     let raw_len = raw.len();
-    let decoded = decode::decode_content(raw, raw_truncated, content_encoding, read_budget);
-    shown_decoded(
-        decoded,
-        raw_len,
-        raw_truncated,
-        content_type,
-        content_encoding,
-        shown_budget,
-        secrets,
-    )
+    let decoded = decode::decode_content(
+        raw,
+        received.truncated,
+        received.content_encoding,
+        read_budget,
+    );
+    shown_decoded(decoded, raw_len, received, shown_budget, secrets)
 }
 
 /// [`read_response`] once the content encoding was undone (or failed to be), for a caller that
@@ -219,12 +213,15 @@ pub(crate) fn read_response(
 pub(crate) fn shown_decoded(
     decoded: Result<decode::Decoded, decode::DecodeError>,
     raw_len: usize,
-    raw_truncated: bool,
-    content_type: Option<&str>,
-    content_encoding: Option<&str>,
+    received: Received<'_>,
     shown_budget: usize,
     secrets: &Secrets,
 ) -> ShownBody {
+    let Received {
+        truncated: raw_truncated,
+        content_type,
+        content_encoding,
+    } = received;
     match decoded {
         Ok(d) => {
             let (body, transcoded) =

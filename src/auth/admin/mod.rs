@@ -284,15 +284,17 @@ impl Admin {
             })?;
         let row = self
             .store
-            .insert_server_key(&store::NewServerKey {
+            .insert_key(&store::NewRow {
                 id: Uuid::new_v4(),
-                name,
-                public_id: &generated.public_id,
-                secret_hash: &hash,
                 features: &features,
                 roles: &roles,
                 read_only: req.read_only,
                 created_by: Some(created_by.as_str()),
+                kind: store::NewKind::ServerKey {
+                    name,
+                    public_id: &generated.public_id,
+                    secret_hash: &hash,
+                },
             })
             .await?;
         self.record(
@@ -396,19 +398,21 @@ impl Admin {
         let expires_at = Utc::now() + ChronoDuration::minutes(i64::from(ttl));
         let row = self
             .store
-            .insert_session(&store::NewSession {
+            .insert_key(&store::NewRow {
                 id,
-                token_digest: &digest,
                 features: &features,
                 roles: &roles,
                 read_only: req.read_only,
-                user_id,
-                tenant_id,
-                organization_id,
-                expires_at,
                 created_by: Some(created_by.as_str()),
-                upstream_headers: upstream.as_ref().map(|(s, _)| s.as_slice()),
-                upstream_header_names: upstream.as_ref().map(|(_, n)| n.as_slice()),
+                kind: store::NewKind::Session {
+                    token_digest: &digest,
+                    user_id,
+                    tenant_id,
+                    organization_id,
+                    expires_at,
+                    upstream_headers: upstream.as_ref().map(|(s, _)| s.as_slice()),
+                    upstream_header_names: upstream.as_ref().map(|(_, n)| n.as_slice()),
+                },
             })
             .await?;
         self.record(SESSION_CREATE, Some(format!("session:{}", row.id)), None)

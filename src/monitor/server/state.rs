@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 mod approvals;
 
-use crate::monitor::protocol::{Decision, Event, Received};
+use crate::monitor::protocol::{Call, Decision, Event, Received};
 use crate::monitor::rules::RuleSet;
 use approvals::Outcome;
 
@@ -278,9 +278,12 @@ impl Shared {
         }
         match received.event {
             Some(Event::PreExecute {
-                tool,
-                session_id,
-                call_id,
+                call:
+                    Call {
+                        tool,
+                        session_id,
+                        call_id,
+                    },
                 args,
                 session_stats,
                 preview,
@@ -356,7 +359,7 @@ impl Shared {
                 session.started_at = if *start_time != 0 { *start_time } else { ts };
             }
             Event::PreExecute {
-                tool,
+                call: Call { tool, .. },
                 session_stats,
                 ..
             } => {
