@@ -28,15 +28,21 @@ if ! command -v wrk >/dev/null; then
 fi
 command -v curl >/dev/null || die "curl is needed"
 
+# A script that starts no upstream (scripts/cpu.sh) sets NO_UPSTREAM=1 before sourcing this.
 BIN=${APIGATE_BIN:-}
 UPSTREAM=${UPSTREAM_BIN:-}
-if [[ -z $BIN || -z $UPSTREAM ]]; then
+if [[ ${NO_UPSTREAM:-0} == 1 ]]; then
+  if [[ -z $BIN ]]; then
+    (cd "$ROOT" && cargo build --quiet --release --bin apigate)
+    BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release/apigate
+  fi
+elif [[ -z $BIN || -z $UPSTREAM ]]; then
   (cd "$ROOT" && cargo build --quiet --release --bin apigate --example load_upstream)
   BIN=${BIN:-${CARGO_TARGET_DIR:-$ROOT/target}/release/apigate}
   UPSTREAM=${UPSTREAM:-${CARGO_TARGET_DIR:-$ROOT/target}/release/examples/load_upstream}
 fi
 [[ -x $BIN ]] || die "no apigate binary at $BIN"
-[[ -x $UPSTREAM ]] || die "no load_upstream binary at $UPSTREAM"
+[[ ${NO_UPSTREAM:-0} == 1 || -x $UPSTREAM ]] || die "no load_upstream binary at $UPSTREAM"
 
 SERVER=
 UPSTREAM_PID=

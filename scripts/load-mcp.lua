@@ -2,6 +2,9 @@
 -- POSTed to /mcp over Streamable HTTP. LOAD_TOOL picks it:
 --   discover  tools/call api_discover (limit 10), cycling through realistic GitHub queries
 --   execute   tools/call api_execute getPetById with a varying petId (needs an upstream)
+--   dryrun    tools/call api_execute with dryRun: LOAD_OPERATION (default getPetById) and
+--             LOAD_ARGUMENTS, the JSON of its other arguments (default {"pathParams":{"petId":1}});
+--             validation and the request apigate would send, no upstream call
 --   list      tools/list: the MCP/HTTP stack alone, no tool work (the baseline)
 --   echo      tools/call echo {"message": "hello"} (scripts/ts-echo.mjs, the TypeScript SDK)
 -- Reads APIGATE_KEY and, for stateful mode, MCP_SESSION_ID from the environment. Every answer
@@ -27,6 +30,9 @@ if os.getenv("LOAD_QUERY") and os.getenv("LOAD_QUERY") ~= "" then
   queries = { os.getenv("LOAD_QUERY") }
 end
 
+local operation = os.getenv("LOAD_OPERATION") or "getPetById"
+local dry_arguments = string.sub(os.getenv("LOAD_ARGUMENTS") or '{"pathParams":{"petId":1}}', 2, -2)
+
 local headers = {
   ["Content-Type"] = "application/json",
   ["Accept"] = "application/json, text/event-stream",
@@ -49,8 +55,9 @@ local expected = ({
   discover = '"operationId',
   execute = '\\"status\\":200',
   list = '"api_execute"',
+  dryrun = '\\"dryRun\\":true',
   echo = '"text":"hello"',
-})[tool] or error("LOAD_TOOL must be discover, execute, list or echo, not " .. tool)
+})[tool] or error("LOAD_TOOL must be discover, execute, dryrun, list or echo, not " .. tool)
 
 -- JSON-RPC ids must be unique among a session's in-flight requests: every connection of a
 -- stateful run shares one Mcp-Session-Id, so ids are numbered per wrk thread, never reused.
@@ -66,6 +73,10 @@ local function body(id)
     return string.format(
       '{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hello"}}}',
       id)
+  elseif tool == "dryrun" then
+    return string.format(
+      '{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"api_execute","arguments":{"operationId":"%s","dryRun":true,%s}}}',
+      id, operation, dry_arguments)
   elseif tool == "execute" then
     return string.format(
       '{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"api_execute","arguments":{"operationId":"getPetById","pathParams":{"petId":%d}}}}',

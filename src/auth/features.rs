@@ -9,7 +9,7 @@ use serde::Deserialize;
 
 /// The features a principal holds. A held feature may be a wildcard: `*` grants everything,
 /// `billing.*` grants `billing` and every feature below it (`billing.read`, `billing.a.b`).
-#[derive(Clone, Default, PartialEq, Eq)]
+#[derive(Clone, Default, PartialEq, Eq, Hash)]
 pub struct Features(BTreeSet<String>);
 
 /// Feature names, borrowed.
@@ -241,18 +241,20 @@ impl PermissionRules {
         self.rules.is_empty()
     }
 
-    /// The features the rules require for `method path_template`.
+    /// The features the rules require for `method path_template` (the method in any case).
+    /// Discovery asks this of every operation a search matched: it allocates nothing.
     pub(crate) fn required_for<'a>(
         &'a self,
-        method: &str,
-        path_template: &str,
-    ) -> impl Iterator<Item = &'a str> {
-        let method = method.to_ascii_uppercase();
-        let path = path_template.to_string();
+        method: &'a str,
+        path_template: &'a str,
+    ) -> impl Iterator<Item = &'a str> + 'a {
         self.rules
             .iter()
             .filter(move |r| {
-                r.method.as_deref().is_none_or(|m| m == method) && r.path.is_match(&path)
+                r.method
+                    .as_deref()
+                    .is_none_or(|m| m.eq_ignore_ascii_case(method))
+                    && r.path.is_match(path_template)
             })
             .flat_map(|r| r.features.iter().map(String::as_str))
     }
@@ -378,13 +380,19 @@ mod tests {
             "#,
         )
         .unwrap();
-        let req = |m: &str, p: &str| rules.required_for(m, p).collect::<Vec<_>>();
+        let req = |m: &str, p: &str| {
+            rules
+                .required_for(m, p)
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        };
         assert_eq!(req("DELETE", "/repos/{owner}/{repo}"), ["github.admin"]);
         assert!(req("GET", "/repos/{owner}/{repo}").is_empty());
         assert_eq!(req("GET", "/pets/{petId}"), ["pets.read"]);
         assert!(req("GET", "/pets/other").is_empty());
         assert_eq!(req("PATCH", "/orgs/{org}"), ["orgs.write"]);
         assert!(req("PATCH", "/orgs/{org}/members").is_empty());
+        assert_eq!(req("delete", "/repos/{owner}/{repo}"), ["github.admin"]);
     }
 
     #[test]

@@ -14,13 +14,14 @@ use axum::body::Body;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
 use rmcp::model::{
-    ClientJsonRpcMessage, ClientRequest, GetMeta, JsonRpcMessage, ServerJsonRpcMessage,
+    ClientJsonRpcMessage, ClientRequest, GetMeta, JsonRpcMessage, RequestId, ServerJsonRpcMessage,
     ServerResult,
 };
+use serde::Serialize;
 
 use super::tool_list::{accepts_json_and_sse, plain_protocol_version};
 use crate::mcp::HttpCaller;
-use crate::tools::{Caller, Engine, Tool};
+use crate::tools::{Caller, Engine, Output, Tool};
 
 /// The answer to `message`, or `None` when rmcp should answer it. `session` is the live
 /// Streamable HTTP session the gate checked, if any.
@@ -62,11 +63,17 @@ pub async fn answer(
     };
     let args = params.arguments.clone().unwrap_or_default();
     let outcome = engine.call(&who, &tool, args).await;
-    let mut result = ServerResult::CallToolResult(crate::mcp::call_tool_result(&tool, outcome));
-    result.strip_result_type_for_legacy_peer();
     // The call has run (and is audited): it must not fall through to rmcp and run again.
-    let body = match serde_json::to_vec(&ServerJsonRpcMessage::response(result, request.id.clone()))
-    {
+    let body = match outcome {
+        Ok(output) if output.read_only().is_none() => answer_json(&request.id, &output),
+        outcome => {
+            let mut result =
+                ServerResult::CallToolResult(crate::mcp::call_tool_result(&tool, outcome));
+            result.strip_result_type_for_legacy_peer();
+            serde_json::to_vec(&ServerJsonRpcMessage::response(result, request.id.clone()))
+        }
+    };
+    let body = match body {
         Ok(body) => body,
         Err(e) => {
             tracing::error!(error = %e, "could not serialize a tool result");
@@ -84,4 +91,42 @@ pub async fn answer(
         HeaderValue::from_static("application/json"),
     );
     Some(response)
+}
+
+/// The JSON-RPC answer rmcp sends for a successful call (`mcp::call_tool_result`, without
+/// `resultType`), written straight from the typed result: its text block and its
+/// `structuredContent` are the same JSON, serialized from the type twice instead of built as
+/// a `Value`, printed, and serialized again.
+fn answer_json(id: &RequestId, output: &Output) -> serde_json::Result<Vec<u8>> {
+    #[derive(Serialize)]
+    struct Answer<'a> {
+        jsonrpc: &'static str,
+        id: &'a RequestId,
+        result: CallResult<'a>,
+    }
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct CallResult<'a> {
+        content: [Text; 1],
+        structured_content: &'a Output,
+        is_error: bool,
+    }
+    #[derive(Serialize)]
+    struct Text {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        text: String,
+    }
+    serde_json::to_vec(&Answer {
+        jsonrpc: "2.0",
+        id,
+        result: CallResult {
+            content: [Text {
+                kind: "text",
+                text: serde_json::to_string(output)?,
+            }],
+            structured_content: output,
+            is_error: false,
+        },
+    })
 }

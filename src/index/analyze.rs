@@ -240,6 +240,11 @@ impl Stems {
         }
     }
 
+    /// How many words are remembered.
+    pub(crate) fn len(&self) -> usize {
+        self.cache.len()
+    }
+
     pub(crate) fn stem(&mut self, word: &str) -> String {
         if let Some(s) = self.cache.get(word) {
             return s.clone();

@@ -6,11 +6,13 @@
 use std::collections::{HashMap, HashSet};
 
 use arc_swap::ArcSwapOption;
-use tantivy::TantivyDocument;
+use tantivy::schema::Field;
 use tantivy::schema::{FAST, IndexRecordOption, Schema, TextFieldIndexing, TextOptions};
 use tantivy::tokenizer::{TextAnalyzer, WhitespaceTokenizer};
+use tantivy::{Searcher, TantivyDocument};
 
 use super::analyze::{self, Stems};
+use super::bm25;
 use super::{DocMeta, FIELD_COUNT, FIELD_NAMES, Index, IndexError, ORD, TOKENIZER, Tuning};
 use crate::spec::{Operation, Spec};
 
@@ -22,6 +24,15 @@ impl Index {
 
     /// [`Index::build`] with explicit ranking knobs.
     pub fn build_with(specs: &[&Spec], tuning: Tuning) -> Result<Index, IndexError> {
+        Ok(Index::build_parts(specs, tuning)?.0)
+    }
+
+    /// The index, and the tantivy index its BM25 postings were read from (which a query no
+    /// longer needs: the tests compare against it).
+    pub(super) fn build_parts(
+        specs: &[&Spec],
+        tuning: Tuning,
+    ) -> Result<(Index, Searcher, [Field; FIELD_COUNT]), IndexError> {
         let mut builder = Schema::builder();
         let text = TextOptions::default().set_indexing_options(
             TextFieldIndexing::default()
@@ -85,9 +96,10 @@ impl Index {
         writer.commit()?;
         let reader = index.reader()?;
         reader.reload()?;
-        Ok(Index {
-            searcher: reader.searcher(),
-            fields,
+        let searcher = reader.searcher();
+        let bm25 = bm25::read(&searcher, &fields)?;
+        let index = Index {
+            bm25,
             field_terms,
             postings,
             docs,
@@ -95,7 +107,8 @@ impl Index {
             embedding_texts,
             dense: ArcSwapOption::empty(),
             coming: ArcSwapOption::empty(),
-        })
+        };
+        Ok((index, searcher, fields))
     }
 }
 

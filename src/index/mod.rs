@@ -21,6 +21,7 @@
 
 mod analyze;
 pub mod background;
+mod bm25;
 mod build;
 pub mod embed;
 mod fusion;
@@ -33,8 +34,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use arc_swap::ArcSwapOption;
-use tantivy::Searcher;
-use tantivy::schema::Field;
 
 use crate::spec::Method;
 
@@ -123,8 +122,8 @@ struct DocMeta {
 /// An in-memory index over the operations of one or more specs. `Send + Sync`: build once,
 /// query concurrently.
 pub struct Index {
-    searcher: Searcher,
-    fields: [Field; FIELD_COUNT],
+    /// For each field, its terms' BM25 weights and postings (read from tantivy at build).
+    bm25: bm25::FieldScores,
     /// For each field, the terms it holds and in how many documents.
     field_terms: [HashMap<String, u32>; FIELD_COUNT],
     /// For each term, the documents holding it in any field (ascending), to count how many

@@ -1,19 +1,22 @@
-//! Searching an [`Index`]: the query's analysis, the tantivy BM25 stage over the lexical
-//! fields, concept coverage, the priors (method intent, deprecation, path shape and depth),
-//! the filters, and the order of the hits. Fusion with the dense ranker is in `fusion`.
-
-use std::collections::HashMap;
-
-use tantivy::Term;
-use tantivy::collector::TopDocs;
-use tantivy::query::{BooleanQuery, BoostQuery, DisjunctionMaxQuery, Occur, TermQuery};
-use tantivy::schema::IndexRecordOption;
+//! Searching an [`Index`]: the query's analysis, the BM25 stage over the lexical fields (the
+//! postings of `bm25`, added up as tantivy would), concept coverage, the priors (method
+//! intent, deprecation, path shape and depth), the filters, and the order of the hits. Fusion
+//! with the dense ranker is in `fusion`.
 
 use super::analyze::Stems;
+use super::bm25::Scratch;
 use super::fusion::lexical_confidence;
 use super::vocab::{self, Analyzed, Intent};
-use super::{DocMeta, FIELD_NAMES, Hit, Index, ORD, Query, SMALL_INDEX_DOCS};
+use super::{DocMeta, FIELD_NAMES, Hit, Index, Query, SMALL_INDEX_DOCS};
 use crate::spec::Method;
+
+thread_local! {
+    /// The stems of the words queries used, per thread.
+    static QUERY_STEMS: std::cell::RefCell<Stems> = std::cell::RefCell::new(Stems::new());
+}
+
+/// How many words [`QUERY_STEMS`] remembers before it starts over.
+const MAX_QUERY_STEMS: usize = 4096;
 
 impl Index {
     /// Ranked operations for `q`, best first, at most `q.limit`. With empty text, every
@@ -24,9 +27,15 @@ impl Index {
 
     /// [`Index::search`], plus how many operations matched and passed the filters in all
     /// (before `limit`).
-    pub(crate) fn search_total(&self, q: &Query<'_>) -> (Vec<Hit>, usize) {
-        let mut stems = Stems::new();
-        let analyzed = vocab::analyze_query(q.text, &mut stems, self.tuning.synonyms);
+    pub fn search_total(&self, q: &Query<'_>) -> (Vec<Hit>, usize) {
+        let analyzed = QUERY_STEMS.with_borrow_mut(|stems| {
+            // Queries repeat words: each thread keeps its stems, forgetting them past a bound
+            // so that made-up words cannot grow it without end.
+            if stems.len() > MAX_QUERY_STEMS {
+                *stems = Stems::new();
+            }
+            vocab::analyze_query(q.text, stems, self.tuning.synonyms)
+        });
         let keep = |d: &DocMeta| self.passes(d, q);
         let dense = q.vector.zip(self.dense.load_full());
         if analyzed.concepts.is_empty() && dense.is_none() {
@@ -42,12 +51,11 @@ impl Index {
                 .collect();
             return (hits, all.len());
         }
-        let scored = self.ranked(q, &analyzed);
+        let mut scored = self.ranked(q, &analyzed);
         let total = scored.len();
-        let hits = scored
-            .into_iter()
-            .take(q.limit)
-            .map(|(doc, score)| Hit {
+        let hits = best_first(&mut scored, q.limit)
+            .iter()
+            .map(|&(doc, score)| Hit {
                 spec: self.docs[doc].spec,
                 op: self.docs[doc].op,
                 score,
@@ -56,132 +64,141 @@ impl Index {
         (hits, total)
     }
 
-    /// Every operation that matched and passed the filters, scored and sorted (ties in
-    /// document order): the lexical scores with their priors, fused with the cosines when
-    /// the query has a vector and the index is hybrid, then the spec affinity.
+    /// Every operation that matched and passed the filters, scored, in no order: the
+    /// lexical scores with their priors, fused with the cosines when the query has a vector
+    /// and the index is hybrid, then the spec affinity.
     fn ranked(&self, q: &Query<'_>, analyzed: &Analyzed) -> Vec<(usize, f32)> {
         let keep = |d: &DocMeta| self.passes(d, q);
         let dense = q.vector.zip(self.dense.load_full());
         let covered = self.coverage(analyzed);
-        let mut scored: Vec<(usize, f32)> = self
-            .lexical(analyzed)
-            .into_iter()
-            .filter(|&(doc, _)| keep(&self.docs[doc]))
-            .map(|(doc, score)| {
-                let c = covered.get(doc).copied().unwrap_or(0);
-                (doc, score * self.prior(&self.docs[doc], analyzed, c))
-            })
-            .collect();
+        let coord = self.coordination(analyzed);
+        let mut priors = QueryPriors::default();
+        let mut scored: Vec<(usize, f32)> = self.lexical(analyzed);
+        scored.retain_mut(|(doc, score)| {
+            let d = &self.docs[*doc];
+            if !keep(d) {
+                return false;
+            }
+            let c = covered.get(*doc).copied().unwrap_or(0);
+            let query_prior = priors.get(d, |d| self.query_prior(d, analyzed));
+            *score *= self.prior(d, query_prior, coord.get(usize::from(c)).copied());
+            true
+        });
         if let Some((vector, dense)) = dense {
             let confidence = lexical_confidence(&covered, analyzed.concepts.len());
             let cosine = dense.vectors.scores(vector);
             scored = self.fuse(scored, &cosine, analyzed, &keep, confidence);
         }
         self.apply_spec_affinity(&mut scored);
-        // Ties keep document order so results are deterministic.
-        scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         scored
     }
 
-    /// Every document sharing a term with the query, with its BM25 score.
+    /// Every document sharing a term with the query, with its BM25 score, in no order: the
+    /// clauses of [`Index::clauses`] added up as tantivy's query tree adds them (a sum per
+    /// group of clauses; a disjunction-max with tie-breaker 0.1 over a concept's groups; a sum
+    /// over concepts), from the postings `bm25` holds.
     fn lexical(&self, analyzed: &Analyzed) -> Vec<(usize, f32)> {
-        let query = self.tantivy_query(analyzed);
-        let limit = self.docs.len().max(1);
-        let top = match self
-            .searcher
-            .search(&query, &TopDocs::with_limit(limit).order_by_score())
-        {
-            Ok(top) => top,
-            Err(e) => {
-                tracing::warn!(error = %e, "search failed");
-                return Vec::new();
+        let n = self.docs.len();
+        let (mut total, mut concept, mut group) =
+            (Scratch::new(n), Scratch::new(n), Scratch::new(n));
+        total.clear();
+        let sum_group = |group: &mut Scratch, clauses: &[Clause<'_>]| {
+            group.clear();
+            for c in clauses {
+                for &(doc, tf_factor) in c.docs {
+                    group.see(doc);
+                    group.sum[doc as usize] += c.weight * tf_factor;
+                }
             }
         };
-        // Open the ORD column once per segment, not once per hit: opening looks the column
-        // up in the segment's columnar dictionary and decodes its header, and a query can
-        // hit most of the 1,223 GitHub operations (under load that was a large share of
-        // api_discover's CPU).
-        let columns: Vec<_> = self
-            .searcher
-            .segment_readers()
-            .iter()
-            .map(|segment| segment.fast_fields().u64(ORD).ok())
-            .collect();
-        let mut out = Vec::with_capacity(top.len());
-        for (score, addr) in top {
-            let Some(Some(column)) = columns.get(addr.segment_ord as usize) else {
+        for groups in self.clauses(analyzed) {
+            if let [clauses] = groups.as_slice() {
+                // One group is the concept's score as it is.
+                sum_group(&mut group, clauses);
+                for &doc in &group.touched {
+                    total.see(doc);
+                    total.sum[doc as usize] += group.sum[doc as usize];
+                }
                 continue;
-            };
-            if let Some(ord) = column.first(addr.doc_id) {
-                out.push((ord as usize, score));
+            }
+            concept.clear();
+            for clauses in &groups {
+                sum_group(&mut group, clauses);
+                for &doc in &group.touched {
+                    let (d, s) = (doc as usize, group.sum[doc as usize]);
+                    concept.see(doc);
+                    concept.max[d] = f32::max(s, concept.max[d]);
+                    concept.sum[d] += s;
+                }
+            }
+            for &doc in &concept.touched {
+                let d = doc as usize;
+                total.see(doc);
+                total.sum[d] += concept.max[d] + (concept.sum[d] - concept.max[d]) * 0.1;
             }
         }
-        out
+        total
+            .touched
+            .iter()
+            .map(|&doc| (doc as usize, total.sum[doc as usize]))
+            .collect()
     }
 
-    /// The BM25 query: for each concept, the best of the user's words and the vocabulary's
-    /// alternatives (weighted by `synonym_weight`), over the fields that hold them.
-    fn tantivy_query(&self, analyzed: &Analyzed) -> BooleanQuery {
+    /// The BM25 clauses of a query: per concept, groups of (term, field) clauses, one group
+    /// for the user's words over every field and one per vocabulary alternative (over
+    /// `alternative_fields`, its boosts times `synonym_weight`). Only pairs that occur in the
+    /// index become clauses: a query expands to many alternatives, most of which match
+    /// nothing. Concepts with no clause are left out.
+    fn clauses(&self, analyzed: &Analyzed) -> Vec<Vec<Vec<Clause<'_>>>> {
         let t = &self.tuning;
-        // Only (term, field) pairs that occur in the index become clauses: a query expands to
-        // many alternatives, most of which match nothing.
-        let alternative =
-            |terms: &[String], fields: usize| -> Option<Box<dyn tantivy::query::Query>> {
-                let mut clauses: Vec<(Occur, Box<dyn tantivy::query::Query>)> = Vec::new();
-                for term in terms {
-                    for ((field, boost), known) in self
-                        .fields
-                        .iter()
-                        .zip(t.fields)
-                        .zip(&self.field_terms)
-                        .take(fields)
-                    {
-                        // Absent pairs match nothing. In a large index, pairs in most
-                        // documents add almost nothing to BM25 (their IDF is near zero) but
-                        // cost the longest postings lists; in a small one (a spec about one
-                        // resource, where "pets" is everywhere) they are cheap and may be all
-                        // the query has.
-                        let docs = self.docs.len();
-                        if boost <= 0.0 {
-                            continue;
-                        }
-                        match known.get(term) {
-                            Some(&df)
-                                if docs <= SMALL_INDEX_DOCS
-                                    || df as f32 <= t.common_df * docs as f32 => {}
-                            _ => continue,
-                        }
-                        let tq = TermQuery::new(
-                            Term::from_field_text(*field, term),
-                            IndexRecordOption::WithFreqs,
-                        );
-                        clauses.push((
-                            Occur::Should,
-                            Box::new(BoostQuery::new(Box::new(tq), boost)),
-                        ));
+        let docs = self.docs.len();
+        let group = |terms: &[String], fields: usize, outer: f32| -> Option<Vec<Clause<'_>>> {
+            let mut clauses = Vec::new();
+            for term in terms {
+                for (f, (boost, known)) in t
+                    .fields
+                    .iter()
+                    .zip(&self.field_terms)
+                    .enumerate()
+                    .take(fields)
+                {
+                    // In a large index, pairs in most documents add almost nothing to BM25
+                    // (their IDF is near zero) but cost the longest postings lists; in a small
+                    // one (a spec about one resource, where "pets" is everywhere) they are
+                    // cheap and may be all the query has.
+                    if *boost <= 0.0 {
+                        continue;
+                    }
+                    match known.get(term) {
+                        Some(&df)
+                            if docs <= SMALL_INDEX_DOCS
+                                || df as f32 <= t.common_df * docs as f32 => {}
+                        _ => continue,
+                    }
+                    if let Some(scores) = self.bm25[f].get(term) {
+                        clauses.push(Clause {
+                            weight: scores.boosted(outer * boost),
+                            docs: &scores.docs,
+                        });
                     }
                 }
-                (!clauses.is_empty()).then(|| Box::new(BooleanQuery::new(clauses)) as Box<_>)
-            };
-        let mut concepts: Vec<(Occur, Box<dyn tantivy::query::Query>)> = Vec::new();
-        for c in &analyzed.concepts {
-            let mut disjuncts: Vec<Box<dyn tantivy::query::Query>> = Vec::new();
-            disjuncts.extend(alternative(&c.terms, FIELD_NAMES.len()));
-            for alt in &c.alternatives {
-                if let Some(q) = alternative(alt, t.alternative_fields) {
-                    disjuncts.push(Box::new(BoostQuery::new(q, t.synonym_weight)));
-                }
             }
-            let q: Box<dyn tantivy::query::Query> = if disjuncts.is_empty() {
-                continue;
-            } else if disjuncts.len() == 1 {
-                disjuncts.remove(0)
-            } else {
-                Box::new(DisjunctionMaxQuery::with_tie_breaker(disjuncts, 0.1))
-            };
-            concepts.push((Occur::Should, q));
-        }
-        BooleanQuery::new(concepts)
+            (!clauses.is_empty()).then_some(clauses)
+        };
+        analyzed
+            .concepts
+            .iter()
+            .map(|c| {
+                let mut groups: Vec<_> = group(&c.terms, FIELD_NAMES.len(), 1.0)
+                    .into_iter()
+                    .collect();
+                for alt in &c.alternatives {
+                    groups.extend(group(alt, t.alternative_fields, t.synonym_weight));
+                }
+                groups
+            })
+            .filter(|groups| !groups.is_empty())
+            .collect()
     }
 
     /// For each document, how many of the query's concepts it covers (any of the user's
@@ -192,7 +209,10 @@ impl Index {
         }
         let mut covered = vec![0u16; self.docs.len()];
         let mut stamp = vec![u32::MAX; self.docs.len()];
-        let mut counts: HashMap<u32, usize> = HashMap::new();
+        // How many of a multi-word alternative's terms each document holds (zero again after
+        // each alternative: `touched` lists the documents to reset).
+        let mut counts = vec![0u16; self.docs.len()];
+        let mut touched: Vec<u32> = Vec::new();
         for (ci, c) in analyzed.concepts.iter().enumerate() {
             let ci = ci as u32;
             let mut mark = |doc: u32| {
@@ -214,30 +234,49 @@ impl Index {
                 }
             }
             for alt in c.alternatives.iter().filter(|a| a.len() > 1) {
-                counts.clear();
                 for term in alt {
                     for &doc in self.postings.get(term).map_or(&[][..], Vec::as_slice) {
-                        *counts.entry(doc).or_default() += 1;
+                        let n = &mut counts[doc as usize];
+                        if *n == 0 {
+                            touched.push(doc);
+                        }
+                        *n = n.saturating_add(1);
                     }
                 }
-                for (&doc, &n) in &counts {
-                    if n == alt.len() {
+                for &doc in &touched {
+                    let n = std::mem::take(&mut counts[doc as usize]);
+                    if usize::from(n) == alt.len() {
                         mark(doc);
                     }
                 }
+                touched.clear();
             }
         }
         covered
     }
 
-    /// The priors of a lexical match: [`Index::query_prior`], coordination (the share of
-    /// the query's concepts it covers) and path depth.
-    fn prior(&self, d: &DocMeta, analyzed: &Analyzed, covered: u16) -> f32 {
+    /// The coordination factor of a document covering `n` of the query's concepts, for every
+    /// `n`: `(n / concepts) ^ coord`, computed once per query instead of once per match.
+    /// Empty when coordination is off.
+    fn coordination(&self, analyzed: &Analyzed) -> Vec<f32> {
         let t = &self.tuning;
-        let mut factor = self.query_prior(d, analyzed);
+        if t.coord <= 0.0 {
+            return Vec::new();
+        }
+        let total = analyzed.concepts.len().max(1);
+        (0..=analyzed.concepts.len().min(usize::from(u16::MAX)))
+            .map(|n| (n as f32 / total as f32).powf(t.coord))
+            .collect()
+    }
+
+    /// The priors of a lexical match: [`Index::query_prior`], coordination (`coord`, the
+    /// factor of the share of the query's concepts it covers, from
+    /// [`Index::coordination`]) and path depth.
+    fn prior(&self, d: &DocMeta, query_prior: f32, coord: Option<f32>) -> f32 {
+        let t = &self.tuning;
+        let mut factor = query_prior;
         if t.coord > 0.0 {
-            let total = analyzed.concepts.len().max(1);
-            factor *= (f32::from(covered) / total as f32).powf(t.coord);
+            factor *= coord.unwrap_or(0.0);
         }
         factor / (1.0 + t.depth_penalty * d.segments as f32)
     }
@@ -288,6 +327,48 @@ impl Index {
         }
         true
     }
+}
+
+/// [`Index::query_prior`] of one query, computed once per kind of document: it depends only
+/// on the method, deprecation and path shape, of which an index has at most 64 kinds.
+struct QueryPriors([Option<f32>; 64]);
+
+impl Default for QueryPriors {
+    fn default() -> QueryPriors {
+        QueryPriors([None; 64])
+    }
+}
+
+impl QueryPriors {
+    fn get(&mut self, d: &DocMeta, compute: impl FnOnce(&DocMeta) -> f32) -> f32 {
+        let kind = (d.method as usize) * 8
+            + usize::from(d.deprecated) * 4
+            + usize::from(d.templated) * 2
+            + usize::from(d.item);
+        *self.0[kind % 64].get_or_insert_with(|| compute(d))
+    }
+}
+
+/// One BM25 clause: a term of a field, its boosted weight and its postings.
+struct Clause<'a> {
+    weight: f32,
+    docs: &'a [(u32, f32)],
+}
+
+/// The `limit` best of `scored`, best first; ties in document order, so results are
+/// deterministic. Only they are sorted: a query can match most of a large spec.
+fn best_first(scored: &mut [(usize, f32)], limit: usize) -> &[(usize, f32)] {
+    let order = |a: &(usize, f32), b: &(usize, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+    let limit = limit.min(scored.len());
+    if limit == 0 {
+        return &[];
+    }
+    if limit < scored.len() {
+        scored.select_nth_unstable_by(limit - 1, order);
+    }
+    let best = &mut scored[..limit];
+    best.sort_unstable_by(order);
+    best
 }
 
 /// How well `method` fits the query's intents: the first intent counts fully, later ones at

@@ -40,7 +40,7 @@ pub(crate) const READ_ONLY_META: &str = "apigate/readOnly";
 /// A tool's outcome as MCP sends it: the value as `structuredContent` plus a JSON text block,
 /// `isError: true` for a tool failure, and `_meta` saying whether an `api_execute` changed
 /// nothing.
-pub(crate) fn call_tool_result(tool: &Named, result: crate::tools::ToolResult) -> CallToolResult {
+pub fn call_tool_result(tool: &Named, result: crate::tools::ToolResult) -> CallToolResult {
     match result {
         Ok(output) => {
             let read_only = output.read_only();

@@ -80,6 +80,9 @@ pub struct Engine {
     pub held: crate::held::HeldResponses,
     /// How binary responses come back (`--max-image-bytes`, `--download-dir`).
     pub binary: BinaryOptions,
+    /// Which operations each set of grants may see (discovery's filter), computed once per
+    /// set.
+    pub(crate) visibility: ops::Visibility,
 }
 
 /// Who is calling, as the transport knows it. Holds no secret but the session token the
@@ -166,6 +169,7 @@ impl Engine {
             upload_dir: None,
             held: crate::held::HeldResponses::in_memory(Default::default()),
             binary: BinaryOptions::default(),
+            visibility: ops::Visibility::default(),
         }
     }
 

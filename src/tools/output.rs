@@ -55,7 +55,9 @@ pub struct DiscoverHit {
     pub summary: String,
     pub tags: Vec<String>,
     pub mutating: bool,
-    pub score: f32,
+    /// Rounded to three decimals (and printed so: `0.123`, not the `f32`'s
+    /// `0.12300000339746475`).
+    pub score: f64,
 }
 
 /// `api_schema`'s result: the operation's view, with what the caller's credentials allow and

@@ -1,0 +1,80 @@
+//! What one `api_discover` costs, in parts (issue 29): `Index::search_total` alone, then
+//! `Engine::call` (argument checks, the caller's visibility filter, the search, the result
+//! built and serialized as the MCP answer's text) on Petstore and GitHub, with the queries
+//! `scripts/cpu.sh` sends over HTTP. `cargo bench --bench discover`.
+
+use std::hint::black_box;
+use std::sync::Arc;
+
+use apigate::cli::args::EngineArgs;
+use apigate::index::{Index, Query};
+use apigate::spec::Spec;
+use apigate::tools::{Caller, Engine, Tool};
+use criterion::{Criterion, criterion_group, criterion_main};
+use serde_json::{Map, Value, json};
+
+const CASES: [(&str, &str, &str); 2] = [
+    ("petstore", "openapi/petstore.json", "find a pet by its id"),
+    (
+        "github",
+        "tests/data/specs/github-rest-3.0.json",
+        "list open issues in a repository",
+    ),
+];
+
+fn engine(rt: &tokio::runtime::Runtime, spec: &str) -> Engine {
+    let args = EngineArgs {
+        spec: spec.into(),
+        upstream: Some("http://127.0.0.1:9".into()),
+        upstream_headers: Vec::new(),
+        upstream_credentials: Vec::new(),
+        oauth: Default::default(),
+        upstream_timeout: std::time::Duration::from_secs(2),
+        connect_timeout: std::time::Duration::from_secs(2),
+        max_response_bytes: 64 * 1024,
+        max_read_bytes: apigate::upstream::DEFAULT_MAX_READ_BYTES,
+        binary: Default::default(),
+        monitor: apigate::cli::monitor::MonitorFlags {
+            monitor: None,
+            monitor_timeout: std::time::Duration::from_secs(2),
+            monitor_project: None,
+            monitor_worktree: None,
+        },
+        ranking: apigate::cli::index::RankingArgs::lexical(),
+        limits: Default::default(),
+    };
+    rt.block_on(args.build()).expect("the engine builds")
+}
+
+fn bench(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    for (name, file, query) in CASES {
+        let path = format!("{}/{file}", env!("CARGO_MANIFEST_DIR"));
+        let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("reading {path}: {e}"));
+        let spec = Spec::from_bytes(&bytes, file).expect("the spec parses");
+        let index = Index::build(&[&spec]).expect("the index builds");
+        c.bench_function(&format!("discover/{name}/search"), |b| {
+            b.iter(|| index.search_total(black_box(&Query::text(query, 10))))
+        });
+        let engine = Arc::new(engine(&rt, &path));
+        let caller = Caller::default();
+        let tool = Ok(Tool::Discover);
+        let args: Map<String, Value> = match json!({"query": query, "limit": 10}) {
+            Value::Object(m) => m,
+            _ => unreachable!(),
+        };
+        c.bench_function(&format!("discover/{name}/engine_call"), |b| {
+            b.iter(|| {
+                let outcome = rt.block_on(engine.call(&caller, &tool, black_box(args.clone())));
+                let result = apigate::mcp::call_tool_result(&tool, outcome);
+                serde_json::to_vec(&result).expect("the result serializes")
+            })
+        });
+    }
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
