@@ -15,7 +15,7 @@
 #   BINS       name=path pairs (default: "current=" the release build)
 #   CONNS      wrk connection counts (default "1 16")
 #   DURATION   length of each measured run (default 5s)
-#   SPECS      which specs (default "petstore github")
+#   SPECS      which specs (default "petstore github"; empty: only the reference)
 #   TS_SDK     the @modelcontextprotocol/sdk version of the reference (default 1.32.2; "none"
 #              skips it)
 #   TS_RUNS    how many times the reference pair runs (default 4)
@@ -31,7 +31,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/load-common.sh"
 CONNS=${CONNS:-1 16}
 DURATION=${DURATION:-5s}
 BINS=${BINS:-current=$BIN}
-SPECS=${SPECS:-petstore github}
+SPECS=${SPECS-petstore github}
 TS_SDK=${TS_SDK:-1.32.2}
 TS_RUNS=${TS_RUNS:-4}
 TICK=$(getconf CLK_TCK)
@@ -106,28 +106,7 @@ for pair in $BINS; do
 done
 
 if [[ $TS_SDK != none ]]; then
-  source "$ROOT/scripts/npm-tools.sh"
-  tools="${APIGATE_CACHE:-/var/tmp/apigate-cache}/mcp-sdk$TS_SDK-node$NODE_VERSION"
-  if [[ ! -f $tools/.complete ]]; then
-    need_npm "the MCP TypeScript SDK"
-    rm -rf "$tools" && mkdir -p "$tools"
-    (cd "$tools" && echo '{"private":true}' >package.json &&
-      npm install --no-audit --no-fund --ignore-scripts --loglevel=error \
-        "$NODE_PKG@$NODE_VERSION" "@modelcontextprotocol/sdk@$TS_SDK") >"$OUT/npm-install.log" 2>&1 ||
-      die "npm install failed: $(cat "$OUT/npm-install.log")"
-    touch "$tools/.complete"
-  fi
-  SDK_DIR="$tools/node_modules/@modelcontextprotocol/sdk" \
-    "$tools/node_modules/$NODE_PKG/bin/node" "$ROOT/scripts/ts-echo.mjs" 0 >"$OUT/ts-echo.log" 2>&1 &
-  ts_pid=$!
-  ts_url=
-  for _ in $(seq 1 100); do
-    [[ $(cat "$OUT/ts-echo.log") =~ listening\ on\ (http://127\.0\.0\.1:[0-9]+/mcp) ]] &&
-      ts_url=${BASH_REMATCH[1]} && break
-    kill -0 "$ts_pid" 2>/dev/null || die "ts-echo exited: $(cat "$OUT/ts-echo.log")"
-    sleep 0.1
-  done
-  [[ -n $ts_url ]] || die "ts-echo did not start"
+  start_ts_echo
   last=${BINS##* }
   BIN=${last#*=}
   spec_setup petstore

@@ -100,28 +100,7 @@ printf '%s\n' "${OVERHEAD[@]}"
 
 TS_SDK=${TS_SDK:-1.32.2}
 if [[ $TS_SDK != none ]]; then
-  source "$ROOT/scripts/npm-tools.sh"
-  tools="${APIGATE_CACHE:-/var/tmp/apigate-cache}/mcp-sdk$TS_SDK-node$NODE_VERSION"
-  if [[ ! -f $tools/.complete ]]; then
-    need_npm "the MCP TypeScript SDK"
-    rm -rf "$tools" && mkdir -p "$tools"
-    (cd "$tools" && echo '{"private":true}' >package.json &&
-      npm install --no-audit --no-fund --ignore-scripts --loglevel=error \
-        "$NODE_PKG@$NODE_VERSION" "@modelcontextprotocol/sdk@$TS_SDK") >"$OUT/npm-install.log" 2>&1 ||
-      die "npm install failed: $(cat "$OUT/npm-install.log")"
-    touch "$tools/.complete"
-  fi
-  SDK_DIR="$tools/node_modules/@modelcontextprotocol/sdk" \
-    "$tools/node_modules/$NODE_PKG/bin/node" "$ROOT/scripts/ts-echo.mjs" 0 >"$OUT/ts-echo.log" 2>&1 &
-  ts_pid=$!
-  ts_url=
-  for _ in $(seq 1 100); do
-    [[ $(cat "$OUT/ts-echo.log") =~ listening\ on\ (http://127\.0\.0\.1:[0-9]+/mcp) ]] &&
-      ts_url=${BASH_REMATCH[1]} && break
-    kill -0 "$ts_pid" 2>/dev/null || die "ts-echo exited: $(cat "$OUT/ts-echo.log")"
-    sleep 0.1
-  done
-  [[ -n $ts_url ]] || die "ts-echo did not start"
+  start_ts_echo
   LOAD_TOOL=echo APIGATE_KEY=none wrk -t2 -c4 -d2s -s "$ROOT/scripts/load-mcp.lua" "$ts_url" >/dev/null
   log="$OUT/ts-echo-wrk.txt"
   LOAD_TOOL=echo APIGATE_KEY=none wrk -t2 -c"$CONNECTIONS" -d"$DURATION" --timeout 5s --latency \
