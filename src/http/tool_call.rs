@@ -17,7 +17,6 @@ use rmcp::model::{
     ClientJsonRpcMessage, ClientRequest, GetMeta, JsonRpcMessage, RequestId, ServerJsonRpcMessage,
     ServerResult,
 };
-use serde::Serialize;
 
 use super::tool_list::{accepts_json_and_sse, plain_protocol_version};
 use crate::mcp::HttpCaller;
@@ -94,39 +93,21 @@ pub async fn answer(
 }
 
 /// The JSON-RPC answer rmcp sends for a successful call (`mcp::call_tool_result`, without
-/// `resultType`), written straight from the typed result: its text block and its
-/// `structuredContent` are the same JSON, serialized from the type twice instead of built as
-/// a `Value`, printed, and serialized again.
+/// `resultType`), written straight from the typed result: the result is serialized once, and
+/// that JSON is both the text block (as a string) and `structuredContent` (as it is), instead
+/// of being built as a `Value`, printed, and serialized again.
 fn answer_json(id: &RequestId, output: &Output) -> serde_json::Result<Vec<u8>> {
-    #[derive(Serialize)]
-    struct Answer<'a> {
-        jsonrpc: &'static str,
-        id: &'a RequestId,
-        result: CallResult<'a>,
-    }
-    #[derive(Serialize)]
-    #[serde(rename_all = "camelCase")]
-    struct CallResult<'a> {
-        content: [Text; 1],
-        structured_content: &'a Output,
-        is_error: bool,
-    }
-    #[derive(Serialize)]
-    struct Text {
-        #[serde(rename = "type")]
-        kind: &'static str,
-        text: String,
-    }
-    serde_json::to_vec(&Answer {
-        jsonrpc: "2.0",
-        id,
-        result: CallResult {
-            content: [Text {
-                kind: "text",
-                text: serde_json::to_string(output)?,
-            }],
-            structured_content: output,
-            is_error: false,
-        },
-    })
+    let json = serde_json::to_string(output)?;
+    let text = serde_json::to_string(&json)?;
+    let id = serde_json::to_string(id)?;
+    let parts: [&[u8]; 7] = [
+        br#"{"jsonrpc":"2.0","id":"#,
+        id.as_bytes(),
+        br#","result":{"content":[{"type":"text","text":"#,
+        text.as_bytes(),
+        br#"}],"structuredContent":"#,
+        json.as_bytes(),
+        br#","isError":false}}"#,
+    ];
+    Ok(parts.concat())
 }
