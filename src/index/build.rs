@@ -1,7 +1,7 @@
 //! Building an [`Index`]: each operation's text per lexical field (analyzed by `analyze`
-//! before tantivy sees it), the per-field term counts and postings the second stage reads,
-//! what the dense ranker embeds, and the per-document facts (`DocMeta`) the priors and filters
-//! use.
+//! before tantivy sees it), the BM25 postings read back from tantivy, the per-term postings
+//! coverage reads, what the dense ranker embeds, and the per-document facts (`DocMeta`) the
+//! priors and filters use.
 
 use std::collections::{HashMap, HashSet};
 
@@ -51,7 +51,6 @@ impl Index {
         let mut writer = index.writer_with_num_threads(1, 32 << 20)?;
         let mut stems = Stems::new();
         let mut docs = Vec::new();
-        let mut field_terms: [HashMap<String, u32>; FIELD_COUNT] = Default::default();
         let mut postings: HashMap<String, Vec<u32>> = HashMap::new();
         let mut embedding_texts = Vec::new();
         for (s, spec) in specs.iter().enumerate() {
@@ -60,7 +59,7 @@ impl Index {
                 embedding_texts.push(embedding_text(&texts));
                 let mut doc = TantivyDocument::default();
                 let mut all_terms = HashSet::new();
-                for ((field, text), known) in fields.iter().zip(texts).zip(&mut field_terms) {
+                for (field, text) in fields.iter().zip(texts) {
                     let terms = if tuning.stemming {
                         stems.terms(&text)
                     } else {
@@ -70,10 +69,6 @@ impl Index {
                             .collect()
                     };
                     doc.add_text(*field, terms.join(" "));
-                    let distinct: HashSet<&String> = terms.iter().collect();
-                    for term in distinct {
-                        *known.entry(term.clone()).or_default() += 1;
-                    }
                     all_terms.extend(terms);
                 }
                 for term in all_terms {
@@ -100,7 +95,6 @@ impl Index {
         let bm25 = bm25::read(&searcher, &fields)?;
         let index = Index {
             bm25,
-            field_terms,
             postings,
             docs,
             tuning,

@@ -122,10 +122,9 @@ struct DocMeta {
 /// An in-memory index over the operations of one or more specs. `Send + Sync`: build once,
 /// query concurrently.
 pub struct Index {
-    /// For each field, its terms' BM25 weights and postings (read from tantivy at build).
+    /// For each field, its terms' BM25 weights and postings (read from tantivy at build); a
+    /// term's postings count its documents.
     bm25: bm25::FieldScores,
-    /// For each field, the terms it holds and in how many documents.
-    field_terms: [HashMap<String, u32>; FIELD_COUNT],
     /// For each term, the documents holding it in any field (ascending), to count how many
     /// query concepts a document covers.
     postings: HashMap<String, Vec<u32>>,

@@ -155,13 +155,7 @@ impl Index {
         let group = |terms: &[String], fields: usize, outer: f32| -> Option<Vec<Clause<'_>>> {
             let mut clauses = Vec::new();
             for term in terms {
-                for (f, (boost, known)) in t
-                    .fields
-                    .iter()
-                    .zip(&self.field_terms)
-                    .enumerate()
-                    .take(fields)
-                {
+                for (f, boost) in t.fields.iter().enumerate().take(fields) {
                     // In a large index, pairs in most documents add almost nothing to BM25
                     // (their IDF is near zero) but cost the longest postings lists; in a small
                     // one (a spec about one resource, where "pets" is everywhere) they are
@@ -169,18 +163,17 @@ impl Index {
                     if *boost <= 0.0 {
                         continue;
                     }
-                    match known.get(term) {
-                        Some(&df)
-                            if docs <= SMALL_INDEX_DOCS
-                                || df as f32 <= t.common_df * docs as f32 => {}
-                        _ => continue,
+                    let Some(scores) = self.bm25[f].get(term) else {
+                        continue;
+                    };
+                    let df = scores.docs.len();
+                    if docs > SMALL_INDEX_DOCS && df as f32 > t.common_df * docs as f32 {
+                        continue;
                     }
-                    if let Some(scores) = self.bm25[f].get(term) {
-                        clauses.push(Clause {
-                            weight: scores.boosted(outer * boost),
-                            docs: &scores.docs,
-                        });
-                    }
+                    clauses.push(Clause {
+                        weight: scores.boosted(outer * boost),
+                        docs: &scores.docs,
+                    });
                 }
             }
             (!clauses.is_empty()).then_some(clauses)

@@ -3,15 +3,15 @@
 //! validating and building the request (in [`prepare`]), and the three tool bodies ([`run`]).
 //! Production, tests and the fuzz target all go through these functions.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
 use serde_json::{Map, Value, json};
 
 use super::args::{self, DiscoverArgs, ExecuteArgs, SchemaArgs, Target};
 use super::output::{DiscoverHit, DiscoverResult, DryRunResult, Output, SchemaResult};
 use super::select::{Select, SelectError};
 use super::{Code, Engine, Tool, ToolError};
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-
 use crate::auth::{Features, Principal};
 use crate::index::Query;
 use crate::spec::Method;
@@ -207,17 +207,11 @@ impl Visibility {
         if let Some(seen) = lock(sets).get(&principal.features) {
             return seen.clone();
         }
-        let executes = principal.features.allows("apigate.execute");
         let seen: Arc<[bool]> = engine
             .spec
             .operations
             .iter()
-            .map(|op| {
-                executes
-                    && principal
-                        .may_execute(op.method, &op.path, &op.required_features, &engine.rules)
-                        .is_ok()
-            })
+            .map(|op| principal.may_see(op.method, &op.path, &op.required_features, &engine.rules))
             .collect();
         let mut sets = lock(sets);
         if sets.len() >= Visibility::MAX_SETS {
