@@ -6,10 +6,11 @@
 use std::hint::black_box;
 use std::sync::Arc;
 
-use apigate::cli::args::EngineArgs;
+use apigate::cli::{Cli, Command};
 use apigate::index::{Index, Query};
 use apigate::spec::Spec;
 use apigate::tools::{Caller, Engine, Tool};
+use clap::Parser;
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Map, Value, json};
 
@@ -22,28 +23,26 @@ const CASES: [(&str, &str, &str); 2] = [
     ),
 ];
 
+/// The engine `apigate dev` builds for `spec`, words only, from the command line as a user
+/// writes it (so with the binary's own defaults).
 fn engine(rt: &tokio::runtime::Runtime, spec: &str) -> Engine {
-    let args = EngineArgs {
-        spec: spec.into(),
-        upstream: Some("http://127.0.0.1:9".into()),
-        upstream_headers: Vec::new(),
-        upstream_credentials: Vec::new(),
-        oauth: Default::default(),
-        upstream_timeout: std::time::Duration::from_secs(2),
-        connect_timeout: std::time::Duration::from_secs(2),
-        max_response_bytes: 64 * 1024,
-        max_read_bytes: apigate::upstream::DEFAULT_MAX_READ_BYTES,
-        binary: Default::default(),
-        monitor: apigate::cli::monitor::MonitorFlags {
-            monitor: None,
-            monitor_timeout: std::time::Duration::from_secs(2),
-            monitor_project: None,
-            monitor_worktree: None,
-        },
-        ranking: apigate::cli::index::RankingArgs::lexical(),
-        limits: Default::default(),
+    let argv = [
+        "apigate",
+        "dev",
+        "--spec",
+        spec,
+        "--upstream",
+        "http://127.0.0.1:9",
+        "--ranker",
+        "lexical",
+    ];
+    let Command::Dev(dev) = Cli::try_parse_from(argv)
+        .expect("the arguments parse")
+        .command
+    else {
+        unreachable!("`apigate dev` parses as Dev")
     };
-    rt.block_on(args.build()).expect("the engine builds")
+    rt.block_on(dev.engine.build()).expect("the engine builds")
 }
 
 fn bench(c: &mut Criterion) {
