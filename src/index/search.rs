@@ -373,3 +373,31 @@ fn intent_fit(intents: &[Intent], method: Method) -> Option<f32> {
         .map(|(i, intent)| intent.fit(method) * if i == 0 { 1.0 } else { 0.5 })
         .reduce(f32::max)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::Spec;
+
+    #[test]
+    fn made_up_words_do_not_grow_the_remembered_stems_without_end() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/openapi/petstore.json");
+        let bytes = std::fs::read(path).expect("the spec is there");
+        let spec = Spec::from_bytes(&bytes, "petstore.json").expect("it parses");
+        let index = Index::build(&[&spec]).expect("it indexes");
+        let mut most = 0;
+        for q in 0..400 {
+            let words: Vec<String> = (0..40).map(|w| format!("zq{q}x{w}")).collect();
+            index.search(&Query::text(&words.join(" "), 10));
+            most = most.max(QUERY_STEMS.with_borrow(Stems::len));
+        }
+        // 16,000 distinct words went by; at most the bound plus one query's words are kept.
+        assert!(most <= MAX_QUERY_STEMS + 48, "{most} words remembered");
+        assert!(
+            most > MAX_QUERY_STEMS / 2,
+            "{most}: the words were remembered at all"
+        );
+        let hits = index.search(&Query::text("find a pet by its id", 3));
+        assert_eq!(hits.len(), 3);
+    }
+}
