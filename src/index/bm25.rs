@@ -119,6 +119,7 @@ fn tf_cache(average_fieldnorm: f32) -> [f32; 256] {
 
 /// Per-document accumulators of one query, reused clause after clause: `score` holds a sum
 /// (or a disjunction's max and sum) for the documents `seen` marks with the current stamp.
+#[derive(Default)]
 pub(super) struct Scratch {
     stamp: Vec<u32>,
     now: u32,
@@ -140,6 +141,11 @@ impl Scratch {
 
     /// Starts a new accumulation: every document counts as unseen.
     pub fn clear(&mut self) {
+        if self.now == u32::MAX {
+            // After four billion accumulations the stamps start over.
+            self.stamp.fill(0);
+            self.now = 0;
+        }
         self.now += 1;
         self.touched.clear();
     }

@@ -13,6 +13,43 @@ use crate::spec::Method;
 thread_local! {
     /// The stems of the words queries used, per thread.
     static QUERY_STEMS: std::cell::RefCell<Stems> = std::cell::RefCell::new(Stems::new());
+    /// The per-document buffers of a query, per thread: sized to the index last searched,
+    /// so a query allocates none of them.
+    static WORK: std::cell::RefCell<Work> = std::cell::RefCell::new(Work::default());
+}
+
+/// The per-document buffers one query works in: the three BM25 accumulators and what
+/// [`Index::coverage`] counts with.
+#[derive(Default)]
+struct Work {
+    total: Scratch,
+    concept: Scratch,
+    group: Scratch,
+    /// How many of the query's concepts each document covers.
+    covered: Vec<u16>,
+    /// The last concept that counted for each document.
+    stamp: Vec<u32>,
+    /// How many terms of a multi-word alternative each document holds; zero between
+    /// alternatives.
+    counts: Vec<u16>,
+    touched: Vec<u32>,
+}
+
+impl Work {
+    /// Makes the buffers fit an index of `docs` operations.
+    fn fit(&mut self, docs: usize) {
+        if self.covered.len() != docs {
+            *self = Work {
+                total: Scratch::new(docs),
+                concept: Scratch::new(docs),
+                group: Scratch::new(docs),
+                covered: vec![0; docs],
+                stamp: vec![u32::MAX; docs],
+                counts: vec![0; docs],
+                touched: Vec::new(),
+            };
+        }
+    }
 }
 
 /// How many words [`QUERY_STEMS`] remembers before it starts over.
@@ -68,12 +105,26 @@ impl Index {
     /// lexical scores with their priors, fused with the cosines when the query has a vector
     /// and the index is hybrid, then the spec affinity.
     fn ranked(&self, q: &Query<'_>, analyzed: &Analyzed) -> Vec<(usize, f32)> {
+        WORK.with_borrow_mut(|work| {
+            work.fit(self.docs.len());
+            self.ranked_in(q, analyzed, work)
+        })
+    }
+
+    /// [`Index::ranked`] in the buffers of `work`.
+    fn ranked_in(&self, q: &Query<'_>, analyzed: &Analyzed, work: &mut Work) -> Vec<(usize, f32)> {
         let keep = |d: &DocMeta| self.passes(d, q);
         let dense = q.vector.zip(self.dense.load_full());
-        let covered = self.coverage(analyzed);
+        self.coverage(analyzed, work);
         let coord = self.coordination(analyzed);
         let mut priors = QueryPriors::default();
-        let mut scored: Vec<(usize, f32)> = self.lexical(analyzed);
+        let mut scored: Vec<(usize, f32)> = self.lexical(analyzed, work);
+        // Empty when coordination is off, as `lexical_confidence` expects.
+        let covered: &[u16] = if self.tuning.coord > 0.0 {
+            &work.covered
+        } else {
+            &[]
+        };
         scored.retain_mut(|(doc, score)| {
             let d = &self.docs[*doc];
             if !keep(d) {
@@ -85,7 +136,7 @@ impl Index {
             true
         });
         if let Some((vector, dense)) = dense {
-            let confidence = lexical_confidence(&covered, analyzed.concepts.len());
+            let confidence = lexical_confidence(covered, analyzed.concepts.len());
             let cosine = dense.vectors.scores(vector);
             scored = self.fuse(scored, &cosine, analyzed, &keep, confidence);
         }
@@ -97,10 +148,13 @@ impl Index {
     /// clauses of [`Index::clauses`] added up as tantivy's query tree adds them (a sum per
     /// group of clauses; a disjunction-max with tie-breaker 0.1 over a concept's groups; a sum
     /// over concepts), from the postings `bm25` holds.
-    fn lexical(&self, analyzed: &Analyzed) -> Vec<(usize, f32)> {
-        let n = self.docs.len();
-        let (mut total, mut concept, mut group) =
-            (Scratch::new(n), Scratch::new(n), Scratch::new(n));
+    fn lexical(&self, analyzed: &Analyzed, work: &mut Work) -> Vec<(usize, f32)> {
+        let Work {
+            total,
+            concept,
+            group,
+            ..
+        } = work;
         total.clear();
         let sum_group = |group: &mut Scratch, clauses: &[Clause<'_>]| {
             group.clear();
@@ -114,7 +168,7 @@ impl Index {
         for groups in self.clauses(analyzed) {
             if let [clauses] = groups.as_slice() {
                 // One group is the concept's score as it is.
-                sum_group(&mut group, clauses);
+                sum_group(group, clauses);
                 for &doc in &group.touched {
                     total.see(doc);
                     total.sum[doc as usize] += group.sum[doc as usize];
@@ -123,7 +177,7 @@ impl Index {
             }
             concept.clear();
             for clauses in &groups {
-                sum_group(&mut group, clauses);
+                sum_group(group, clauses);
                 for &doc in &group.touched {
                     let (d, s) = (doc as usize, group.sum[doc as usize]);
                     concept.see(doc);
@@ -195,17 +249,23 @@ impl Index {
     }
 
     /// For each document, how many of the query's concepts it covers (any of the user's
-    /// terms, or every term of one alternative). Empty when coordination is off.
-    fn coverage(&self, analyzed: &Analyzed) -> Vec<u16> {
+    /// terms, or every term of one alternative), into `work.covered`; all zero when
+    /// coordination is off.
+    fn coverage(&self, analyzed: &Analyzed, work: &mut Work) {
+        let Work {
+            covered,
+            stamp,
+            counts,
+            touched,
+            ..
+        } = work;
+        covered.fill(0);
         if self.tuning.coord <= 0.0 {
-            return Vec::new();
+            return;
         }
-        let mut covered = vec![0u16; self.docs.len()];
-        let mut stamp = vec![u32::MAX; self.docs.len()];
-        // How many of a multi-word alternative's terms each document holds (zero again after
-        // each alternative: `touched` lists the documents to reset).
-        let mut counts = vec![0u16; self.docs.len()];
-        let mut touched: Vec<u32> = Vec::new();
+        stamp.fill(u32::MAX);
+        // `counts` is zero again after each alternative: `touched` lists the documents to
+        // reset.
         for (ci, c) in analyzed.concepts.iter().enumerate() {
             let ci = ci as u32;
             let mut mark = |doc: u32| {
@@ -236,7 +296,7 @@ impl Index {
                         *n = n.saturating_add(1);
                     }
                 }
-                for &doc in &touched {
+                for &doc in touched.iter() {
                     let n = std::mem::take(&mut counts[doc as usize]);
                     if usize::from(n) == alt.len() {
                         mark(doc);
@@ -245,7 +305,6 @@ impl Index {
                 touched.clear();
             }
         }
-        covered
     }
 
     /// The coordination factor of a document covering `n` of the query's concepts, for every
