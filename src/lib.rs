@@ -2,6 +2,7 @@
 //! (`api_discover`, `api_schema`, `api_execute`). See `docs/design.md` for the
 //! architecture; each module's own docs say what it owns and what it may import.
 
+pub mod apis;
 pub mod auth;
 pub mod cli;
 pub(crate) mod heap;

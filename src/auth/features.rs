@@ -189,6 +189,13 @@ struct RulesFile {
 }
 
 impl PermissionRules {
+    /// These rules, then `more`'s: a requirement is what either set requires.
+    pub fn and(&self, more: &PermissionRules) -> PermissionRules {
+        PermissionRules {
+            rules: self.rules.iter().chain(&more.rules).cloned().collect(),
+        }
+    }
+
     pub fn compile(specs: Vec<RuleSpec>) -> Result<PermissionRules, RuleError> {
         let mut rules = Vec::with_capacity(specs.len());
         for (index, spec) in specs.into_iter().enumerate() {

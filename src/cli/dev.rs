@@ -160,7 +160,7 @@ fn points_at(url: &str, listen: SocketAddr) -> bool {
 
 pub(crate) async fn run_dev(args: DevArgs) -> anyhow::Result<ExitCode> {
     let mut engine = args.engine.build().await?;
-    engine.rules = args.access.rules()?;
+    engine.add_rules(args.access.rules()?);
     if let Some(dir) = &args.download_dir {
         let dir = crate::tools::binary_out::download_dir(dir)?;
         tracing::info!(dir = %dir.display(), "binary responses are also written to --download-dir");
@@ -227,10 +227,14 @@ pub(crate) async fn run_dev(args: DevArgs) -> anyhow::Result<ExitCode> {
     let shutdown = CancellationToken::new();
     http::cancel_on_signal(shutdown.clone());
     let database = engine.auth.clone();
+    let reloader =
+        super::reload::Reloader::new(engine.clone(), Arc::new(args.engine), args.access.rules()?);
+    reloader.watch(shutdown.clone());
     let router = http::router(
         engine,
         HttpOptions {
             database,
+            reload: Some(reloader.hook()),
             ..args.http.options(KeyCheck::Single(key), "development")
         },
         shutdown.clone(),
@@ -240,7 +244,12 @@ pub(crate) async fn run_dev(args: DevArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub(crate) async fn run_stdio(args: StdioArgs) -> anyhow::Result<ExitCode> {
-    let engine = Arc::new(args.engine.build().await?);
+    let engine_args = Arc::new(args.engine);
+    let engine = Arc::new(engine_args.build().await?);
+    // A reload on SIGHUP or a changed file; stdio has no admin route.
+    let stop = CancellationToken::new();
+    let _stop_watching = stop.clone().drop_guard();
+    super::reload::Reloader::new(engine.clone(), engine_args, Default::default()).watch(stop);
     let id = format!("stdio-{}", uuid::Uuid::new_v4().simple());
     let server = McpServer::new(engine, Some(id), true)
         .serve(rmcp::transport::stdio())

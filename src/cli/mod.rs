@@ -8,6 +8,7 @@ pub mod eval;
 pub mod identity;
 pub mod index;
 pub mod monitor;
+mod reload;
 pub mod serve;
 mod specs;
 

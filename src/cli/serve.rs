@@ -49,7 +49,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     warn_if_no_key_can_connect(&auth).await;
     let mut engine = args.engine.build().await?;
     engine.access = Access::Sessions;
-    engine.rules = args.access.rules()?;
+    engine.add_rules(args.access.rules()?);
     engine.auth = Some(auth.clone());
     // Replicas share one database: a response held by one is read through any.
     engine.held = engine.held.in_database(auth.store().clone());
@@ -66,11 +66,15 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     );
     let shutdown = CancellationToken::new();
     http::cancel_on_signal(shutdown.clone());
+    let reloader =
+        super::reload::Reloader::new(engine.clone(), Arc::new(args.engine), args.access.rules()?);
+    reloader.watch(shutdown.clone());
     let router = http::router(
         engine,
         HttpOptions {
             admin: Some(http::admin::router(auth.clone())),
             database: Some(auth.clone()),
+            reload: Some(reloader.hook()),
             ..args
                 .http
                 .options(KeyCheck::Database(auth.clone()), "production")

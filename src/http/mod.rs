@@ -55,7 +55,15 @@ pub struct HttpOptions {
     pub session_idle: std::time::Duration,
     /// Messages a legacy SSE session queues in each direction.
     pub sse_queue: usize,
+    /// `POST /admin/v1/reload`: reloads the APIs (absent: the route answers 404).
+    pub reload: Option<ReloadHook>,
 }
+
+/// Reloads the APIs and says how it went: the status and the JSON body of the answer to
+/// `POST /admin/v1/reload`. Built by the command that serves (`cli::reload`).
+pub type ReloadHook = Arc<
+    dyn Fn() -> futures::future::BoxFuture<'static, (StatusCode, serde_json::Value)> + Send + Sync,
+>;
 
 impl HttpOptions {
     /// The defaults for everything but who may connect.
@@ -71,6 +79,7 @@ impl HttpOptions {
             max_sessions_per_key: sessions::DEFAULT_MAX_SESSIONS_PER_KEY,
             session_idle: sessions::SESSION_IDLE,
             sse_queue: sse::DEFAULT_QUEUE,
+            reload: None,
         }
     }
 }
@@ -92,6 +101,7 @@ pub(crate) struct AppState {
     /// The server's tool list: its handlers serve it, and plain `tools/list` requests are
     /// answered from it (`tool_list`).
     tool_list: crate::mcp::ToolList,
+    reload: Option<ReloadHook>,
 }
 
 /// The process-wide Prometheus recorder (installed once, on first use).
@@ -133,6 +143,7 @@ pub fn router(engine: Arc<Engine>, opts: HttpOptions, shutdown: CancellationToke
             opts.session_idle,
         )),
         tool_list: crate::mcp::ToolList::new(&engine),
+        reload: opts.reload,
     });
     if manager.is_some() {
         tokio::spawn(state.sessions.clone().expire_idle(shutdown.clone()));
@@ -164,6 +175,7 @@ pub fn router(engine: Arc<Engine>, opts: HttpOptions, shutdown: CancellationToke
         .route("/sse", get(sse::open))
         .route("/message", post(sse::message))
         .route("/metrics", get(render_metrics))
+        .route("/admin/v1/reload", post(reload))
         .layer(middleware::from_fn_with_state(
             state.clone(),
             guard::api_key,
@@ -290,8 +302,37 @@ async fn jwks(State(state): State<Arc<AppState>>) -> Response {
     }
 }
 
+/// `POST /admin/v1/reload`: the key that passed the guard must be the operator's (dev) or
+/// hold `apigate.admin` (production).
+async fn reload(
+    State(state): State<Arc<AppState>>,
+    axum::Extension(caller): axum::Extension<crate::mcp::HttpCaller>,
+) -> Response {
+    let Some(hook) = &state.reload else {
+        return error::json_error(
+            StatusCode::NOT_FOUND,
+            ErrorCode::NotFound,
+            "this server does not reload",
+        );
+    };
+    if let Some(key) = &caller.key
+        && !key.features.allows(crate::auth::ADMIN_FEATURE)
+    {
+        let mut e = error::ApiError::new(
+            StatusCode::FORBIDDEN,
+            crate::tools::Code::Forbidden,
+            format!("reloading needs the feature {}", crate::auth::ADMIN_FEATURE),
+        );
+        e.details
+            .insert("missing".into(), crate::auth::ADMIN_FEATURE.into());
+        return e.into_response();
+    }
+    let (status, body) = hook().await;
+    (status, Json(body)).into_response()
+}
+
 async fn health(State(state): State<Arc<AppState>>) -> Response {
-    let spec = &state.engine.spec;
+    let apis = state.engine.apis();
     let database = match &state.database {
         None => None,
         Some(auth) => Some(
@@ -318,15 +359,25 @@ async fn health(State(state): State<Arc<AppState>>) -> Response {
         "database": if database.is_some() { "ok" } else { "none" },
         "mode": state.mode,
         "tools": crate::tools::Tool::ALL.len(),
-        "operations": spec.operations.len(),
+        "operations": apis.operations(),
         // Anyone may ask: a file's name without its directory, a URL without credentials.
-        "specs": [{"title": spec.title, "version": spec.api_version,
-            "source": spec.public_source(),
-            "operations": spec.operations.len()}],
-        "ranker": state.engine.index.ranker().as_str(),
+        "specs": apis.list.iter().map(|a| {
+            let spec = &a.spec;
+            let mut shown = json!({"title": spec.title, "version": spec.api_version,
+                "source": spec.public_source(),
+                "operations": spec.operations.len(),
+                "sha256": spec.sha256,
+                "loadedAt": a.loaded.at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+                "lastError": a.loaded.error});
+            if apis.qualified() {
+                shown["name"] = serde_json::Value::String(a.name.clone());
+            }
+            shown
+        }).collect::<Vec<_>>(),
+        "ranker": apis.index.ranker().as_str(),
         // The model that ranks with the words (name and hash of its files), or will once the
         // operations are embedded (`ranker` still "lexical"); null for words only.
-        "model": state.engine.index.model(),
+        "model": apis.index.model(),
     }))
     .into_response()
 }

@@ -81,6 +81,7 @@ impl Index {
                     op: o,
                     method: op.method,
                     tags: op.tags.iter().map(|t| t.to_lowercase()).collect(),
+                    resource: op.resource(),
                     deprecated: op.deprecated,
                     item: op.path.trim_end_matches('/').ends_with('}'),
                     templated: op.path.contains('{'),

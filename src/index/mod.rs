@@ -55,7 +55,8 @@ pub struct Query<'a> {
     pub text: &'a str,
     /// Only operations with this HTTP method.
     pub method: Option<Method>,
-    /// Only operations with this tag (case-insensitive).
+    /// Only operations with this tag (case-insensitive), or, written `/name`, about this
+    /// resource (the path's first segment past `api` and a version).
     pub tag: Option<&'a str>,
     /// At most this many hits.
     pub limit: usize,
@@ -111,6 +112,8 @@ struct DocMeta {
     op: usize,
     method: Method,
     tags: Vec<String>,
+    /// [`crate::spec::Operation::resource`]: a `tag` filter starting with `/` names it.
+    resource: String,
     deprecated: bool,
     /// The path ends with a `{parameter}` (one item rather than a collection).
     item: bool,

@@ -368,7 +368,12 @@ impl Index {
         }
         if let Some(tag) = q.tag {
             let tag = tag.trim().to_lowercase();
-            if !d.tags.contains(&tag) {
+            let fits = if tag.starts_with('/') {
+                d.resource == tag
+            } else {
+                d.tags.contains(&tag)
+            };
+            if !fits {
                 return false;
             }
         }

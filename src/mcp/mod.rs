@@ -243,7 +243,7 @@ impl McpServer {
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
-        let title = &self.engine.spec.title;
+        let title = &self.engine.apis().title();
         // Resources are binary API responses an `api_execute` result linked to (no
         // subscriptions, no list-changed notifications).
         let capabilities = ServerCapabilities::builder()

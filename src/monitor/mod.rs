@@ -11,7 +11,7 @@
 //! The clap types (`apigate monitor`, `--monitor …`) are in `cli::monitor`.
 
 mod client;
-mod duration;
+pub(crate) mod duration;
 pub mod protocol;
 pub mod rules;
 mod sanitize;

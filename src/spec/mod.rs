@@ -70,6 +70,8 @@ pub struct Spec {
     /// Where it came from (path, or URL without user info and query), for messages.
     pub source: String,
     pub title: String,
+    /// The first sentence of `info.description` (at most 200 characters).
+    pub description: String,
     /// `info.version`.
     pub api_version: String,
     pub dialect: Dialect,
@@ -82,6 +84,9 @@ pub struct Spec {
     pub security_schemes: std::collections::BTreeMap<String, SchemeKind>,
     /// Tolerated problems, each naming where.
     pub warnings: Vec<String>,
+    /// The sha256 of the document's bytes (hex; of the main document, not of the files its
+    /// external `$ref`s name).
+    pub sha256: String,
     /// What the operations' `$ref`s reach, and `tags`: the rest of the document (`paths`,
     /// examples, unreferenced components) is dropped once the operations are extracted.
     root: Value,
@@ -101,16 +106,20 @@ impl Spec {
     /// `$ref`s reach.
     pub async fn load(source: &str) -> Result<Spec, SpecError> {
         let location = Location::parse(source)?;
-        let mut root = source::read(&location).await?;
+        let (mut root, sha256) = source::read_digest(&location).await?;
         refs::bundle_external(&mut root, &location).await?;
-        Spec::from_value(root, &location.display())
+        let mut spec = Spec::from_value(root, &location.display())?;
+        spec.sha256 = sha256;
+        Ok(spec)
     }
 
     /// Loads a document from bytes already in memory (no external `$ref`s).
     pub fn from_bytes(bytes: &[u8], name: &str) -> Result<Spec, SpecError> {
         let location = Location::File(name.into());
         let root = source::parse(bytes, &location)?;
-        Spec::from_value(root, name)
+        let mut spec = Spec::from_value(root, name)?;
+        spec.sha256 = source::digest(bytes);
+        Ok(spec)
     }
 
     /// Normalizes a parsed document whose external refs are already bundled.
@@ -142,6 +151,7 @@ impl Spec {
                 .to_string()
         };
         let (title, api_version) = (field("title"), field("version"));
+        let description = text::first_sentence(&field("description"), 200);
         if info.is_none() {
             warnings.push("the document has no `info`".into());
         }
@@ -167,6 +177,7 @@ impl Spec {
         Ok(Spec {
             source: file.to_string(),
             title,
+            description,
             api_version,
             dialect,
             version,
@@ -174,6 +185,7 @@ impl Spec {
             operations: extracted.operations,
             security_schemes,
             warnings,
+            sha256: String::new(),
             root,
             by_id,
             validators,
@@ -184,6 +196,22 @@ impl Spec {
     /// (at their original pointers) and `tags`.
     pub fn root(&self) -> &Value {
         &self.root
+    }
+
+    /// The document's `tags` with a description: name → the description's first sentence (at
+    /// most 120 characters).
+    pub fn tag_descriptions(&self) -> HashMap<String, String> {
+        self.root
+            .get("tags")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|t| {
+                let name = t.get("name")?.as_str()?;
+                let text = text::first_sentence(t.get("description")?.as_str()?, 120);
+                (!text.is_empty()).then(|| (name.to_string(), text))
+            })
+            .collect()
     }
 
     /// The operation with this id.

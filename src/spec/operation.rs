@@ -150,6 +150,21 @@ impl Operation {
         self.method.is_mutating()
     }
 
+    /// The resource the path is about, as `/name`: its first segment that is not `api`, a
+    /// version (`v1`, `v2beta`) or a `{parameter}`, lower-cased; empty for `/`. What groups the
+    /// operations of a spec without tags.
+    pub fn resource(&self) -> String {
+        let version = |s: &str| {
+            s.strip_prefix(['v', 'V'])
+                .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
+        };
+        self.path
+            .split('/')
+            .find(|s| !s.is_empty() && *s != "api" && !version(s) && !s.starts_with('{'))
+            .map(|s| format!("/{}", s.to_lowercase()))
+            .unwrap_or_default()
+    }
+
     /// `METHOD /path`.
     pub fn key(&self) -> String {
         format!("{} {}", self.method, self.path)

@@ -113,11 +113,22 @@ fn normalize_path(path: &Path) -> PathBuf {
 
 /// Reads and parses the document at `location`.
 pub async fn read(location: &Location) -> Result<Value, SpecError> {
+    Ok(read_digest(location).await?.0)
+}
+
+/// [`read`], and the sha256 of the bytes read (hex).
+pub async fn read_digest(location: &Location) -> Result<(Value, String), SpecError> {
     let bytes = match location {
         Location::File(path) => read_file(path, location)?,
         Location::Url(url) => fetch(url).await?,
     };
-    parse(&bytes, location)
+    Ok((parse(&bytes, location)?, digest(&bytes)))
+}
+
+/// The sha256 of `bytes`, hex.
+pub fn digest(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(Sha256::digest(bytes))
 }
 
 fn read_file(path: &Path, location: &Location) -> Result<Vec<u8>, SpecError> {

@@ -105,6 +105,19 @@ fn decode_entity(entity: &str) -> &'static str {
     }
 }
 
+/// The first sentence of `input` as plain text, cut to `max` characters (with `…`).
+pub fn first_sentence(input: &str, max: usize) -> String {
+    let text = plain(input);
+    let first = text.split_inclusive(". ").next().unwrap_or(&text).trim();
+    if first.chars().count() > max {
+        let mut s: String = first.chars().take(max.saturating_sub(1)).collect();
+        s.push('…');
+        s
+    } else {
+        first.to_string()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::plain;

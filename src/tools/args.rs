@@ -19,6 +19,8 @@ use crate::upstream::CallArgs;
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DiscoverArgs {
+    /// Empty: the overview (unless a filter is given).
+    #[serde(default)]
     pub query: String,
     #[serde(default)]
     pub method: Option<Method>,
@@ -26,6 +28,9 @@ pub struct DiscoverArgs {
     pub tag: Option<String>,
     #[serde(default)]
     pub limit: Option<usize>,
+    /// Only this API's operations (several APIs).
+    #[serde(default)]
+    pub api: Option<String>,
 }
 
 impl DiscoverArgs {
@@ -42,6 +47,8 @@ pub struct Target {
     pub operation_id: Option<String>,
     pub method: Option<Method>,
     pub path: Option<String>,
+    /// The API the operation belongs to (several APIs; an id may say it as `NAME:id`).
+    pub api: Option<String>,
 }
 
 // The structs below flatten their parts, which serde cannot combine with
@@ -305,14 +312,7 @@ impl Target {
 
 /// Parses `api_discover`'s arguments.
 pub fn discover(args: Map<String, Value>) -> Result<DiscoverArgs, ToolError> {
-    let parsed: DiscoverArgs = parse(Tool::Discover, args)?;
-    if parsed.query.trim().is_empty() {
-        return Err(ToolError::invalid(
-            "`query` is required: say in plain words what you want to do, e.g. \"list open pull requests\"",
-            vec![at("/query", "required, non-empty string")],
-        ));
-    }
-    Ok(parsed)
+    parse(Tool::Discover, args)
 }
 
 /// Parses `api_schema`'s arguments.
@@ -465,13 +465,17 @@ mod tests {
     }
 
     #[test]
-    fn discover_needs_words() {
-        let e = discover(map(json!({"query": "   "}))).unwrap_err();
-        assert_eq!(pointers(&e), ["/query"]);
-        let e = discover(map(json!({"limit": 0}))).unwrap_err();
+    fn discover_takes_words_or_none() {
+        // No words: the overview.
+        assert_eq!(
+            discover(map(json!({"query": "   "}))).unwrap().query.trim(),
+            ""
+        );
+        assert_eq!(discover(map(json!({}))).unwrap().query, "");
+        let e = discover(map(json!({"limit": 0, "query": 3}))).unwrap_err();
         let mut p = pointers(&e);
         p.sort();
-        assert_eq!(p, ["", "/limit"]);
+        assert_eq!(p, ["/limit", "/query"]);
         assert_eq!(
             discover(map(json!({"query": "pets"}))).unwrap().limit(),
             DEFAULT_LIMIT

@@ -3,6 +3,7 @@
 //! the signed identity assertion; and where they came from, for the audit row (never a value).
 
 use super::{Code, Engine, ToolError};
+use crate::apis::Api;
 use crate::auth::Principal;
 use crate::spec::Operation;
 use crate::upstream::{CallCredentials, PreparedRequest};
@@ -23,15 +24,15 @@ pub(super) fn session_credentials(principal: &Principal) -> CallCredentials {
 /// when a configured `--upstream-header` went out (one the call did not replace), `oauth` when
 /// the client-credentials token did (the call sets no `Authorization` of its own), then the
 /// call's own sources.
-pub(super) fn credential_sources(engine: &Engine, call: &CallCredentials) -> Vec<String> {
-    let server_sent = engine
+pub(super) fn credential_sources(api: &Api, call: &CallCredentials) -> Vec<String> {
+    let server_sent = api
         .upstream
         .config()
         .headers
         .iter()
         .any(|(n, _)| call.header(n).is_none());
     let oauth_sent =
-        engine.upstream.oauth().is_some() && call.header(&http::header::AUTHORIZATION).is_none();
+        api.upstream.oauth().is_some() && call.header(&http::header::AUTHORIZATION).is_none();
     server_sent
         .then(|| "server".to_string())
         .into_iter()
@@ -47,13 +48,14 @@ pub(super) fn credential_sources(engine: &Engine, call: &CallCredentials) -> Vec
 /// cannot be made is not sent.
 pub(super) fn call_credentials(
     engine: &Engine,
+    api: &Api,
     principal: &Principal,
     op: &Operation,
     request: &PreparedRequest,
     call_id: &str,
 ) -> Result<CallCredentials, ToolError> {
     let mut credentials = CallCredentials::default();
-    let schemes = &engine.upstream.config().schemes;
+    let schemes = &api.upstream.config().schemes;
     if !schemes.is_empty()
         && let Some(requirement) = crate::spec::security_alternatives(op.security.as_ref())
     {

@@ -12,6 +12,12 @@ use crate::spec::Method;
 pub(crate) const DEFAULT_LIMIT: usize = 10;
 pub(crate) const MAX_LIMIT: usize = 50;
 
+/// The `api` argument: which API, when the server serves several.
+static API_ARGUMENT: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| {
+    json!({"type": "string", "pattern": "^[a-z0-9_-]{1,64}$",
+        "description": "When the server serves several APIs: only this one (the `api` of a result)."})
+});
+
 fn methods() -> Vec<&'static str> {
     Method::ALL.iter().map(|m| m.as_str()).collect()
 }
@@ -22,7 +28,8 @@ fn naming_an_operation(more: Value) -> Value {
     let mut properties = json!({
         "operationId": {"type": "string", "description": "The operation's id, as returned by api_discover."},
         "method": {"type": "string", "enum": methods(), "description": "With `path`, instead of operationId."},
-        "path": {"type": "string", "description": "The path template (/pets/{petId}) or a concrete path (/pets/42)."}
+        "path": {"type": "string", "description": "The path template (/pets/{petId}) or a concrete path (/pets/42)."},
+        "api": API_ARGUMENT.clone()
     });
     if let (Value::Object(p), Value::Object(more)) = (&mut properties, more) {
         p.extend(more);
@@ -38,13 +45,13 @@ pub fn input_schema(tool: Tool) -> Value {
         Tool::Discover => json!({
             "type": "object",
             "properties": {
-                "query": {"type": "string", "description": "What you want to do, in plain words."},
+                "query": {"type": "string", "description": "What you want to do, in plain words. Leave it out for an overview of the APIs and their groups of operations."},
                 "method": {"type": "string", "enum": methods, "description": "Only operations with this HTTP method."},
                 "tag": {"type": "string", "description": "Only operations with this tag."},
                 "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT,
-                    "description": "How many results (default 10, at most 50)."}
+                    "description": "How many results (default 10, at most 50)."},
+                "api": API_ARGUMENT.clone()
             },
-            "required": ["query"],
             "additionalProperties": false
         }),
         Tool::Schema => naming_an_operation(json!({
@@ -91,7 +98,10 @@ pub(crate) fn definition(tool: Tool, api_title: &str) -> Value {
                  operations (operationId, method, path, summary). Step 1 of 3: pick an \
                  operationId here, call api_schema to learn its parameters, then api_execute \
                  to call it. Filter with `method` (GET, POST, …) or `tag` when you know them. \
-                 Only operations you are allowed to call are listed."
+                 Only operations you are allowed to call are listed. When you do not know the \
+                 API's words yet, call it once without `query`: it returns a short map of the \
+                 APIs (name, title, operation count) and their groups of operations (tags, \
+                 with counts), whose names `api` and `tag` take."
             ),
             json!({"readOnlyHint": true, "openWorldHint": false}),
         ),

@@ -8,7 +8,7 @@
 
 use serde_json::Value;
 
-use super::{Code, Engine, ToolError};
+use super::{Code, ToolError};
 use crate::auth::Principal;
 use crate::spec::Operation;
 use crate::upstream::PreparedRequest;
@@ -59,7 +59,7 @@ fn overrides(request: &PreparedRequest) -> Vec<(String, Vec<String>)> {
 
 /// Refuses a request whose method override the caller may not use.
 pub fn check(
-    engine: &Engine,
+    api: &crate::apis::Api,
     principal: &Principal,
     op: &Operation,
     request: &PreparedRequest,
@@ -78,13 +78,13 @@ pub fn check(
         }
         for method in methods {
             // What the operation with that method on this path needs, when the spec has one.
-            let declared = engine
+            let declared = api
                 .spec
                 .operations
                 .iter()
                 .filter(|o| o.path == op.path && o.method.as_str() == method)
                 .flat_map(|o| o.required_features.iter().map(String::as_str));
-            let needed = declared.chain(engine.rules.required_for(&method, &op.path));
+            let needed = declared.chain(api.rules.required_for(&method, &op.path));
             if let Some(missing) = principal.features.first_missing(needed) {
                 return Err(ToolError::new(
                     Code::Forbidden,

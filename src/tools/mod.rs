@@ -13,6 +13,7 @@ mod method_override;
 pub mod name;
 mod ops;
 pub mod output;
+mod overview;
 mod page;
 mod pages;
 mod result;
@@ -25,6 +26,7 @@ use std::time::Instant;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
+use crate::apis::{Api, Apis};
 use crate::auth::{
     Auth, AuthError, KeyPrincipal, PermissionRules, Principal, add_session_token_param,
     choose_session_token, take_session_token,
@@ -59,13 +61,11 @@ pub enum Access {
 
 /// Everything a tool call needs, built once at start-up and shared by every session.
 pub struct Engine {
-    pub spec: Arc<Spec>,
-    pub index: Arc<Index>,
-    pub upstream: Upstream,
+    /// The APIs served, with their index: read once per call (a reload swaps them, and a
+    /// call in flight finishes on the version it started with).
+    apis: arc_swap::ArcSwap<Apis>,
     pub monitor: Option<Monitor>,
     pub access: Access,
-    /// Config rules (method + path glob → features), on top of `x-required-features`.
-    pub rules: PermissionRules,
     /// The database side: sessions, rate limits and the audit log (absent in dev without a
     /// database).
     pub auth: Option<Auth>,
@@ -142,27 +142,30 @@ pub(crate) type Named = Result<Tool, UnknownTool>;
 #[derive(Default)]
 struct Trace {
     /// The operation the arguments name (its index in the spec).
-    operation: Option<usize>,
+    operation: Option<crate::apis::OpRef>,
     upstream_status: Option<u16>,
     /// Where the credentials the call sent came from (`server`, `session`, …).
     credential_sources: Vec<String>,
 }
 
 impl Engine {
-    /// A dev engine (every feature allowed) with no monitor; see the public fields to change.
+    /// A dev engine (every feature allowed) over one API, with no monitor; see the public
+    /// fields to change.
     pub fn new(
         spec: Arc<Spec>,
         index: Arc<Index>,
         upstream: Upstream,
         monitor: Option<Monitor>,
     ) -> Engine {
+        Engine::serving(Apis::single(Api::single(spec, upstream), index), monitor)
+    }
+
+    /// A dev engine (every feature allowed) over `apis`, with no monitor.
+    pub fn serving(apis: Apis, monitor: Option<Monitor>) -> Engine {
         Engine {
-            spec,
-            index,
-            upstream,
+            apis: arc_swap::ArcSwap::from_pointee(apis),
             monitor,
             access: Access::Fixed(Principal::dev()),
-            rules: PermissionRules::default(),
             auth: None,
             limits: args::InputLimits::default(),
             identity: None,
@@ -173,11 +176,38 @@ impl Engine {
         }
     }
 
+    /// The APIs served now. A call reads them once and keeps them to its end.
+    pub fn apis(&self) -> Arc<Apis> {
+        self.apis.load_full()
+    }
+
+    /// The index over the operations of every API served now.
+    pub fn index(&self) -> Arc<Index> {
+        self.apis.load().index.clone()
+    }
+
+    /// Serves `apis` from the next call on; calls in flight finish on the APIs they started
+    /// with. The memory of which operations each set of grants may see starts over.
+    pub fn replace_apis(&self, apis: Apis) {
+        self.apis.store(Arc::new(apis));
+        self.visibility.forget();
+    }
+
+    /// Adds permission rules (`--permissions FILE`) to every API's own.
+    pub fn add_rules(&mut self, rules: PermissionRules) {
+        let mut apis = Arc::unwrap_or_clone(self.apis.load_full());
+        for api in &mut apis.list {
+            api.rules = api.rules.and(&rules);
+        }
+        apis.version = crate::apis::next_version();
+        self.apis = arc_swap::ArcSwap::from_pointee(apis);
+    }
+
     /// The tool definitions for `tools/list`; in production each takes `_sessionToken`, unless
     /// the connection carries the session in its `x-session-token` header (`session_header`):
     /// then a model is not asked for it (it would fill in a placeholder).
     pub(crate) fn tool_definitions(&self, session_header: bool) -> Vec<Value> {
-        let mut tools = defs::all(&self.spec.title);
+        let mut tools = defs::all(&self.apis().title());
         if matches!(self.access, Access::Sessions) && !session_header {
             for t in &mut tools {
                 if let Some(Value::Object(schema)) = t.get_mut("inputSchema") {
@@ -227,13 +257,16 @@ impl Engine {
     ) -> (ToolResult, Option<BinaryOut>) {
         // Never let a session token travel further than this point.
         let token = take_session_token(&mut args);
+        // Every page of the call runs on the same APIs, whatever a reload does meanwhile.
+        let apis = self.apis();
+        let apis = &*apis;
         // The key's rate limit is spent before the session is checked, so calls with a
         // missing or wrong session token are limited like any other call of the key.
         let principal = match self.take_key_rate(caller) {
             Ok(()) => self.principal(caller, token).await,
             Err(e) => Err(e),
         };
-        let mut first = match self.call_once(caller, &principal, tool, args).await {
+        let mut first = match self.call_once(caller, apis, &principal, tool, args).await {
             Ok(Ran::Done(v)) => return (Ok(v), None),
             Ok(Ran::Page(p)) => p,
             Err(e) => return (Err(e), None),
@@ -245,7 +278,7 @@ impl Engine {
         let mut stopped = None;
         while pages.len() < asked {
             let last = pages.last().expect("the first page is there");
-            let args = match (&last.list, last.next_args(self, None, 1)) {
+            let args = match (&last.list, last.next_args(apis, None, 1)) {
                 _ if !last.response.ok => {
                     stopped = Some(format!(
                         "page {}: the API answered HTTP {}",
@@ -262,7 +295,7 @@ impl Engine {
             };
             let n = pages.len() + 1;
             match self
-                .call_once(caller, &principal, &Ok(Tool::Execute), args)
+                .call_once(caller, apis, &principal, &Ok(Tool::Execute), args)
                 .await
             {
                 Ok(Ran::Page(p)) if p.response.ok && p.list == last.list => pages.push(*p),
@@ -284,7 +317,7 @@ impl Engine {
                 }
             }
         }
-        let result = result::finish(self, pages, stopped);
+        let result = result::finish(apis, pages, stopped);
         // A failed call returns no bytes.
         let binary = binary.filter(|_| result.is_ok());
         (result, binary)
@@ -294,6 +327,7 @@ impl Engine {
     async fn call_once(
         &self,
         caller: &Caller,
+        apis: &Apis,
         principal: &Result<Principal, ToolError>,
         tool: &Named,
         args: Map<String, Value>,
@@ -305,8 +339,16 @@ impl Engine {
         let mut trace = Trace::default();
         let result = match principal {
             Ok(p) => {
-                self.run_pipeline(caller, p, tool, args, &call_id.to_string(), &mut trace)
-                    .await
+                self.run_pipeline(
+                    caller,
+                    apis,
+                    p,
+                    tool,
+                    args,
+                    &call_id.to_string(),
+                    &mut trace,
+                )
+                .await
             }
             Err(e) => Err(e.clone()),
         };
@@ -342,8 +384,10 @@ impl Engine {
             if let Err(UnknownTool(name)) = tool {
                 entry.operation = Some(format!("unknown tool ({} chars)", name.chars().count()));
             }
-            if let Some(op) = trace.operation.and_then(|i| self.spec.operations.get(i)) {
-                entry.operation = Some(op.id.clone());
+            if let Some(r) = trace.operation
+                && let Some(op) = apis.operation(r)
+            {
+                entry.operation = Some(apis.shown_id(r));
                 entry.method = Some(op.method.to_string());
                 entry.path = Some(op.path.clone());
             }
@@ -407,9 +451,11 @@ impl Engine {
         )
     }
 
+    #[allow(clippy::too_many_arguments)]
     async fn run_pipeline(
         &self,
         caller: &Caller,
+        apis: &Apis,
         principal: &Principal,
         tool: &Named,
         args: Map<String, Value>,
@@ -435,7 +481,7 @@ impl Engine {
             Some(_) => Value::Object(args.clone()),
             None => Value::Null,
         };
-        let parsed = ops::parse(self, tool, args);
+        let parsed = ops::parse(self, apis, tool, args);
         if let Ok(p) = &parsed {
             trace.operation = p.operation();
         }
@@ -449,8 +495,9 @@ impl Engine {
                 .map_err(ToolError::from)?;
         }
         // 4. The operation's permission; validate the arguments and build the request.
-        let prepared = ops::prepare(self, principal, parsed?)?;
-        let op = prepared.operation(self);
+        let prepared = ops::prepare(self, apis, principal, parsed?)?;
+        let op = prepared.operation(apis);
+        let shown_id = prepared.target().map(|r| apis.shown_id(r));
         // 5. The agent-monitor gate (fail-closed).
         let session_id = Engine::monitor_session(caller, principal);
         let request_view = match (&prepared, &self.monitor) {
@@ -462,8 +509,8 @@ impl Engine {
             call_id,
             tool,
             args: &args_value,
-            operation: op.map(|o| OperationRef {
-                operation_id: &o.id,
+            operation: op.zip(shown_id.as_deref()).map(|(o, id)| OperationRef {
+                operation_id: id,
                 method: o.method.as_str(),
                 path: &o.path,
             }),
@@ -504,6 +551,7 @@ impl Engine {
         // 6. Run.
         let result = run(
             self,
+            apis,
             principal,
             prepared,
             call_id,
@@ -535,8 +583,10 @@ pub(crate) enum Ran {
 }
 
 /// Runs a validated call: `api_execute` fetches its (first) page, the others finish at once.
+#[allow(clippy::too_many_arguments)]
 async fn run(
     engine: &Engine,
+    apis: &Apis,
     principal: &Principal,
     prepared: Prepared,
     call_id: &str,
@@ -547,6 +597,7 @@ async fn run(
     match prepared {
         Prepared::Execute(planned) if !planned.dry_run => page::fetch(
             engine,
+            apis,
             principal,
             planned,
             call_id,
@@ -556,7 +607,9 @@ async fn run(
         )
         .await
         .map(|p| Ran::Page(Box::new(p))),
-        other => ops::done(engine, principal, other).await.map(Ran::Done),
+        other => ops::done(engine, apis, principal, other)
+            .await
+            .map(Ran::Done),
     }
 }
 
@@ -591,8 +644,9 @@ impl Engine {
         principal: &Principal,
         args: Map<String, Value>,
     ) -> Result<Planned, ToolError> {
-        let parsed = ops::parse(self, Tool::Execute, args)?;
-        match ops::prepare(self, principal, parsed)? {
+        let apis = self.apis();
+        let parsed = ops::parse(self, &apis, Tool::Execute, args)?;
+        match ops::prepare(self, &apis, principal, parsed)? {
             Prepared::Execute(planned) => Ok(*planned),
             _ => unreachable!("api_execute prepares an execution"),
         }

@@ -12,32 +12,48 @@ use super::args::{self, DiscoverArgs, ExecuteArgs, SchemaArgs, Target};
 use super::output::{DiscoverHit, DiscoverResult, DryRunResult, Output, SchemaResult};
 use super::select::{Select, SelectError};
 use super::{Code, Engine, Tool, ToolError};
+use crate::apis::{Apis, OpRef};
 use crate::auth::{Features, Principal};
 use crate::index::Query;
 use crate::spec::Method;
 use crate::spec::{Detail, Operation, OperationName, ParamIn, Resolved, Violation};
 use crate::upstream::{CallArgs, PreparedRequest, headers, media_essence, scalar};
 
-/// A call's arguments, typed, with the operation they name found (or not) in the spec.
+/// A call's arguments, typed, with the operation they name found (or not) in the APIs.
 pub(crate) enum Parsed {
     Discover(DiscoverArgs),
     Schema {
         args: SchemaArgs,
-        found: Option<Resolved>,
+        found: Option<Found>,
     },
     Execute {
         args: Box<ExecuteArgs>,
-        found: Option<Resolved>,
+        found: Option<Found>,
     },
 }
 
+/// An operation the arguments name, found in one API.
+pub(crate) struct Found {
+    pub api: usize,
+    pub resolved: Resolved,
+}
+
+impl Found {
+    fn at(&self) -> OpRef {
+        OpRef {
+            api: self.api,
+            op: self.resolved.index,
+        }
+    }
+}
+
 impl Parsed {
-    /// The operation the arguments name, when the spec has it.
-    pub fn operation(&self) -> Option<usize> {
+    /// The operation the arguments name, when an API has it.
+    pub fn operation(&self) -> Option<OpRef> {
         match self {
             Parsed::Discover(_) => None,
             Parsed::Schema { found, .. } | Parsed::Execute { found, .. } => {
-                found.as_ref().map(|r| r.index)
+                found.as_ref().map(Found::at)
             }
         }
     }
@@ -46,13 +62,15 @@ impl Parsed {
 /// A validated call, ready to run.
 pub(crate) enum Prepared {
     Discover(DiscoverArgs),
-    Schema(usize, Detail),
+    Schema(OpRef, Detail),
     Execute(Box<Planned>),
 }
 
 /// An `api_execute` call after validation: the operation, the validated request parts and
 /// the request they build (without credentials: they are added when it is sent).
 pub struct Planned {
+    /// The API (its position among the call's APIs).
+    pub api: usize,
     pub op: usize,
     pub call: CallArgs,
     pub request: PreparedRequest,
@@ -63,40 +81,60 @@ pub struct Planned {
     pub pages: usize,
 }
 
+impl Planned {
+    /// The operation it calls.
+    pub fn at(&self) -> OpRef {
+        OpRef {
+            api: self.api,
+            op: self.op,
+        }
+    }
+}
+
 impl Prepared {
     /// The operation the call is about, if any.
-    pub fn operation<'a>(&self, engine: &'a Engine) -> Option<&'a Operation> {
+    pub fn target(&self) -> Option<OpRef> {
         match self {
             Prepared::Discover(_) => None,
-            Prepared::Schema(op, _) => engine.spec.operations.get(*op),
-            Prepared::Execute(p) => engine.spec.operations.get(p.op),
+            Prepared::Schema(r, _) => Some(*r),
+            Prepared::Execute(p) => Some(p.at()),
         }
+    }
+
+    /// The operation the call is about, if any.
+    pub fn operation<'a>(&self, apis: &'a Apis) -> Option<&'a Operation> {
+        apis.operation(self.target()?)
     }
 }
 
 /// Types the arguments of `tool` (every violation of its input schema at once) and finds the
 /// operation they name. No permission is checked here.
-pub fn parse(engine: &Engine, tool: Tool, args: Map<String, Value>) -> Result<Parsed, ToolError> {
-    let find = |name: Result<OperationName<'_>, ToolError>| -> Result<Option<Resolved>, ToolError> {
-        Ok(engine.spec.resolve(&name?))
-    };
+pub fn parse(
+    engine: &Engine,
+    apis: &Apis,
+    tool: Tool,
+    args: Map<String, Value>,
+) -> Result<Parsed, ToolError> {
     let limits = &engine.limits;
     match tool {
         Tool::Discover => {
             let args = args::discover(args)?;
             limits.check_discover(&args)?;
+            if let Some(name) = &args.api {
+                api_named(apis, name)?;
+            }
             Ok(Parsed::Discover(args))
         }
         Tool::Schema => {
             let args = args::schema(args)?;
             limits.check_schema(&args)?;
-            let found = find(args.target.operation_name())?;
+            let found = find(apis, &args.target)?;
             Ok(Parsed::Schema { args, found })
         }
         Tool::Execute => {
             let args = args::execute(args)?;
             limits.check_execute(&args)?;
-            let found = find(args.target.operation_name())?;
+            let found = find(apis, &args.target)?;
             Ok(Parsed::Execute {
                 args: Box::new(args),
                 found,
@@ -105,11 +143,93 @@ pub fn parse(engine: &Engine, tool: Tool, args: Map<String, Value>) -> Result<Pa
     }
 }
 
+/// The position of the API `name`, or `INVALID_ARGUMENTS` at `/api` listing the names.
+fn api_named(apis: &Apis, name: &str) -> Result<usize, ToolError> {
+    apis.position(name).ok_or_else(|| {
+        let names: Vec<&str> = apis
+            .list
+            .iter()
+            .map(|a| a.name.as_str())
+            .filter(|n| !n.is_empty())
+            .collect();
+        let message = if names.is_empty() {
+            "this server serves one API: leave `api` out".to_string()
+        } else {
+            format!(
+                "there is no API {name:?}; the APIs are {}",
+                names.join(", ")
+            )
+        };
+        ToolError::invalid(message.clone(), vec![at("/api", &message)])
+    })
+}
+
+fn at(pointer: &str, message: &str) -> Violation {
+    Violation {
+        pointer: pointer.into(),
+        message: message.into(),
+    }
+}
+
+/// The operation `target` names: in the API of `api` or of the id's `NAME:` prefix, else in
+/// the one API that has it. An id that several APIs have is ambiguous: the caller names the
+/// API.
+fn find(apis: &Apis, target: &Target) -> Result<Option<Found>, ToolError> {
+    let name = target.operation_name()?;
+    let named = target
+        .api
+        .as_deref()
+        .map(|n| api_named(apis, n))
+        .transpose()?;
+    let (prefixed, name) = match name {
+        OperationName::Id(id) => {
+            let (api, bare) = apis.split_id(id);
+            (api, OperationName::Id(bare))
+        }
+        route => (None, route),
+    };
+    if let (Some(a), Some(b)) = (named, prefixed)
+        && a != b
+    {
+        let message = format!(
+            "`api` says {:?} but the operationId names {:?}",
+            apis.list[a].name, apis.list[b].name
+        );
+        return Err(ToolError::invalid(
+            message.clone(),
+            vec![at("/api", &message)],
+        ));
+    }
+    let mut found: Vec<Found> = match named.or(prefixed) {
+        Some(api) => vec![api],
+        None => (0..apis.list.len()).collect(),
+    }
+    .into_iter()
+    .filter_map(|api| {
+        let resolved = apis.list[api].spec.resolve(&name)?;
+        Some(Found { api, resolved })
+    })
+    .collect();
+    if found.len() > 1 {
+        let names: Vec<String> = found.iter().map(|f| apis.shown_id(f.at())).collect();
+        let message = format!(
+            "several APIs have this operation ({}); name one: NAME:operationId, or `api`",
+            names.join(", ")
+        );
+        return Err(ToolError::invalid(
+            message.clone(),
+            vec![at("/api", &message)],
+        ));
+    }
+    Ok(found.pop())
+}
+
 /// Checks the operation's permission for `principal`, then (for `api_execute`) validates the
 /// arguments against the operation's schema, builds the request and checks any method override
 /// it carries (`method_override.rs`).
 pub fn prepare(
     engine: &Engine,
+    apis: &Apis,
     principal: &Principal,
     parsed: Parsed,
 ) -> Result<Prepared, ToolError> {
@@ -118,52 +238,73 @@ pub fn prepare(
         Parsed::Schema { args, found } => {
             // An operation discovery hides is unknown to its schema too: `FORBIDDEN` with the
             // missing feature would tell the caller it exists.
-            let found = found.filter(|f| {
-                let op = &engine.spec.operations[f.index];
-                principal.may_see(op.method, &op.path, &op.required_features, &engine.rules)
-            });
-            let found = permitted(engine, principal, &args.target, found)?;
-            Ok(Prepared::Schema(found.index, args.detail()))
+            let found = found.filter(|f| may_see(apis, principal, f.at()));
+            let found = permitted(engine, apis, principal, &args.target, found)?;
+            Ok(Prepared::Schema(found.at(), args.detail()))
         }
         Parsed::Execute { args, found } => {
-            let found = permitted(engine, principal, &args.target, found)?;
-            let planned = plan(engine, *args, found)?;
-            let op = &engine.spec.operations[planned.op];
-            super::method_override::check(engine, principal, op, &planned.request)?;
+            let found = permitted(engine, apis, principal, &args.target, found)?;
+            let planned = plan(engine, apis, *args, found)?;
+            let api = &apis.list[planned.api];
+            let op = &api.spec.operations[planned.op];
+            super::method_override::check(api, principal, op, &planned.request)?;
             Ok(Prepared::Execute(Box::new(planned)))
         }
     }
+}
+
+/// Whether discovery shows the operation to the principal: it may execute it, and (several
+/// APIs) holds a feature naming its API.
+fn may_see(apis: &Apis, principal: &Principal, r: OpRef) -> bool {
+    let (Some(api), Some(op)) = (apis.list.get(r.api), apis.operation(r)) else {
+        return false;
+    };
+    principal.may_see(op.method, &op.path, &op.required_features, &api.rules)
+        && apis.api_allows(principal, r)
 }
 
 /// The found operation, if the principal may execute it; else `UNKNOWN_OPERATION` (with the
 /// closest operations it may see) or `FORBIDDEN`.
 fn permitted(
     engine: &Engine,
+    apis: &Apis,
     principal: &Principal,
     args: &Target,
-    found: Option<Resolved>,
-) -> Result<Resolved, ToolError> {
+    found: Option<Found>,
+) -> Result<Found, ToolError> {
     let Some(found) = found else {
         let (what, hint) = match args.operation_name()? {
             OperationName::Id(id) => (format!("operationId {id:?}"), id.to_string()),
             OperationName::Route { method, path } => (format!("{method} {path}"), path.to_string()),
         };
-        return Err(unknown_operation(engine, principal, &what, &hint));
+        return Err(unknown_operation(engine, apis, principal, &what, &hint));
     };
-    let op = &engine.spec.operations[found.index];
+    let api = &apis.list[found.api];
+    let op = &api.spec.operations[found.resolved.index];
     principal
-        .may_execute(op.method, &op.path, &op.required_features, &engine.rules)
+        .may_execute(op.method, &op.path, &op.required_features, &api.rules)
         .map_err(ToolError::from)?;
+    if !apis.api_allows(principal, found.at()) {
+        return Err(ToolError::from(crate::auth::AuthError::Forbidden {
+            missing: format!("{}.execute", api.name),
+        }));
+    }
     Ok(found)
 }
 
-fn unknown_operation(engine: &Engine, principal: &Principal, what: &str, hint: &str) -> ToolError {
+fn unknown_operation(
+    engine: &Engine,
+    apis: &Apis,
+    principal: &Principal,
+    what: &str,
+    hint: &str,
+) -> ToolError {
     let words: String = hint
         .chars()
         .map(|c| if c.is_alphanumeric() { c } else { ' ' })
         .collect();
-    let allowed = visible(engine, principal);
-    let hits = engine.index.search(&Query {
+    let allowed = visible(engine, apis, principal, None);
+    let hits = apis.index.search(&Query {
         text: &words,
         method: None,
         tag: None,
@@ -173,8 +314,12 @@ fn unknown_operation(engine: &Engine, principal: &Principal, what: &str, hint: &
     });
     let closest: Vec<Value> = hits
         .iter()
-        .filter_map(|h| engine.spec.operations.get(h.op))
-        .map(|o| json!({"operationId": o.id, "method": o.method, "path": o.path}))
+        .map(|h| OpRef {
+            api: h.spec,
+            op: h.op,
+        })
+        .filter_map(|r| Some((apis.shown_id(r), apis.operation(r)?)))
+        .map(|(id, o)| json!({"operationId": id, "method": o.method, "path": o.path}))
         .collect();
     ToolError::new(
         Code::UnknownOperation,
@@ -183,10 +328,23 @@ fn unknown_operation(engine: &Engine, principal: &Principal, what: &str, hint: &
     .with("closest", Value::Array(closest))
 }
 
-/// Which operations the principal may see (discovery shows only what it may execute).
-fn visible(engine: &Engine, principal: &Principal) -> impl Fn(usize, usize) -> bool + Sync + use<> {
-    let seen = engine.visibility.of(engine, principal);
-    move |_, i| seen.get(i).copied().unwrap_or(false)
+/// Which operations the principal may see (discovery shows only what it may execute), of the
+/// API at position `only` if given.
+fn visible(
+    engine: &Engine,
+    apis: &Apis,
+    principal: &Principal,
+    only: Option<usize>,
+) -> impl Fn(usize, usize) -> bool + Sync + use<> {
+    let seen = engine.visibility.of(apis, principal);
+    move |api, i| {
+        only.is_none_or(|o| o == api)
+            && seen
+                .get(api)
+                .and_then(|ops| ops.get(i))
+                .copied()
+                .unwrap_or(false)
+    }
 }
 
 /// For each set of grants (features, read-only) a caller held, which operations it may see:
@@ -195,30 +353,45 @@ fn visible(engine: &Engine, principal: &Principal) -> impl Fn(usize, usize) -> b
 /// roles'); past [`Visibility::MAX_SETS`] the memory starts over.
 #[derive(Default)]
 pub(crate) struct Visibility {
-    /// By read-only, then features.
-    sets: [Mutex<HashMap<Features, Arc<[bool]>>>; 2],
+    /// By read-only, then the version of the APIs and the features.
+    sets: [Mutex<HashMap<(u64, Features), Seen>>; 2],
 }
+
+/// Per API, per operation: may it be seen.
+type Seen = Arc<[Box<[bool]>]>;
 
 impl Visibility {
     const MAX_SETS: usize = 256;
 
-    fn of(&self, engine: &Engine, principal: &Principal) -> Arc<[bool]> {
+    fn of(&self, apis: &Apis, principal: &Principal) -> Seen {
         let sets = &self.sets[usize::from(principal.read_only)];
-        if let Some(seen) = lock(sets).get(&principal.features) {
+        let key = (apis.version, principal.features.clone());
+        if let Some(seen) = lock(sets).get(&key) {
             return seen.clone();
         }
-        let seen: Arc<[bool]> = engine
-            .spec
-            .operations
+        let seen: Seen = apis
+            .list
             .iter()
-            .map(|op| principal.may_see(op.method, &op.path, &op.required_features, &engine.rules))
+            .enumerate()
+            .map(|(api, a)| {
+                (0..a.spec.operations.len())
+                    .map(|op| may_see(apis, principal, OpRef { api, op }))
+                    .collect()
+            })
             .collect();
         let mut sets = lock(sets);
         if sets.len() >= Visibility::MAX_SETS {
             sets.clear();
         }
-        sets.insert(principal.features.clone(), seen.clone());
+        sets.insert(key, seen.clone());
         seen
+    }
+
+    /// Forgets every set (the APIs were replaced).
+    pub(crate) fn forget(&self) {
+        for sets in &self.sets {
+            lock(sets).clear();
+        }
     }
 }
 
@@ -274,8 +447,14 @@ fn media_choices(
 
 /// Validates `api_execute`'s request parts against the operation, in place, and builds the
 /// request from them.
-fn plan(engine: &Engine, args: ExecuteArgs, found: Resolved) -> Result<Planned, ToolError> {
-    let op = &engine.spec.operations[found.index];
+fn plan(
+    engine: &Engine,
+    apis: &Apis,
+    args: ExecuteArgs,
+    found: Found,
+) -> Result<Planned, ToolError> {
+    let api = &apis.list[found.api];
+    let op = &api.spec.operations[found.resolved.index];
     let ExecuteArgs {
         target,
         mut call,
@@ -313,7 +492,7 @@ fn plan(engine: &Engine, args: ExecuteArgs, found: Resolved) -> Result<Planned, 
     }
     // A concrete path fills pathParams; a value given both ways must agree.
     let mut conflicts = Vec::new();
-    for (name, value) in found.path_values {
+    for (name, value) in found.resolved.path_values {
         match call.path_params.get(&name) {
             None => {
                 call.path_params.insert(name, Value::String(value));
@@ -373,11 +552,17 @@ fn plan(engine: &Engine, args: ExecuteArgs, found: Resolved) -> Result<Planned, 
         })
         .collect();
     // Bytes (`{"base64": …}`, `{"file": …}`) leave the body here; it keeps a placeholder.
-    let binary = super::upload::extract(engine, op, call.content_type.as_deref(), &mut call.body)?;
+    let binary = super::upload::extract(
+        engine,
+        &api.spec,
+        op,
+        call.content_type.as_deref(),
+        &mut call.body,
+    )?;
     if call.content_type.is_none() {
         call.content_type = binary.content_type.clone();
     }
-    let violations = binary.keep(validate(engine, op, &mut call));
+    let violations = binary.keep(validate(&api.spec, op, &mut call));
     if !violations.is_empty() {
         let n = violations.len();
         return Err(ToolError::invalid(
@@ -394,12 +579,13 @@ fn plan(engine: &Engine, args: ExecuteArgs, found: Resolved) -> Result<Planned, 
         .with("operationId", Value::String(op.id.clone())));
     }
     call.uploads = binary.uploads;
-    let request = engine
+    let request = api
         .upstream
-        .prepare(&engine.spec, op, &call)
+        .prepare(&api.spec, op, &call)
         .map_err(upstream_error)?;
     Ok(Planned {
-        op: found.index,
+        api: found.api,
+        op: found.resolved.index,
         call,
         request,
         dry_run,
@@ -412,7 +598,11 @@ fn plan(engine: &Engine, args: ExecuteArgs, found: Resolved) -> Result<Planned, 
 /// lenient coercion of string-typed scalars before it) sees `{pathParams, query, headers,
 /// body}`, so the parts are moved into that object for the check and back out of it, never
 /// copied.
-pub(super) fn validate(engine: &Engine, op: &Operation, call: &mut CallArgs) -> Vec<Violation> {
+pub(super) fn validate(
+    spec: &crate::spec::Spec,
+    op: &Operation,
+    call: &mut CallArgs,
+) -> Vec<Violation> {
     let mut parts = Map::new();
     for (k, v) in [
         ("pathParams", &mut call.path_params),
@@ -427,7 +617,7 @@ pub(super) fn validate(engine: &Engine, op: &Operation, call: &mut CallArgs) -> 
         parts.insert("body".into(), b);
     }
     let mut parts = Value::Object(parts);
-    let violations = engine.spec.validate(op, &mut parts);
+    let violations = spec.validate(op, &mut parts);
     if let Value::Object(mut parts) = parts {
         let mut take = |k: &str| match parts.remove(k) {
             Some(Value::Object(m)) => m,
@@ -454,14 +644,14 @@ pub(crate) fn select_error(e: &SelectError) -> ToolError {
 
 /// The query's embedding when the index is hybrid: from the cache of recent queries, else
 /// computed on a blocking thread (a forward pass of the model takes milliseconds of CPU).
-async fn query_vector(engine: &Engine, text: &str) -> Option<std::sync::Arc<[f32]>> {
-    if engine.index.ranker() != crate::index::Ranker::Hybrid {
+async fn query_vector(apis: &Apis, text: &str) -> Option<std::sync::Arc<[f32]>> {
+    if apis.index.ranker() != crate::index::Ranker::Hybrid {
         return None;
     }
-    if let Some(v) = engine.index.cached_query_vector(text) {
+    if let Some(v) = apis.index.cached_query_vector(text) {
         return Some(v);
     }
-    let index = engine.index.clone();
+    let index = apis.index.clone();
     let text = text.to_string();
     tokio::task::spawn_blocking(move || index.query_vector(&text))
         .await
@@ -489,14 +679,24 @@ fn short_summary(op: &Operation) -> String {
 /// The tools whose result is complete at once.
 pub(super) async fn done(
     engine: &Engine,
+    apis: &Apis,
     principal: &Principal,
     prepared: Prepared,
 ) -> Result<Output, ToolError> {
     match prepared {
         Prepared::Discover(d) => {
-            let allowed = visible(engine, principal);
-            let vector = query_vector(engine, &d.query).await;
-            let (hits, total) = engine.index.search_total(&Query {
+            let only = d.api.as_deref().and_then(|n| apis.position(n));
+            let allowed = visible(engine, apis, principal, only);
+            if d.query.trim().is_empty() && d.tag.is_none() && d.method.is_none() {
+                let overview = super::overview::overview(apis, &allowed, only);
+                return Ok(Output::Discover(DiscoverResult {
+                    results: Vec::new(),
+                    total: overview.iter().map(|a| a.operations).sum(),
+                    overview: Some(overview),
+                }));
+            }
+            let vector = query_vector(apis, &d.query).await;
+            let (hits, total) = apis.index.search_total(&Query {
                 text: d.query.trim(),
                 method: d.method,
                 tag: d.tag.as_deref(),
@@ -506,9 +706,16 @@ pub(super) async fn done(
             });
             let results = hits
                 .iter()
-                .filter_map(|h| engine.spec.operations.get(h.op).map(|op| (op, h.score)))
-                .map(|(op, score)| DiscoverHit {
-                    operation_id: op.id.clone(),
+                .filter_map(|h| {
+                    let r = OpRef {
+                        api: h.spec,
+                        op: h.op,
+                    };
+                    Some((r, apis.operation(r)?, h.score))
+                })
+                .map(|(r, op, score)| DiscoverHit {
+                    operation_id: apis.shown_id(r),
+                    api: apis.qualified().then(|| apis.list[r.api].name.clone()),
                     method: op.method,
                     path: op.path.clone(),
                     summary: short_summary(op),
@@ -517,19 +724,26 @@ pub(super) async fn done(
                     score: (f64::from(score) * 1000.0).round() / 1000.0,
                 })
                 .collect();
-            Ok(Output::Discover(DiscoverResult { results, total }))
+            Ok(Output::Discover(DiscoverResult {
+                results,
+                total,
+                overview: None,
+            }))
         }
-        Prepared::Schema(i, detail) => {
-            let op = &engine.spec.operations[i];
-            let mut operation = engine.spec.describe(op, detail);
-            if let Some(security) = security_view(engine, principal, op) {
+        Prepared::Schema(r, detail) => {
+            let api = &apis.list[r.api];
+            let op = &api.spec.operations[r.op];
+            let mut operation = api.spec.describe(op, detail);
+            if apis.qualified() {
+                operation.operation_id = apis.shown_id(r);
+            }
+            if let Some(security) = security_view(api, principal, op) {
                 operation.security = Some(security);
             }
             let select = super::select::lesson(&operation.responses);
             Ok(Output::Schema(Box::new(SchemaResult { operation, select })))
         }
         Prepared::Execute(planned) => {
-            let op = &engine.spec.operations[planned.op];
             let mut view = planned.request.view();
             if let Some(identity) = &engine.identity {
                 identity.mark_dry_run(&mut view);
@@ -539,7 +753,7 @@ pub(super) async fn done(
             };
             Ok(Output::DryRun(DryRunResult {
                 dry_run: true,
-                operation_id: op.id.clone(),
+                operation_id: apis.shown_id(planned.at()),
                 request,
             }))
         }
@@ -549,9 +763,9 @@ pub(super) async fn done(
 /// `api_schema`'s `security`: the alternatives the operation accepts (any one will do), each
 /// scheme with where its credential goes and whether apigate supplies it. The agent never
 /// sends credentials itself (it may not set `Authorization`, `Cookie` or a configured header).
-fn security_view(engine: &Engine, principal: &Principal, op: &Operation) -> Option<Value> {
+fn security_view(api: &crate::apis::Api, principal: &Principal, op: &Operation) -> Option<Value> {
     let alternatives = crate::spec::security_alternatives(op.security.as_ref())?;
-    let cfg = engine.upstream.config();
+    let cfg = api.upstream.config();
     let session_sets = |name: &str| {
         principal.upstream.as_ref().is_some_and(|u| {
             u.headers()
@@ -564,9 +778,9 @@ fn security_view(engine: &Engine, principal: &Principal, op: &Operation) -> Opti
         if cfg.schemes.get(scheme).is_some() {
             return true;
         }
-        match engine.spec.security_schemes.get(scheme) {
+        match api.spec.security_schemes.get(scheme) {
             Some(k) if k.uses_authorization() => {
-                engine.upstream.oauth().is_some() || sets("authorization")
+                api.upstream.oauth().is_some() || sets("authorization")
             }
             Some(crate::spec::SchemeKind::ApiKey { location, name }) => match location {
                 crate::spec::KeyIn::Header => sets(name),
@@ -587,7 +801,7 @@ fn security_view(engine: &Engine, principal: &Principal, op: &Operation) -> Opti
             let schemes: Vec<Value> = alt
                 .iter()
                 .map(|name| {
-                    let mut v = match engine.spec.security_schemes.get(name) {
+                    let mut v = match api.spec.security_schemes.get(name) {
                         Some(k) => k.describe(),
                         None => json!({"type": "undefined in the spec"}),
                     };
@@ -618,7 +832,7 @@ fn security_view(engine: &Engine, principal: &Principal, op: &Operation) -> Opti
 /// A request that got no answer: says where it went (the origin, never credentials), whether
 /// it may have been applied (POST and PATCH are not idempotent), and how to fix the target.
 pub(super) fn send_failure(
-    engine: &Engine,
+    api: &crate::apis::Api,
     op: &Operation,
     request: &PreparedRequest,
     e: crate::upstream::UpstreamError,
@@ -642,7 +856,7 @@ pub(super) fn send_failure(
         ));
         error = error.with("mayHaveBeenApplied", Value::Bool(true));
     }
-    if lost_answer && engine.upstream.config().base_url.is_none() {
+    if lost_answer && api.upstream.config().base_url.is_none() {
         error.message.push_str(&format!(
             ". Calls go to the spec's server {origin}; if the API runs elsewhere, the operator \
              starts apigate with --upstream URL"

@@ -43,13 +43,48 @@ pub struct DiscoverResult {
     pub results: Vec<DiscoverHit>,
     /// How many operations matched.
     pub total: usize,
+    /// Without a `query`: the APIs and their groups of operations, to search in their words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub overview: Option<Vec<ApiOverview>>,
+}
+
+/// One API in `api_discover`'s overview.
+#[serde_with::skip_serializing_none]
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ApiOverview {
+    /// The API's name, when the server serves several (the `api` argument takes it).
+    pub api: Option<String>,
+    pub title: String,
+    pub description: Option<String>,
+    /// The operations the caller may use.
+    pub operations: usize,
+    /// Its tags (or, without tags, its paths' first segments), largest first; `tag` takes
+    /// a tag's name.
+    pub groups: Vec<GroupOverview>,
+    /// Groups left out to keep the overview small.
+    pub more_groups: Option<usize>,
+}
+
+/// A tag (or a path's first segment) and how many operations it has.
+#[serde_with::skip_serializing_none]
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GroupOverview {
+    pub name: String,
+    pub operations: usize,
+    pub description: Option<String>,
 }
 
 /// One operation `api_discover` found.
 #[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DiscoverHit {
+    /// `NAME:operationId` when the server serves several APIs.
     pub operation_id: String,
+    /// The API it belongs to, when the server serves several.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api: Option<String>,
     pub method: Method,
     pub path: String,
     pub summary: String,

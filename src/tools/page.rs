@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 use super::credentials::{call_credentials, credential_sources};
 use super::ops::{Planned, send_failure};
 use super::{Code, Engine, ToolError};
+use crate::apis::Apis;
 use crate::auth::Principal;
 use crate::upstream::{CallArgs, Secrets, UpstreamResponse};
 
@@ -34,17 +35,14 @@ impl Page {
     /// (how the pipeline fetches the following pages itself).
     pub(crate) fn next_args(
         &self,
-        engine: &Engine,
+        apis: &Apis,
         select: Option<&str>,
         pages: usize,
     ) -> Option<Map<String, Value>> {
         let query = self.next.clone()?;
         let p = &self.planned;
         let mut args = Map::new();
-        args.insert(
-            "operationId".into(),
-            Value::String(engine.spec.operations[p.op].id.clone()),
-        );
+        args.insert("operationId".into(), Value::String(apis.shown_id(p.at())));
         if !p.call.path_params.is_empty() {
             args.insert(
                 "pathParams".into(),
@@ -70,8 +68,10 @@ impl Page {
 
 /// Sends a planned `api_execute` request and reads its answer (one page). A binary answer is
 /// held for `owner` or made an image (`binary_out::deliver`), its bytes kept beside the page.
+#[allow(clippy::too_many_arguments)]
 pub(super) async fn fetch(
     engine: &Engine,
+    apis: &Apis,
     principal: &Principal,
     planned: Box<Planned>,
     call_id: &str,
@@ -79,14 +79,15 @@ pub(super) async fn fetch(
     sources: &mut Vec<String>,
     owner: &str,
 ) -> Result<Page, ToolError> {
-    let op = &engine.spec.operations[planned.op];
-    let credentials = call_credentials(engine, principal, op, &planned.request, call_id)?;
-    *sources = credential_sources(engine, &credentials);
-    let fetched = engine
+    let api = &apis.list[planned.api];
+    let op = &api.spec.operations[planned.op];
+    let credentials = call_credentials(engine, api, principal, op, &planned.request, call_id)?;
+    *sources = credential_sources(api, &credentials);
+    let fetched = api
         .upstream
         .fetch(&planned.request, &credentials)
         .await
-        .map_err(|e| send_failure(engine, op, &planned.request, e))?;
+        .map_err(|e| send_failure(api, op, &planned.request, e))?;
     let mut response = fetched.response;
     *upstream_status = Some(response.status);
     metrics::counter!("apigate_upstream_responses_total", "status" => response.status.to_string())
@@ -94,7 +95,7 @@ pub(super) async fn fetch(
     if response.status >= 500 {
         let fitted = crate::upstream::fit(
             std::mem::take(&mut response.body),
-            engine.upstream.config().max_body_bytes,
+            api.upstream.config().max_body_bytes,
             !response.truncated,
             &fetched.secrets,
         );
@@ -131,7 +132,7 @@ pub(super) async fn fetch(
             &response.body,
             list.as_deref(),
         )
-        .and_then(|q| valid_query(engine, &planned, q))
+        .and_then(|q| valid_query(&api.spec, &planned, q))
     } else {
         None
     };
@@ -148,18 +149,18 @@ pub(super) async fn fetch(
 /// `query` for the same call, if the operation accepts it: coerced and validated as `plan`
 /// does, so that a `next` is always a call that passes.
 fn valid_query(
-    engine: &Engine,
+    spec: &crate::spec::Spec,
     planned: &Planned,
     query: Map<String, Value>,
 ) -> Option<Map<String, Value>> {
-    let op = &engine.spec.operations[planned.op];
+    let op = &spec.operations[planned.op];
     let mut call = CallArgs {
         path_params: planned.call.path_params.clone(),
         query,
         headers: planned.call.headers.clone(),
         ..CallArgs::default()
     };
-    if !super::ops::validate(engine, op, &mut call).is_empty() {
+    if !super::ops::validate(spec, op, &mut call).is_empty() {
         return None;
     }
     (call.query != planned.call.query).then_some(call.query)

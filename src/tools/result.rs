@@ -10,27 +10,29 @@ use super::ops::select_error;
 use super::output::{ExecuteResult, Output, PagesFetched};
 use super::page::Page;
 use super::select::Select;
-use super::{Engine, ToolError, ToolResult};
+use super::{ToolError, ToolResult};
+use crate::apis::Apis;
 use crate::upstream::{Cut, fit};
 
 /// The result of a call from its pages (at least one; the later ones are 2xx pages of the
 /// first one's list). `stopped` says why fewer pages than asked were fetched.
-pub fn finish(engine: &Engine, mut pages: Vec<Page>, stopped: Option<String>) -> ToolResult {
+pub fn finish(apis: &Apis, mut pages: Vec<Page>, stopped: Option<String>) -> ToolResult {
     let fetched = pages.len();
     let Some(mut last) = pages.pop() else {
         return Err(ToolError::new(super::Code::Internal, "no page was fetched"));
     };
     // What the call asked for is on its first page (the later ones are fetched as one raw
     // page each).
-    let (select, asked, op) = match pages.first_mut() {
-        Some(f) => (f.planned.select.take(), f.planned.pages, f.planned.op),
+    let (select, asked, at) = match pages.first_mut() {
+        Some(f) => (f.planned.select.take(), f.planned.pages, f.planned.at()),
         None => (
             last.planned.select.take(),
             last.planned.pages,
-            last.planned.op,
+            last.planned.at(),
         ),
     };
-    let op = &engine.spec.operations[op];
+    let api = &apis.list[at.api];
+    let op = &api.spec.operations[at.op];
     let select = select.as_ref();
     // The later pages' items join the first's, in order, under the last page's envelope
     // (its `has_more` and cursor are the current ones).
@@ -46,7 +48,7 @@ pub fn finish(engine: &Engine, mut pages: Vec<Page>, stopped: Option<String>) ->
             joined.append(items);
         }
     }
-    let next = last.next_args(engine, select.map(Select::as_str), asked);
+    let next = last.next_args(apis, select.map(Select::as_str), asked);
     let Page {
         mut response,
         secrets,
@@ -73,7 +75,7 @@ pub fn finish(engine: &Engine, mut pages: Vec<Page>, stopped: Option<String>) ->
     }
     let fitted = fit(
         std::mem::take(&mut response.body),
-        engine.upstream.config().max_body_bytes,
+        api.upstream.config().max_body_bytes,
         whole,
         &secrets,
     );

@@ -178,6 +178,7 @@ impl Extracted {
 /// one named by its pointer.
 pub fn extract(
     engine: &Engine,
+    spec: &crate::spec::Spec,
     op: &Operation,
     content_type: Option<&str>,
     body: &mut Option<Value>,
@@ -187,23 +188,23 @@ pub fn extract(
         return Ok(out);
     };
     // An unknown media type is the request builder's to report.
-    let Ok(Some(media)) = choose_media(&engine.spec, op, content_type) else {
+    let Ok(Some(media)) = choose_media(spec, op, content_type) else {
         return Ok(out);
     };
-    extract_in(engine, op, media, value, content_type.is_none())
+    extract_in(engine, spec, op, media, value, content_type.is_none())
 }
 
 /// [`extract`] for the media type `media`; `may_switch` when the call named no media type,
 /// so bytes sent where the default is text go to the operation's binary or multipart type.
 fn extract_in(
     engine: &Engine,
+    spec: &crate::spec::Spec,
     op: &Operation,
     media: &MediaType,
     value: &mut Value,
     may_switch: bool,
 ) -> Result<Extracted, ToolError> {
     let mut out = Extracted::default();
-    let spec = &engine.spec;
     let mut reader = Reader {
         dir: engine.upload_dir.as_deref(),
         cap: engine.limits.max_request_bytes,
@@ -290,7 +291,7 @@ fn extract_in(
             };
             let switch = offered().find(|m| body_kind(spec, m) == wanted);
             if let (true, false, Some(other)) = (may_switch, at.is_empty(), switch) {
-                let mut out = extract_in(engine, op, other, value, false)?;
+                let mut out = extract_in(engine, spec, op, other, value, false)?;
                 out.content_type = Some(other.content_type.clone());
                 return Ok(out);
             }

@@ -216,6 +216,37 @@ impl Upstream {
         self.oauth.as_ref()
     }
 
+    /// Whether `other` sends the same configured credentials (headers, scheme credentials,
+    /// OAuth client): compared by digest, so no secret is held twice or shown.
+    pub fn same_credentials(&self, other: &Upstream) -> bool {
+        crate::secrets_equal(&self.credentials_digest(), &other.credentials_digest())
+    }
+
+    fn credentials_digest(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        let cfg = self.config();
+        for (name, value) in &cfg.headers {
+            h.update(name.as_str().as_bytes());
+            h.update([0]);
+            h.update(value.as_bytes());
+            h.update([1]);
+        }
+        for (scheme, value) in cfg.schemes.values() {
+            h.update(scheme.as_bytes());
+            h.update([0]);
+            h.update(value.as_bytes());
+            h.update([2]);
+        }
+        if let Some(o) = &cfg.oauth {
+            for part in [o.token_url.as_str(), &o.client_id, &o.client_secret] {
+                h.update(part.as_bytes());
+                h.update([3]);
+            }
+        }
+        hex::encode(h.finalize())
+    }
+
     pub fn config(&self) -> &UpstreamConfig {
         &self.cfg
     }

@@ -160,6 +160,11 @@ impl SchemeCredentials {
         SchemeCredentials(list)
     }
 
+    /// Each scheme with its configured value (secret), for comparing configurations.
+    pub(crate) fn values(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.iter().map(|c| (c.scheme.as_str(), c.value.as_str()))
+    }
+
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }

@@ -43,12 +43,14 @@ pub const CHARGES: usize = 113;
 pub struct FixtureApi {
     pub addr: SocketAddr,
     seen: Arc<Mutex<Vec<String>>>,
+    headers: Arc<Mutex<Vec<HeaderMap>>>,
 }
 
 #[derive(Clone)]
 struct St {
     base: String,
     seen: Arc<Mutex<Vec<String>>>,
+    headers: Arc<Mutex<Vec<HeaderMap>>>,
 }
 
 impl FixtureApi {
@@ -57,9 +59,11 @@ impl FixtureApi {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+        let headers: Arc<Mutex<Vec<HeaderMap>>> = Arc::default();
         let state = St {
             base: format!("http://{addr}"),
             seen: seen.clone(),
+            headers: headers.clone(),
         };
         let app = Router::new()
             .route("/repos/{owner}/{repo}/issues", get(github_list))
@@ -70,7 +74,11 @@ impl FixtureApi {
             .layer(axum::middleware::from_fn_with_state(state.clone(), record))
             .with_state(state);
         tokio::spawn(async move { axum::serve(listener, app).await });
-        FixtureApi { addr, seen }
+        FixtureApi {
+            addr,
+            seen,
+            headers,
+        }
     }
 
     /// The base URL, for `--upstream`.
@@ -81,6 +89,11 @@ impl FixtureApi {
     /// Every request received, as `METHOD /path?query`.
     pub fn requests(&self) -> Vec<String> {
         self.seen.lock().unwrap().clone()
+    }
+
+    /// The headers of every request received, in order.
+    pub fn headers(&self) -> Vec<HeaderMap> {
+        self.headers.lock().unwrap().clone()
     }
 }
 
@@ -93,6 +106,7 @@ async fn record(
         .lock()
         .unwrap()
         .push(format!("{} {}", req.method(), req.uri()));
+    st.headers.lock().unwrap().push(req.headers().clone());
     next.run(req).await
 }
 

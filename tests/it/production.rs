@@ -119,7 +119,7 @@ impl Prod {
         .expect("auth starts");
         let mut engine = args.build().await.expect("engine builds");
         engine.access = Access::Sessions;
-        engine.rules = rules;
+        engine.add_rules(rules);
         engine.auth = Some(auth.clone());
         engine.held = engine.held.in_database(auth.store().clone());
         let (listener, addr) = Server::listen().await;

@@ -35,7 +35,8 @@ pub fn spec_path(name: &str) -> String {
 
 pub fn engine_args(spec: &str, upstream: Option<String>) -> EngineArgs {
     EngineArgs {
-        spec: spec.to_string(),
+        spec: Some(spec.to_string()),
+        config: None,
         upstream,
         upstream_headers: vec!["Authorization: Bearer upstream-secret-token".into()],
         upstream_credentials: Vec::new(),
@@ -765,6 +766,20 @@ pub async fn spawn_dev(
     args.extend(["--api-key", KEY, "--listen", "127.0.0.1:0"]);
     args.extend(extra);
     Proc::spawn_with_env("dev", &args, env, "apigate dev:").await
+}
+
+/// The arguments of `apigate dev --config CONFIG` with the test [`KEY`] on a fresh port.
+pub fn dev_config(config: &std::path::Path) -> [&str; 7] {
+    let config = config.to_str().expect("a UTF-8 path");
+    [
+        "dev",
+        "--config",
+        config,
+        "--api-key",
+        KEY,
+        "--listen",
+        "127.0.0.1:0",
+    ]
 }
 
 /// `apigate serve` on `spec` against `upstream` on a fresh port, with `extra` arguments and

@@ -1,0 +1,449 @@
+//! `apigate.toml`: one `[[api]]` table per API behind the server, read and checked before
+//! anything is loaded. Every key is known (an unknown one is refused with its name), names are
+//! `[a-z0-9_-]+` and unique, and secrets are references only (`env:VAR`, `file:PATH`), resolved
+//! here: a value written inline in the file is refused, and so is a file holding credential
+//! settings that its group or others may read.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::auth::RuleSpec;
+
+/// The most bytes a config file may have.
+const MAX_CONFIG_BYTES: u64 = 1 << 20;
+/// The most bytes a `file:` secret may have.
+const MAX_SECRET_BYTES: u64 = 64 << 10;
+/// The most APIs one server serves.
+pub const MAX_APIS: usize = 64;
+
+/// Why a config file was refused; each names the file, the API and the key at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigFileError {
+    #[error("{path}: {reason}")]
+    Read { path: String, reason: String },
+    #[error("{path}: {reason}")]
+    Syntax { path: String, reason: String },
+    #[error("{path}: api {api:?}: {reason}")]
+    Api {
+        path: String,
+        api: String,
+        reason: String,
+    },
+    #[error(
+        "{path} holds credential settings and its group or other users may read it \
+         (mode {mode:o}); run `chmod 600 {path}`"
+    )]
+    Readable { path: String, mode: u32 },
+}
+
+/// The file as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    #[serde(default)]
+    api: Vec<ApiConfig>,
+}
+
+/// One API: an `[[api]]` table, which takes the flags of `dev`, `serve` and `stdio` that are
+/// about one API under the same names; or those flags themselves. Read from a file, its secret
+/// references are resolved by [`parse`].
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct ApiConfig {
+    #[serde(default)]
+    pub name: String,
+    /// A file path (relative to the config file's folder, made absolute) or a URL.
+    pub spec: String,
+    pub upstream: Option<String>,
+    /// `Name: value` lines, as `--upstream-header` takes them; in the file, a table of header
+    /// name → secret reference. Secret.
+    #[serde(default, deserialize_with = "header_lines")]
+    pub upstream_headers: Vec<String>,
+    /// `SCHEME=value`, as `--upstream-credential` takes them; in the file, a table of scheme
+    /// → secret reference. Secret.
+    #[serde(default, deserialize_with = "credential_lines")]
+    pub upstream_credentials: Vec<String>,
+    pub oauth: Option<OAuthSettings>,
+    #[serde(default, deserialize_with = "duration")]
+    pub upstream_timeout: Option<Duration>,
+    #[serde(default, deserialize_with = "duration")]
+    pub connect_timeout: Option<Duration>,
+    pub max_response_bytes: Option<usize>,
+    pub max_read_bytes: Option<usize>,
+    /// How often a URL spec is fetched again (`If-None-Match`).
+    #[serde(default, deserialize_with = "duration")]
+    pub poll: Option<Duration>,
+    /// Per-operation feature rules, as in `--permissions FILE`.
+    #[serde(default, rename = "rule")]
+    pub rules: Vec<RuleSpec>,
+}
+
+crate::debug_fields!(ApiConfig {
+    name,
+    spec,
+    upstream_timeout,
+    poll,
+    ..
+});
+
+/// OAuth client credentials for one API's upstream.
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct OAuthSettings {
+    pub token_url: String,
+    pub client_id: String,
+    /// Secret (in the file, a reference).
+    pub client_secret: String,
+    pub scope: Option<String>,
+    pub audience: Option<String>,
+}
+
+/// A table of header name → value as `Name: value` lines.
+fn header_lines<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    lines(d, ": ")
+}
+
+/// A table of scheme → value as `SCHEME=value` lines.
+fn credential_lines<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    lines(d, "=")
+}
+
+fn lines<'de, D: serde::Deserializer<'de>>(d: D, sep: &str) -> Result<Vec<String>, D::Error> {
+    let table = BTreeMap::<String, String>::deserialize(d)?;
+    Ok(table
+        .into_iter()
+        .map(|(name, value)| format!("{name}{sep}{value}"))
+        .collect())
+}
+
+/// A duration as the flags write it (`30s`, `2m`, `500ms`).
+fn duration<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    let text = String::deserialize(d)?;
+    crate::monitor::duration::parse_duration(&text)
+        .map(Some)
+        .map_err(serde::de::Error::custom)
+}
+
+/// Whether `name` may name an API: `[a-z0-9_-]+`, at most 64 characters.
+pub fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+}
+
+/// Reads and checks `path`, resolving every secret reference.
+pub fn load(path: &Path) -> Result<Vec<ApiConfig>, ConfigFileError> {
+    let shown = path.display().to_string();
+    let read = |reason: String| ConfigFileError::Read {
+        path: shown.clone(),
+        reason,
+    };
+    let meta = std::fs::metadata(path).map_err(|e| read(e.to_string()))?;
+    if meta.len() > MAX_CONFIG_BYTES {
+        return Err(read(format!(
+            "{} bytes; a config file may have at most {MAX_CONFIG_BYTES}",
+            meta.len()
+        )));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| read(e.to_string()))?;
+    let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let apis = parse(&text, &shown, &dir)?;
+    let has_credentials = apis.iter().any(|a| {
+        !a.upstream_headers.is_empty() || !a.upstream_credentials.is_empty() || a.oauth.is_some()
+    });
+    if has_credentials && let Some(mode) = readable_by_others(&meta) {
+        return Err(ConfigFileError::Readable { path: shown, mode });
+    }
+    Ok(apis)
+}
+
+/// The file's mode when its group or others may read it.
+fn readable_by_others(meta: &std::fs::Metadata) -> Option<u32> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = meta.permissions().mode() & 0o777;
+        (mode & 0o044 != 0).then_some(mode)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        None
+    }
+}
+
+/// Checks the text of a config file; `dir` is where relative paths start.
+pub fn parse(text: &str, path: &str, dir: &Path) -> Result<Vec<ApiConfig>, ConfigFileError> {
+    let file: File = toml::from_str(text).map_err(|e| ConfigFileError::Syntax {
+        path: path.to_string(),
+        reason: e.to_string(),
+    })?;
+    if file.api.is_empty() {
+        return Err(ConfigFileError::Syntax {
+            path: path.to_string(),
+            reason: "no [[api]] table: name at least one API".into(),
+        });
+    }
+    if file.api.len() > MAX_APIS {
+        return Err(ConfigFileError::Syntax {
+            path: path.to_string(),
+            reason: format!(
+                "{} APIs; one server serves at most {MAX_APIS}",
+                file.api.len()
+            ),
+        });
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::with_capacity(file.api.len());
+    for table in file.api {
+        let shown = crate::printable::cell(&table.name, 64);
+        let fail = |reason: String| ConfigFileError::Api {
+            path: path.to_string(),
+            api: shown.clone(),
+            reason,
+        };
+        if !valid_name(&table.name) {
+            return Err(fail(
+                "a name is 1 to 64 of a-z, 0-9, '_' and '-' (it prefixes operation ids as \
+                 NAME:operationId, so it holds no ':')"
+                    .into(),
+            ));
+        }
+        if !seen.insert(table.name.clone()) {
+            return Err(fail("two [[api]] tables have this name".into()));
+        }
+        out.push(resolve(table, dir).map_err(fail)?);
+    }
+    Ok(out)
+}
+
+/// One table's values checked and its secret references replaced by their values.
+fn resolve(mut t: ApiConfig, dir: &Path) -> Result<ApiConfig, String> {
+    if let Some(u) = &t.upstream
+        && let Ok(url) = url::Url::parse(u)
+        && (!url.username().is_empty() || url.password().is_some())
+    {
+        return Err(
+            "upstream: user info in the URL is a secret written inline; put it in \
+             upstream-headers as Authorization = \"env:VAR\""
+                .into(),
+        );
+    }
+    for (key, list, sep) in [
+        ("upstream-headers", &mut t.upstream_headers, ": "),
+        ("upstream-credentials", &mut t.upstream_credentials, "="),
+    ] {
+        for line in list.iter_mut() {
+            let Some((name, reference)) = line.split_once(sep) else {
+                continue;
+            };
+            let value = secret(reference, dir).map_err(|e| format!("{key}.{name}: {e}"))?;
+            *line = format!("{name}{sep}{value}");
+        }
+    }
+    if let Some(o) = &mut t.oauth {
+        o.client_secret =
+            secret(&o.client_secret, dir).map_err(|e| format!("oauth.client-secret: {e}"))?;
+    }
+    if !(t.spec.starts_with("http://") || t.spec.starts_with("https://")) {
+        t.spec = dir.join(&t.spec).display().to_string();
+    }
+    if t.poll.is_some_and(|p| p < Duration::from_secs(1)) {
+        return Err("poll: at least 1s".into());
+    }
+    Ok(t)
+}
+
+/// The value a secret reference names: `env:VAR` or `file:PATH` (relative to `dir`, trailing
+/// newline dropped). Anything else is a secret written inline, refused.
+fn secret(reference: &str, dir: &Path) -> Result<String, String> {
+    if let Some(var) = reference.strip_prefix("env:") {
+        return std::env::var(var)
+            .map_err(|_| format!("the environment variable {var} is not set (or not UTF-8)"));
+    }
+    if let Some(file) = reference.strip_prefix("file:") {
+        let path: PathBuf = dir.join(file);
+        let shown = path.display();
+        let meta = std::fs::metadata(&path).map_err(|e| format!("{shown}: {e}"))?;
+        if meta.len() > MAX_SECRET_BYTES {
+            return Err(format!("{shown}: more than {MAX_SECRET_BYTES} bytes"));
+        }
+        if let Some(mode) = readable_by_others(&meta) {
+            return Err(format!(
+                "{shown}: its group or other users may read it (mode {mode:o}); run `chmod 600 {shown}`"
+            ));
+        }
+        let text = std::fs::read_to_string(&path).map_err(|e| format!("{shown}: {e}"))?;
+        return Ok(text.trim_end_matches(['\r', '\n']).to_string());
+    }
+    Err(format!(
+        "a secret is written as a reference, env:VAR or file:PATH, never inline (this value \
+         has {} characters)",
+        reference.chars().count()
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(text: &str) -> String {
+        match parse(text, "apigate.toml", Path::new("/etc/apigate")) {
+            Ok(apis) => panic!("accepted: {apis:?}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn a_file_with_every_setting_reads_as_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let secret = dir.path().join("stripe.key");
+        std::fs::write(&secret, "sk_test_123\n").unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+        }
+        let text = r#"
+[[api]]
+name = "stripe"
+spec = "specs/stripe.json"
+upstream = "https://api.stripe.com"
+upstream-credentials = { bearerAuth = "file:stripe.key" }
+upstream-headers = { "Stripe-Version" = "env:PATH" }
+upstream-timeout = "20s"
+connect-timeout = "2s"
+max-response-bytes = 20000
+max-read-bytes = 4000000
+[[api.rule]]
+method = "POST"
+path = "/v1/refunds"
+features = ["stripe.refunds"]
+
+[[api]]
+name = "github"
+spec = "https://example.com/github.json"
+poll = "5m"
+[api.oauth]
+token-url = "https://auth.example.com/token"
+client-id = "apigate"
+client-secret = "file:stripe.key"
+"#;
+        let apis = parse(text, "apigate.toml", dir.path()).unwrap();
+        let [stripe, github] = apis.as_slice() else {
+            panic!("{apis:?}")
+        };
+        assert_eq!(stripe.name, "stripe");
+        assert_eq!(
+            stripe.spec,
+            dir.path().join("specs/stripe.json").display().to_string()
+        );
+        assert_eq!(stripe.upstream_credentials, ["bearerAuth=sk_test_123"]);
+        let path = std::env::var("PATH").unwrap();
+        assert_eq!(stripe.upstream_headers, [format!("Stripe-Version: {path}")]);
+        assert_eq!(stripe.upstream_timeout, Some(Duration::from_secs(20)));
+        assert_eq!(stripe.connect_timeout, Some(Duration::from_secs(2)));
+        assert_eq!(stripe.max_response_bytes, Some(20000));
+        assert_eq!(stripe.max_read_bytes, Some(4_000_000));
+        assert_eq!(stripe.rules.len(), 1);
+        assert_eq!(github.spec, "https://example.com/github.json");
+        assert_eq!(github.poll, Some(Duration::from_secs(300)));
+        let oauth = github.oauth.as_ref().unwrap();
+        assert_eq!(oauth.client_secret, "sk_test_123");
+        // Debug shows no secret.
+        assert!(!format!("{apis:?}").contains("sk_test_123"));
+    }
+
+    #[test]
+    fn names_keys_and_secrets_are_checked() {
+        for (text, expected) in [
+            ("", "no [[api]] table"),
+            ("[[api]]\nname = \"a\"\n", "missing field `spec`"),
+            (
+                "[[api]]\nname = \"a\"\nspec = \"a.json\"\ntimeout = \"1s\"\n",
+                "unknown field `timeout`",
+            ),
+            ("[server]\nport = 1\n", "unknown field `server`"),
+            (
+                "[[api]]\nname = \"Git Hub\"\nspec = \"a.json\"\n",
+                "a name is 1 to 64 of a-z",
+            ),
+            (
+                "[[api]]\nname = \"a:b\"\nspec = \"a.json\"\n",
+                "holds no ':'",
+            ),
+            (
+                "[[api]]\nname = \"\"\nspec = \"a.json\"\n",
+                "a name is 1 to 64",
+            ),
+            (
+                "[[api]]\nname = \"a\"\nspec = \"a.json\"\n[[api]]\nname = \"a\"\nspec = \"b.json\"\n",
+                "two [[api]] tables have this name",
+            ),
+            (
+                "[[api]]\nname = \"a\"\nspec = \"a.json\"\nupstream-headers = { Authorization = \"Bearer abc\" }\n",
+                "never inline",
+            ),
+            (
+                "[[api]]\nname = \"a\"\nspec = \"a.json\"\nupstream = \"https://user:pw@example.com\"\n",
+                "user info in the URL",
+            ),
+            (
+                "[[api]]\nname = \"a\"\nspec = \"a.json\"\nupstream-credentials = { k = \"env:APIGATE_NO_SUCH_VARIABLE_1\" }\n",
+                "APIGATE_NO_SUCH_VARIABLE_1 is not set",
+            ),
+            (
+                "[[api]]\nname = \"a\"\nspec = \"a.json\"\nupstream-timeout = \"soon\"\n",
+                "upstream-timeout",
+            ),
+            (
+                "[[api]]\nname = \"a\"\nspec = \"a.json\"\npoll = \"10ms\"\n",
+                "poll: at least 1s",
+            ),
+        ] {
+            let e = refused(text);
+            assert!(e.contains(expected), "{text:?}: {e}");
+            assert!(!e.contains("Bearer abc") && !e.contains(":pw@"), "{e}");
+        }
+        let many: String = (0..=MAX_APIS)
+            .map(|i| format!("[[api]]\nname = \"a{i}\"\nspec = \"a.json\"\n"))
+            .collect();
+        assert!(refused(&many).contains("at most 64"));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn secrets_others_may_read_are_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let secret = dir.path().join("token");
+        std::fs::write(&secret, "t0ken").unwrap();
+        std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let config = dir.path().join("apigate.toml");
+        std::fs::write(
+            &config,
+            "[[api]]\nname = \"a\"\nspec = \"a.json\"\nupstream-headers = { X-Token = \"file:token\" }\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let e = load(&config).unwrap_err().to_string();
+        assert!(e.contains("chmod 600") && e.contains("token"), "{e}");
+        std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert_eq!(
+            load(&config).unwrap()[0].upstream_headers,
+            ["X-Token: t0ken"]
+        );
+        // The file itself, once others may read it.
+        std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let e = load(&config).unwrap_err().to_string();
+        assert!(e.contains("chmod 600") && e.contains("640"), "{e}");
+        // Without credential settings it may be read by anyone.
+        std::fs::write(&config, "[[api]]\nname = \"a\"\nspec = \"a.json\"\n").unwrap();
+        assert!(load(&config).is_ok());
+    }
+}

@@ -1,0 +1,176 @@
+//! The APIs behind one server: the config file that names them (`config`), each API as the
+//! tools use it ([`Api`]: its name, spec, upstream client and permission rules) and the set
+//! the engine serves ([`Apis`]: every API and one pooled index over their operations).
+//!
+//! With one API (`--spec`), operation ids are shown as the spec writes them. With several
+//! (`--config`), ids are qualified as `NAME:operationId`, a call reaches only its own API's
+//! upstream with only that API's credentials, and an operation needs, beyond its own
+//! features, one that names its API: `NAME.execute` (or `NAME.*`, `*`) or `NAME:operationId`.
+
+pub mod config;
+
+use std::sync::Arc;
+
+use crate::auth::{PermissionRules, Principal};
+use crate::index::Index;
+use crate::spec::{Operation, Spec};
+use crate::upstream::Upstream;
+
+/// One API: what its calls are checked against and sent through.
+#[derive(Clone)]
+pub struct Api {
+    /// `[a-z0-9_-]+`; empty for the single API of `--spec`.
+    pub name: String,
+    pub spec: Arc<Spec>,
+    pub upstream: Upstream,
+    /// Config rules (method + path glob → features), on top of `x-required-features`.
+    pub rules: PermissionRules,
+    /// When its document was loaded, and why the last reload kept it, if it did.
+    pub loaded: Loaded,
+}
+
+crate::debug_fields!(Api { name, loaded, .. });
+
+/// When an API's document was loaded, for `/health`.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    pub at: chrono::DateTime<chrono::Utc>,
+    /// Why the last reload left this version serving (its document did not load).
+    pub error: Option<String>,
+}
+
+impl Loaded {
+    /// Loaded now, without error.
+    pub fn now() -> Loaded {
+        Loaded {
+            at: chrono::Utc::now(),
+            error: None,
+        }
+    }
+}
+
+impl Api {
+    /// An unnamed API: the one of `--spec`.
+    pub fn single(spec: Arc<Spec>, upstream: Upstream) -> Api {
+        Api {
+            name: String::new(),
+            spec,
+            upstream,
+            rules: PermissionRules::default(),
+            loaded: Loaded::now(),
+        }
+    }
+}
+
+/// The APIs one server serves, and the index ranking all their operations together (its hit
+/// `spec` is a position in `list`).
+#[derive(Clone)]
+pub struct Apis {
+    pub list: Vec<Api>,
+    pub index: Arc<Index>,
+    /// Unique per set built in this process: what was computed for one set (who may see
+    /// which operation) is never taken for another.
+    pub version: u64,
+}
+
+/// The next [`Apis::version`].
+pub(crate) fn next_version() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+crate::debug_fields!(Apis { list, .. });
+
+/// A reference to one operation: `apis.list[api].spec.operations[op]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct OpRef {
+    pub api: usize,
+    pub op: usize,
+}
+
+impl Apis {
+    /// One API.
+    pub fn single(api: Api, index: Arc<Index>) -> Apis {
+        Apis::new(vec![api], index)
+    }
+
+    /// `list`, ranked by `index` (built over their specs in this order).
+    pub fn new(list: Vec<Api>, index: Arc<Index>) -> Apis {
+        Apis {
+            list,
+            index,
+            version: next_version(),
+        }
+    }
+
+    /// What the tools call the APIs: the one API's title, else the APIs' names.
+    pub fn title(&self) -> String {
+        match self.list.as_slice() {
+            [one] => one.spec.title.clone(),
+            many => many
+                .iter()
+                .map(|a| a.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+        }
+    }
+
+    /// How many operations the APIs have in all.
+    pub fn operations(&self) -> usize {
+        self.list.iter().map(|a| a.spec.operations.len()).sum()
+    }
+
+    /// Whether operation ids are shown as `NAME:operationId`: with more than one API.
+    pub fn qualified(&self) -> bool {
+        self.list.len() > 1
+    }
+
+    /// The API named `name`.
+    pub fn position(&self, name: &str) -> Option<usize> {
+        self.list.iter().position(|a| a.name == name)
+    }
+
+    /// The operation `r` points at.
+    pub fn operation(&self, r: OpRef) -> Option<&Operation> {
+        self.list.get(r.api)?.spec.operations.get(r.op)
+    }
+
+    /// An operation's id as results show it: `NAME:operationId` with more than one API.
+    pub fn shown_id(&self, r: OpRef) -> String {
+        let Some(op) = self.operation(r) else {
+            return String::new();
+        };
+        if self.qualified() {
+            format!("{}:{}", self.list[r.api].name, op.id)
+        } else {
+            op.id.clone()
+        }
+    }
+
+    /// The API an operation id names by its `NAME:` prefix, and the id without it. `None`
+    /// for the API when the id has no prefix naming one of them (an unqualified id, or one
+    /// API only: a spec's own ids may hold colons).
+    pub fn split_id<'a>(&self, id: &'a str) -> (Option<usize>, &'a str) {
+        if self.qualified()
+            && let Some((name, rest)) = id.split_once(':')
+            && let Some(api) = self.position(name)
+        {
+            return (Some(api), rest);
+        }
+        (None, id)
+    }
+
+    /// Whether the principal holds a feature naming the API of `r` (always, with one API):
+    /// `NAME.execute` (so `NAME.*` and `*`) or `NAME:operationId`.
+    pub fn api_allows(&self, principal: &Principal, r: OpRef) -> bool {
+        if !self.qualified() {
+            return true;
+        }
+        let (Some(api), Some(op)) = (self.list.get(r.api), self.operation(r)) else {
+            return false;
+        };
+        let features = &principal.features;
+        features.allows(&format!("{}.execute", api.name))
+            || features.allows(&format!("{}:{}", api.name, op.id))
+    }
+}

@@ -1,0 +1,253 @@
+//! Reloading the APIs without a restart. A [`Reloader`] loads every document beside the
+//! running ones (`EngineArgs::load_apis`: the config file read again, an unchanged document
+//! kept, a broken one leaving its previous version serving with the error beside it), builds
+//! the index, and swaps the new set in at once: a call in flight finishes on the version it
+//! started with, the next one sees the new. Reloads run one at a time. The triggers: `SIGHUP`,
+//! `POST /admin/v1/reload` (at most one a second), a change on disk of the config file or a
+//! spec file (debounced: the file must hold still for a second), and for a URL spec its
+//! `poll` interval.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::args::EngineArgs;
+use crate::auth::PermissionRules;
+use crate::tools::Engine;
+
+/// How often files are looked at, and how long a changed file must hold still.
+const WATCH_EVERY: Duration = Duration::from_secs(1);
+/// The fewest seconds between two reloads asked through the admin route.
+const ADMIN_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Reloads the APIs of one engine.
+pub struct Reloader {
+    engine: Arc<Engine>,
+    args: Arc<EngineArgs>,
+    /// `--permissions FILE`'s rules, added to every API's own after each load.
+    extra_rules: PermissionRules,
+    running: tokio::sync::Mutex<()>,
+    last_admin: Mutex<Option<Instant>>,
+}
+
+/// Why a reload through the admin route was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ReloadError {
+    #[error("a reload ran less than a second ago; try again in a second")]
+    TooSoon,
+    #[error("the APIs did not reload; the running version keeps serving: {0}")]
+    Failed(String),
+}
+
+impl Reloader {
+    pub fn new(
+        engine: Arc<Engine>,
+        args: Arc<EngineArgs>,
+        extra_rules: PermissionRules,
+    ) -> Arc<Reloader> {
+        Arc::new(Reloader {
+            engine,
+            args,
+            extra_rules,
+            running: tokio::sync::Mutex::new(()),
+            last_admin: Mutex::new(None),
+        })
+    }
+
+    /// Loads the APIs again and serves them; on failure the running ones keep serving and
+    /// carry the error (`/health`). Returns what changed.
+    pub async fn reload(&self, trigger: &str) -> Result<Value, ReloadError> {
+        let _one = self.running.lock().await;
+        let current = self.engine.apis();
+        match self.args.load_apis(Some(&current)).await {
+            Ok(mut apis) => {
+                for api in &mut apis.list {
+                    api.rules = api.rules.and(&self.extra_rules);
+                }
+                let report: Vec<Value> = apis
+                    .list
+                    .iter()
+                    .map(|a| {
+                        let before = current.position(&a.name).map(|i| &current.list[i]);
+                        let state = match (&a.loaded.error, before) {
+                            (Some(_), _) => "kept",
+                            (None, Some(b)) if Arc::ptr_eq(&b.spec, &a.spec) => "unchanged",
+                            (None, Some(_)) => "reloaded",
+                            (None, None) => "added",
+                        };
+                        json!({"name": a.name, "state": state, "operations": a.spec.operations.len(),
+                            "error": a.loaded.error})
+                    })
+                    .collect();
+                let removed: Vec<&str> = current
+                    .list
+                    .iter()
+                    .filter(|a| apis.position(&a.name).is_none())
+                    .map(|a| a.name.as_str())
+                    .collect();
+                tracing::info!(trigger, apis = %serde_json::to_string(&report).unwrap_or_default(), ?removed, "APIs reloaded");
+                metrics::counter!("apigate_reloads_total", "outcome" => "ok").increment(1);
+                self.engine.replace_apis(apis);
+                Ok(json!({"apis": report, "removed": removed}))
+            }
+            Err(e) => {
+                let error = crate::error_chain(e.as_ref());
+                tracing::warn!(trigger, error = %error, "the APIs did not reload; the running version keeps serving");
+                metrics::counter!("apigate_reloads_total", "outcome" => "failed").increment(1);
+                let mut kept = (*current).clone();
+                for api in &mut kept.list {
+                    api.loaded.error = Some(format!("the last reload failed: {error}"));
+                }
+                self.engine.replace_apis(kept);
+                Err(ReloadError::Failed(error))
+            }
+        }
+    }
+
+    /// [`Reloader::reload`] for the admin route: at most one a second.
+    pub async fn reload_now(&self) -> Result<Value, ReloadError> {
+        {
+            let mut last = self
+                .last_admin
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if last.is_some_and(|t| t.elapsed() < ADMIN_INTERVAL) {
+                return Err(ReloadError::TooSoon);
+            }
+            *last = Some(Instant::now());
+        }
+        self.reload("admin").await
+    }
+
+    /// Starts the triggers (`SIGHUP`, files on disk, URL polls) until `shutdown`.
+    pub fn watch(self: &Arc<Reloader>, shutdown: CancellationToken) {
+        #[cfg(unix)]
+        {
+            let me = self.clone();
+            let stop = shutdown.clone();
+            tokio::spawn(async move {
+                let Ok(mut hup) =
+                    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+                else {
+                    tracing::warn!("cannot listen for SIGHUP; reload with the admin route");
+                    return;
+                };
+                loop {
+                    tokio::select! {
+                        () = stop.cancelled() => return,
+                        got = hup.recv() => if got.is_none() { return },
+                    }
+                    let _ = me.reload("SIGHUP").await;
+                }
+            });
+        }
+        let me = self.clone();
+        let stop = shutdown.clone();
+        tokio::spawn(async move { me.watch_files(stop).await });
+        let me = self.clone();
+        tokio::spawn(async move { me.poll_urls(shutdown).await });
+    }
+
+    /// The files a change of which reloads: the config file and every spec that is a file.
+    fn files(&self) -> Vec<PathBuf> {
+        let mut files: Vec<PathBuf> = self.args.config.iter().cloned().collect();
+        if let Ok(configs) = self.args.configs() {
+            files.extend(
+                configs
+                    .iter()
+                    .filter(|c| !c.spec.starts_with("http://") && !c.spec.starts_with("https://"))
+                    .map(|c| PathBuf::from(&c.spec)),
+            );
+        }
+        files
+    }
+
+    async fn watch_files(&self, stop: CancellationToken) {
+        let stamp = |files: &[PathBuf]| -> Vec<Option<(SystemTime, u64)>> {
+            files
+                .iter()
+                .map(|f| {
+                    let m = std::fs::metadata(f).ok()?;
+                    Some((m.modified().ok()?, m.len()))
+                })
+                .collect()
+        };
+        let mut files = self.files();
+        let mut seen = stamp(&files);
+        while tick(&stop, WATCH_EVERY).await {
+            let now = stamp(&files);
+            if now == seen {
+                continue;
+            }
+            // Debounce: wait until the files hold still for a whole interval.
+            let mut settled = now;
+            loop {
+                if !tick(&stop, WATCH_EVERY).await {
+                    return;
+                }
+                let again = stamp(&files);
+                if again == settled {
+                    break;
+                }
+                settled = again;
+            }
+            let _ = self.reload("file changed").await;
+            files = self.files();
+            seen = stamp(&files);
+        }
+    }
+
+    async fn poll_urls(&self, stop: CancellationToken) {
+        let every = self
+            .args
+            .configs()
+            .ok()
+            .into_iter()
+            .flatten()
+            .filter(|c| c.spec.starts_with("http://") || c.spec.starts_with("https://"))
+            .filter_map(|c| c.poll)
+            .min();
+        let Some(every) = every else {
+            return;
+        };
+        while tick(&stop, every).await {
+            let _ = self.reload("poll").await;
+        }
+    }
+}
+
+/// Waits `every`; false when `stop` came first.
+async fn tick(stop: &CancellationToken, every: Duration) -> bool {
+    tokio::select! {
+        () = stop.cancelled() => false,
+        () = tokio::time::sleep(every) => true,
+    }
+}
+
+impl Reloader {
+    /// The admin route's hook: 200 with what changed; 429 within a second of the last; 422
+    /// when the APIs did not reload (the running version serves on).
+    pub fn hook(self: &Arc<Reloader>) -> crate::http::ReloadHook {
+        let me = self.clone();
+        Arc::new(move || {
+            let me = me.clone();
+            Box::pin(async move {
+                use axum::http::StatusCode;
+                match me.reload_now().await {
+                    Ok(report) => (StatusCode::OK, report),
+                    Err(e @ ReloadError::TooSoon) => (
+                        StatusCode::TOO_MANY_REQUESTS,
+                        json!({"error": e.to_string(), "code": "RATE_LIMITED", "retryAfterMs": 1000}),
+                    ),
+                    Err(e) => (
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        json!({"error": e.to_string(), "code": "RELOAD_FAILED"}),
+                    ),
+                }
+            })
+        })
+    }
+}
