@@ -6,7 +6,8 @@
 //! without a trim, the GitHub spec holds 106 MB RSS after start-up; with one, 49 MB.
 
 /// Returns free heap pages to the OS (glibc's `malloc_trim`). Call it after large, one-off
-/// work: start-up, and the background embedding pass. Elsewhere (musl, macOS) it does nothing.
+/// work: start-up, a reload, and the background embedding pass. Elsewhere (musl, macOS) it
+/// does nothing.
 pub(crate) fn release_freed() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: `malloc_trim` only walks the allocator's own free lists under its locks; it

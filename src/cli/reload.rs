@@ -91,7 +91,12 @@ impl Reloader {
                 tracing::info!(trigger, apis = %serde_json::to_string(&report).unwrap_or_default(), ?removed, "APIs reloaded");
                 metrics::counter!("apigate_reloads_total", "outcome" => "ok").increment(1);
                 self.engine.replace_apis(apis);
-                Ok(json!({"apis": report, "removed": removed}))
+                let answer = json!({"apis": report, "removed": removed});
+                // Loading parsed whole documents: give what it freed back (see `heap`), and
+                // the previous version's memory once no call holds it.
+                drop(current);
+                crate::heap::release_freed();
+                Ok(answer)
             }
             Err(e) => {
                 let error = crate::error_chain(e.as_ref());
@@ -102,6 +107,8 @@ impl Reloader {
                     api.loaded.error = Some(format!("the last reload failed: {error}"));
                 }
                 self.engine.replace_apis(kept);
+                drop(current);
+                crate::heap::release_freed();
                 Err(ReloadError::Failed(error))
             }
         }
