@@ -31,6 +31,20 @@ pub struct Api {
 
 crate::debug_fields!(Api { name, loaded, .. });
 
+/// An error as `/health` may show it to anyone: the folders in `dirs` taken out of the paths it
+/// names (as `/health` names a spec by its file name alone), control characters escaped, at
+/// most 400 characters.
+pub fn public_error(text: &str, dirs: &[Option<&std::path::Path>]) -> String {
+    let mut text = text.to_string();
+    for dir in dirs.iter().flatten() {
+        let dir = dir.display().to_string();
+        if !dir.is_empty() {
+            text = text.replace(&format!("{}/", dir.trim_end_matches('/')), "");
+        }
+    }
+    crate::printable::cell(&text, 400)
+}
+
 /// When an API's document was loaded, for `/health`.
 #[derive(Debug, Clone)]
 pub struct Loaded {

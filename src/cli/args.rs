@@ -221,8 +221,14 @@ impl EngineArgs {
                 }
                 (Err(e), Some(old)) => {
                     tracing::warn!(api = %c.name, error = %e, "reload: the document did not load; the previous version keeps serving");
-                    let error =
-                        format!("the document did not load; the previous version serves: {e}");
+                    let dirs = [
+                        std::path::Path::new(&c.spec).parent(),
+                        self.config.as_deref().and_then(std::path::Path::parent),
+                    ];
+                    let error = crate::apis::public_error(
+                        &format!("the document did not load; the previous version serves: {e}"),
+                        &dirs,
+                    );
                     (
                         old.spec.clone(),
                         Loaded {

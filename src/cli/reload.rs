@@ -103,8 +103,15 @@ impl Reloader {
                 tracing::warn!(trigger, error = %error, "the APIs did not reload; the running version keeps serving");
                 metrics::counter!("apigate_reloads_total", "outcome" => "failed").increment(1);
                 let mut kept = (*current).clone();
+                let dirs = [self
+                    .args
+                    .config
+                    .as_deref()
+                    .and_then(std::path::Path::parent)];
+                let shown =
+                    crate::apis::public_error(&format!("the last reload failed: {error}"), &dirs);
                 for api in &mut kept.list {
-                    api.loaded.error = Some(format!("the last reload failed: {error}"));
+                    api.loaded.error = Some(shown.clone());
                 }
                 self.engine.replace_apis(kept);
                 drop(current);
