@@ -7,6 +7,7 @@ pub mod dev;
 pub mod eval;
 pub mod identity;
 pub mod index;
+mod load;
 pub mod monitor;
 mod reload;
 pub mod serve;

@@ -16,6 +16,7 @@ pub mod output;
 mod overview;
 mod page;
 mod pages;
+mod resolve;
 mod result;
 pub mod select;
 pub mod upload;
@@ -82,7 +83,7 @@ pub struct Engine {
     pub binary: BinaryOptions,
     /// Which operations each set of grants may see (discovery's filter), computed once per
     /// set.
-    pub(crate) visibility: ops::Visibility,
+    pub(crate) visibility: resolve::Visibility,
 }
 
 /// Who is calling, as the transport knows it. Holds no secret but the session token the
@@ -172,7 +173,7 @@ impl Engine {
             upload_dir: None,
             held: crate::held::HeldResponses::in_memory(Default::default()),
             binary: BinaryOptions::default(),
-            visibility: ops::Visibility::default(),
+            visibility: resolve::Visibility::default(),
         }
     }
 

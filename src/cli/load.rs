@@ -1,0 +1,289 @@
+//! What `dev`, `stdio` and `serve` serve, built from their options: the APIs (the config file's,
+//! or the one of `--spec` and its flags), each with its spec, upstream client and rules, one
+//! index over them (`EngineArgs::load_apis`, which a reload calls again beside the running
+//! set), and the engine with its monitor gate (`EngineArgs::build`).
+
+use std::sync::Arc;
+
+use anyhow::Context;
+
+use super::args::{EngineArgs, MAX_READ_BYTES_CAP};
+use crate::apis::config::ApiConfig;
+use crate::apis::{Api, Apis, Loaded};
+use crate::auth::PermissionRules;
+use crate::index::Index;
+use crate::spec::Spec;
+use crate::tools::Engine;
+use crate::upstream::{SchemeCredential, SchemeCredentials, Upstream, UpstreamConfig};
+
+impl EngineArgs {
+    /// The one API the flags describe (`--spec` and the flags about its upstream).
+    fn flags_api(&self, spec: &str) -> anyhow::Result<ApiConfig> {
+        Ok(ApiConfig {
+            name: String::new(),
+            spec: spec.to_string(),
+            upstream: self.upstream.clone(),
+            upstream_headers: self.upstream_headers.clone(),
+            upstream_credentials: self.upstream_credentials.clone(),
+            oauth: self.oauth.settings()?,
+            upstream_timeout: None,
+            connect_timeout: None,
+            max_response_bytes: None,
+            max_read_bytes: None,
+            poll: None,
+            rules: Vec::new(),
+        })
+    }
+
+    /// The APIs to serve: the config file's (read again each time), or the one of `--spec`.
+    pub fn configs(&self) -> anyhow::Result<Vec<ApiConfig>> {
+        Ok(match (&self.config, &self.spec) {
+            (Some(path), _) => crate::apis::config::load(path)?,
+            (None, Some(spec)) => vec![self.flags_api(spec)?],
+            (None, None) => anyhow::bail!("give --spec FILE|URL, or --config apigate.toml"),
+        })
+    }
+
+    /// Loads the APIs: each document, its upstream client and rules, and one index over them
+    /// all (started on the ranker the flags ask for). With the `previous` APIs (a reload), a
+    /// document whose bytes did not change keeps its loaded version, one that does not load
+    /// keeps the previous version with the error beside it, and the index is built again only
+    /// when a document changed. Fails when the config does not load, or a new API's document
+    /// does not.
+    pub async fn load_apis(&self, previous: Option<&Apis>) -> anyhow::Result<Apis> {
+        let configs = self.configs()?;
+        let mut list = Vec::with_capacity(configs.len());
+        for c in &configs {
+            let old = previous.and_then(|p| Some(&p.list[p.position(&c.name)?]));
+            let (spec, loaded) = match (Spec::load(&c.spec).await, old) {
+                (Ok(spec), Some(old)) if spec.sha256 == old.spec.sha256 => (
+                    old.spec.clone(),
+                    Loaded {
+                        error: None,
+                        ..old.loaded.clone()
+                    },
+                ),
+                (Ok(spec), _) => {
+                    log_warnings(&c.name, &spec);
+                    (Arc::new(spec), Loaded::now())
+                }
+                (Err(e), Some(old)) => {
+                    tracing::warn!(api = %c.name, error = %e, "reload: the document did not load; the previous version keeps serving");
+                    let dirs = [
+                        std::path::Path::new(&c.spec).parent(),
+                        self.config.as_deref().and_then(std::path::Path::parent),
+                    ];
+                    let error = crate::apis::public_error(
+                        &format!("the document did not load; the previous version serves: {e}"),
+                        &dirs,
+                    );
+                    (
+                        old.spec.clone(),
+                        Loaded {
+                            error: Some(error),
+                            ..old.loaded.clone()
+                        },
+                    )
+                }
+                (Err(e), None) => {
+                    return Err(anyhow::Error::new(e).context(match c.name.as_str() {
+                        "" => "loading the spec".to_string(),
+                        name => format!("loading the spec of api {name:?}"),
+                    }));
+                }
+            };
+            let upstream = self.upstream_for(c, &spec)?;
+            let rules = PermissionRules::compile(c.rules.clone())
+                .with_context(|| format!("in the rules of api {:?}", c.name))?;
+            list.push(Api {
+                name: c.name.clone(),
+                spec,
+                upstream,
+                rules,
+                loaded,
+            });
+        }
+        let same_specs = previous.is_some_and(|p| {
+            p.list.len() == list.len()
+                && p.list
+                    .iter()
+                    .zip(&list)
+                    .all(|(a, b)| Arc::ptr_eq(&a.spec, &b.spec))
+        });
+        let index = match previous {
+            Some(p) if same_specs => p.index.clone(),
+            _ => {
+                let specs: Vec<Arc<Spec>> = list.iter().map(|a| a.spec.clone()).collect();
+                let index = tokio::task::spawn_blocking(move || {
+                    let refs: Vec<&Spec> = specs.iter().map(|s| s.as_ref()).collect();
+                    Index::build(&refs)
+                })
+                .await
+                .context("building the search index")?
+                .context("building the search index")?;
+                let index = Arc::new(index);
+                self.ranking.start(&index)?;
+                index
+            }
+        };
+        warn_shared_origins(&list);
+        Ok(Apis::new(list, index))
+    }
+
+    /// Loads the APIs, builds the index, the upstream clients and the monitor gate.
+    pub async fn build(&self) -> anyhow::Result<Engine> {
+        let apis = self.load_apis(None).await?;
+        let title = match apis.list.as_slice() {
+            [one] => Some(one.spec.title.clone()).filter(|t| !t.is_empty()),
+            _ => None,
+        };
+        let monitor = self.monitor.build(title.as_deref())?;
+        if let Some(m) = &monitor {
+            tracing::info!(url = %m.endpoint(), "agent-monitor gate on: every tool call needs its approval");
+        }
+        let mut engine = Engine::serving(apis, monitor);
+        engine.limits = self.limits.into();
+        engine.held = crate::held::HeldResponses::in_memory(crate::held::HeldConfig {
+            ttl: self.binary.response_ttl,
+            max_bytes_per_owner: self.binary.max_held_bytes,
+        });
+        engine.binary.max_image_bytes = self.binary.max_image_bytes;
+        // Most of what loading the document took is free now (the spec keeps only what its
+        // operations reach): give it back.
+        crate::heap::release_freed();
+        Ok(engine)
+    }
+
+    /// The upstream client of one API: its settings, the flags' where it has none.
+    fn upstream_for(&self, c: &ApiConfig, spec: &Spec) -> anyhow::Result<Upstream> {
+        let mut headers = Vec::new();
+        for h in &c.upstream_headers {
+            headers.push(UpstreamConfig::parse_header(h).context("in --upstream-header")?);
+        }
+        // The environment's headers belong to the one API of --spec, never to several.
+        if self.config.is_none()
+            && let Ok(env) = std::env::var("APIGATE_UPSTREAM_HEADERS")
+        {
+            headers.extend(
+                UpstreamConfig::headers_from_env(&env).context("in APIGATE_UPSTREAM_HEADERS")?,
+            );
+        }
+        let base_url = match &c.upstream {
+            // The error names the value without its user info or query.
+            Some(u) => Some(UpstreamConfig::parse_base_url(u)?),
+            None => None,
+        };
+        let schemes = c
+            .upstream_credentials
+            .iter()
+            .map(|v| SchemeCredential::parse(v, &spec.security_schemes))
+            .collect::<Result<Vec<_>, _>>()?;
+        let oauth = match &c.oauth {
+            Some(o) => Some(crate::upstream::OAuthConfig::new(
+                &o.token_url,
+                o.client_id.clone(),
+                o.client_secret.clone(),
+                o.scope.clone(),
+                o.audience.clone(),
+            )?),
+            None => None,
+        };
+        let max_body_bytes = c.max_response_bytes.unwrap_or(self.max_response_bytes);
+        let upstream = Upstream::new(UpstreamConfig {
+            base_url,
+            headers,
+            oauth,
+            schemes: SchemeCredentials::new(schemes),
+            connect_timeout: c.connect_timeout.unwrap_or(self.connect_timeout),
+            timeout: c.upstream_timeout.unwrap_or(self.upstream_timeout),
+            max_body_bytes,
+            // Never less than what is shown.
+            max_read_bytes: c
+                .max_read_bytes
+                .unwrap_or(self.max_read_bytes)
+                .clamp(1, MAX_READ_BYTES_CAP as usize)
+                .max(max_body_bytes),
+            ..UpstreamConfig::default()
+        })?;
+        let target = match &upstream.config().base_url {
+            Some(u) => shown_target(u.as_str()),
+            None => spec.servers.first().map_or_else(
+                || "nowhere: the spec names no server; start with --upstream URL".to_string(),
+                |s| shown_target(s),
+            ),
+        };
+        tracing::info!(api = %c.name, %target, "API calls go to {target}");
+        if upstream.oauth().is_some() {
+            tracing::info!(
+                api = %c.name,
+                "API calls carry an OAuth client-credentials token, fetched on the first call"
+            );
+        }
+        let schemes: Vec<&str> = upstream
+            .config()
+            .schemes
+            .iter()
+            .map(|c| c.scheme.as_str())
+            .collect();
+        if !schemes.is_empty() {
+            tracing::info!(api = %c.name, schemes = %schemes.join(", "), "credentials for security schemes, sent on the operations that need them");
+        }
+        Ok(upstream)
+    }
+}
+
+/// Logs that a spec has warnings (each at debug level).
+fn log_warnings(api: &str, spec: &Spec) {
+    for w in &spec.warnings {
+        tracing::debug!(warning = %w, "spec warning");
+    }
+    if !spec.warnings.is_empty() {
+        tracing::info!(
+            api = %api,
+            count = spec.warnings.len(),
+            "the spec has warnings; `apigate check` lists them"
+        );
+    }
+}
+
+/// Logs, at start-up, APIs that send to the same origin with different credentials: allowed
+/// (two tenants of one service), but worth a look.
+fn warn_shared_origins(list: &[Api]) {
+    for (i, a) in list.iter().enumerate() {
+        for b in &list[i + 1..] {
+            let (Some(x), Some(y)) = (origin_of(a), origin_of(b)) else {
+                continue;
+            };
+            if x == y && !a.upstream.same_credentials(&b.upstream) {
+                tracing::warn!(
+                    first = %a.name,
+                    second = %b.name,
+                    origin = %x,
+                    "two APIs call the same origin with different credentials; each call \
+                     carries only its own API's"
+                );
+            }
+        }
+    }
+}
+
+/// Where an API's calls go: `--upstream`'s origin, else its spec's first server's.
+fn origin_of(api: &Api) -> Option<String> {
+    let url = match &api.upstream.config().base_url {
+        Some(u) => u.clone(),
+        None => url::Url::parse(api.spec.servers.first()?).ok()?,
+    };
+    Some(url.origin().ascii_serialization())
+}
+
+/// A server URL for a log line: scheme, host, port and path, never user info or a query.
+fn shown_target(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(u) => format!(
+            "{}{}",
+            u.origin().ascii_serialization(),
+            u.path().trim_end_matches('/')
+        ),
+        Err(_) => "a relative server URL (give --upstream)".into(),
+    }
+}

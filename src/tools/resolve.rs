@@ -1,0 +1,259 @@
+//! Which operation a call names, and whether its caller may see or use it: an id (bare,
+//! `NAME:operationId`, or with `api`) or a route found in the APIs; the closest operations the
+//! caller may see when none matches; the operation's permission (its features, the rules, and
+//! with several APIs a feature naming its API); and which operations each set of grants may
+//! see, remembered per set.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+
+use super::args::Target;
+use super::{Code, Engine, ToolError};
+use crate::apis::{Apis, OpRef};
+use crate::auth::{Features, Principal};
+use crate::index::Query;
+use crate::spec::{OperationName, Resolved, Violation};
+
+/// An operation the arguments name, found in one API.
+pub(crate) struct Found {
+    pub api: usize,
+    pub resolved: Resolved,
+}
+
+impl Found {
+    pub(super) fn at(&self) -> OpRef {
+        OpRef {
+            api: self.api,
+            op: self.resolved.index,
+        }
+    }
+}
+
+/// The position of the API `name`, or `INVALID_ARGUMENTS` at `/api` listing the names.
+pub(super) fn api_named(apis: &Apis, name: &str) -> Result<usize, ToolError> {
+    apis.position(name).ok_or_else(|| {
+        let names: Vec<&str> = apis
+            .list
+            .iter()
+            .map(|a| a.name.as_str())
+            .filter(|n| !n.is_empty())
+            .collect();
+        let message = if names.is_empty() {
+            "this server serves one API: leave `api` out".to_string()
+        } else {
+            format!(
+                "there is no API {name:?}; the APIs are {}",
+                names.join(", ")
+            )
+        };
+        ToolError::invalid(message.clone(), vec![at("/api", &message)])
+    })
+}
+
+fn at(pointer: &str, message: &str) -> Violation {
+    Violation {
+        pointer: pointer.into(),
+        message: message.into(),
+    }
+}
+
+/// The operation `target` names: in the API of `api` or of the id's `NAME:` prefix, else in
+/// the one API that has it. An id that several APIs have is ambiguous: the caller names the
+/// API.
+pub(super) fn find(apis: &Apis, target: &Target) -> Result<Option<Found>, ToolError> {
+    let name = target.operation_name()?;
+    let named = target
+        .api
+        .as_deref()
+        .map(|n| api_named(apis, n))
+        .transpose()?;
+    let (prefixed, name) = match name {
+        OperationName::Id(id) => {
+            let (api, bare) = apis.split_id(id);
+            (api, OperationName::Id(bare))
+        }
+        route => (None, route),
+    };
+    if let (Some(a), Some(b)) = (named, prefixed)
+        && a != b
+    {
+        let message = format!(
+            "`api` says {:?} but the operationId names {:?}",
+            apis.list[a].name, apis.list[b].name
+        );
+        return Err(ToolError::invalid(
+            message.clone(),
+            vec![at("/api", &message)],
+        ));
+    }
+    let mut found: Vec<Found> = match named.or(prefixed) {
+        Some(api) => vec![api],
+        None => (0..apis.list.len()).collect(),
+    }
+    .into_iter()
+    .filter_map(|api| {
+        let resolved = apis.list[api].spec.resolve(&name)?;
+        Some(Found { api, resolved })
+    })
+    .collect();
+    if found.len() > 1 {
+        let names: Vec<String> = found.iter().map(|f| apis.shown_id(f.at())).collect();
+        let message = format!(
+            "several APIs have this operation ({}); name one: NAME:operationId, or `api`",
+            names.join(", ")
+        );
+        return Err(ToolError::invalid(
+            message.clone(),
+            vec![at("/api", &message)],
+        ));
+    }
+    Ok(found.pop())
+}
+
+/// Whether discovery shows the operation to the principal: it may execute it, and (several
+/// APIs) holds a feature naming its API.
+pub(super) fn may_see(apis: &Apis, principal: &Principal, r: OpRef) -> bool {
+    let (Some(api), Some(op)) = (apis.list.get(r.api), apis.operation(r)) else {
+        return false;
+    };
+    principal.may_see(op.method, &op.path, &op.required_features, &api.rules)
+        && apis.api_allows(principal, r)
+}
+
+/// The found operation, if the principal may execute it; else `UNKNOWN_OPERATION` (with the
+/// closest operations it may see) or `FORBIDDEN`.
+pub(super) fn permitted(
+    engine: &Engine,
+    apis: &Apis,
+    principal: &Principal,
+    args: &Target,
+    found: Option<Found>,
+) -> Result<Found, ToolError> {
+    let Some(found) = found else {
+        let (what, hint) = match args.operation_name()? {
+            OperationName::Id(id) => (format!("operationId {id:?}"), id.to_string()),
+            OperationName::Route { method, path } => (format!("{method} {path}"), path.to_string()),
+        };
+        return Err(unknown_operation(engine, apis, principal, &what, &hint));
+    };
+    let api = &apis.list[found.api];
+    let op = &api.spec.operations[found.resolved.index];
+    principal
+        .may_execute(op.method, &op.path, &op.required_features, &api.rules)
+        .map_err(ToolError::from)?;
+    if !apis.api_allows(principal, found.at()) {
+        return Err(ToolError::from(crate::auth::AuthError::Forbidden {
+            missing: format!("{}.execute", api.name),
+        }));
+    }
+    Ok(found)
+}
+
+fn unknown_operation(
+    engine: &Engine,
+    apis: &Apis,
+    principal: &Principal,
+    what: &str,
+    hint: &str,
+) -> ToolError {
+    let words: String = hint
+        .chars()
+        .map(|c| if c.is_alphanumeric() { c } else { ' ' })
+        .collect();
+    let allowed = visible(engine, apis, principal, None);
+    let hits = apis.index.search(&Query {
+        text: &words,
+        method: None,
+        tag: None,
+        limit: 5,
+        allowed: Some(&allowed),
+        vector: None,
+    });
+    let closest: Vec<Value> = hits
+        .iter()
+        .map(|h| OpRef {
+            api: h.spec,
+            op: h.op,
+        })
+        .filter_map(|r| Some((apis.shown_id(r), apis.operation(r)?)))
+        .map(|(id, o)| json!({"operationId": id, "method": o.method, "path": o.path}))
+        .collect();
+    ToolError::new(
+        Code::UnknownOperation,
+        format!("{what} is not an operation of this API; use api_discover to find one (closest matches are listed)"),
+    )
+    .with("closest", Value::Array(closest))
+}
+
+/// Which operations the principal may see (discovery shows only what it may execute), of the
+/// API at position `only` if given.
+pub(super) fn visible(
+    engine: &Engine,
+    apis: &Apis,
+    principal: &Principal,
+    only: Option<usize>,
+) -> impl Fn(usize, usize) -> bool + Sync + use<> {
+    let seen = engine.visibility.of(apis, principal);
+    move |api, i| {
+        only.is_none_or(|o| o == api)
+            && seen
+                .get(api)
+                .and_then(|ops| ops.get(i))
+                .copied()
+                .unwrap_or(false)
+    }
+}
+
+/// For each set of grants (features, read-only) a caller held, which operations it may see:
+/// `Principal::may_see` of every operation, asked once per set instead of once per search
+/// match (that was a tenth of a search of the GitHub spec). Sets are few (the keys' and
+/// roles'); past [`Visibility::MAX_SETS`] the memory starts over.
+#[derive(Default)]
+pub(crate) struct Visibility {
+    /// By read-only, then the version of the APIs and the features.
+    sets: [Mutex<HashMap<(u64, Features), Seen>>; 2],
+}
+
+/// Per API, per operation: may it be seen.
+type Seen = Arc<[Box<[bool]>]>;
+
+impl Visibility {
+    const MAX_SETS: usize = 256;
+
+    fn of(&self, apis: &Apis, principal: &Principal) -> Seen {
+        let sets = &self.sets[usize::from(principal.read_only)];
+        let key = (apis.version, principal.features.clone());
+        if let Some(seen) = lock(sets).get(&key) {
+            return seen.clone();
+        }
+        let seen: Seen = apis
+            .list
+            .iter()
+            .enumerate()
+            .map(|(api, a)| {
+                (0..a.spec.operations.len())
+                    .map(|op| may_see(apis, principal, OpRef { api, op }))
+                    .collect()
+            })
+            .collect();
+        let mut sets = lock(sets);
+        if sets.len() >= Visibility::MAX_SETS {
+            sets.clear();
+        }
+        sets.insert(key, seen.clone());
+        seen
+    }
+
+    /// Forgets every set (the APIs were replaced).
+    pub(crate) fn forget(&self) {
+        for sets in &self.sets {
+            lock(sets).clear();
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
