@@ -84,8 +84,8 @@ pub struct Spec {
     pub security_schemes: std::collections::BTreeMap<String, SchemeKind>,
     /// Tolerated problems, each naming where.
     pub warnings: Vec<String>,
-    /// The sha256 of the document's bytes (hex; of the main document, not of the files its
-    /// external `$ref`s name).
+    /// The sha256 of the document's bytes (hex); with external `$ref`s, of the digests of the
+    /// document and of every document they name, so that a change to any is a new version.
     pub sha256: String,
     /// What the operations' `$ref`s reach, and `tags`: the rest of the document (`paths`,
     /// examples, unreferenced components) is dropped once the operations are extracted.
@@ -106,10 +106,15 @@ impl Spec {
     /// `$ref`s reach.
     pub async fn load(source: &str) -> Result<Spec, SpecError> {
         let location = Location::parse(source)?;
-        let (mut root, sha256) = source::read_digest(&location).await?;
-        refs::bundle_external(&mut root, &location).await?;
+        let (mut root, sha256) = source::read(&location).await?;
+        let external = refs::bundle_external(&mut root, &location).await?;
         let mut spec = Spec::from_value(root, &location.display())?;
-        spec.sha256 = sha256;
+        // A document and the documents its `$ref`s name: a change to any is a new version.
+        spec.sha256 = if external.is_empty() {
+            sha256
+        } else {
+            source::digest(format!("{sha256} {}", external.join(" ")).as_bytes())
+        };
         Ok(spec)
     }
 

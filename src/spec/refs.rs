@@ -154,7 +154,8 @@ fn split_ref(reference: &str) -> (&str, &str) {
 pub(crate) async fn bundle_external(
     main: &mut Value,
     location: &Location,
-) -> Result<(), SpecError> {
+) -> Result<Vec<String>, SpecError> {
+    let mut digests = Vec::new();
     let mut docs: Vec<(Location, Value)> = vec![(location.clone(), std::mem::take(main))];
     let mut index: HashMap<Location, usize> = HashMap::from([(location.clone(), 0)]);
     let mut next = 0;
@@ -178,7 +179,8 @@ pub(crate) async fn bundle_external(
                     message: format!("more than {MAX_EXTERNAL_DOCUMENTS} referenced documents"),
                 });
             }
-            let value = source::read(&loc).await?;
+            let (value, digest) = source::read(&loc).await?;
+            digests.push(digest);
             index.insert(loc.clone(), docs.len());
             docs.push((loc, value));
         }
@@ -186,7 +188,7 @@ pub(crate) async fn bundle_external(
     }
     if docs.len() == 1 {
         *main = docs.pop().map(|(_, v)| v).unwrap_or_default();
-        return Ok(());
+        return Ok(digests);
     }
     let prefix = |i: usize| {
         if i == 0 {
@@ -217,7 +219,7 @@ pub(crate) async fn bundle_external(
         map.insert(EXTERNAL_KEY.into(), Value::Object(external));
     }
     *main = root;
-    Ok(())
+    Ok(digests)
 }
 
 /// Checks every `$ref` in `root`: refs to nowhere and ref-only cycles are errors (refs inside

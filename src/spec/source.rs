@@ -111,13 +111,8 @@ fn normalize_path(path: &Path) -> PathBuf {
     out
 }
 
-/// Reads and parses the document at `location`.
-pub async fn read(location: &Location) -> Result<Value, SpecError> {
-    Ok(read_digest(location).await?.0)
-}
-
-/// [`read`], and the sha256 of the bytes read (hex).
-pub async fn read_digest(location: &Location) -> Result<(Value, String), SpecError> {
+/// Reads and parses a document, and the sha256 of the bytes read (hex).
+pub async fn read(location: &Location) -> Result<(Value, String), SpecError> {
     let bytes = match location {
         Location::File(path) => read_file(path, location)?,
         Location::Url(url) => fetch(url).await?,

@@ -163,6 +163,21 @@ async fn external_refs_resolve_relative_to_the_document() {
 }
 
 #[tokio::test]
+async fn a_change_to_a_referenced_document_is_a_new_version() {
+    // What a reload compares: a document whose referenced file changed is not the same one.
+    let dir = tempfile::tempdir().unwrap();
+    let pet = dir.path().join("pet.yaml");
+    std::fs::write(&pet, "Pet: {type: object}\n").unwrap();
+    std::fs::write(dir.path().join("api.yaml"), "openapi: 3.0.0\ninfo: {title: ext, version: '1'}\npaths:\n  /pets:\n    post:\n      operationId: addPet\n      requestBody:\n        content:\n          application/json:\n            schema: {$ref: 'pet.yaml#/Pet'}\n      responses: {'200': {description: ok}}\n").unwrap();
+    let api = dir.path().join("api.yaml");
+    let load = || async { Spec::load(api.to_str().unwrap()).await.unwrap().sha256 };
+    let first = load().await;
+    assert_eq!(first, load().await);
+    std::fs::write(&pet, "Pet: {type: object, required: [name]}\n").unwrap();
+    assert_ne!(first, load().await);
+}
+
+#[tokio::test]
 async fn malformed_documents_give_clear_errors() {
     let dir = tempfile::tempdir().unwrap();
     let cases: [(&str, &str, &[&str]); 8] = [
