@@ -276,3 +276,27 @@ async fn a_config_that_breaks_on_reload_leaves_the_running_apis_serving() {
     assert!(proc.log().contains("did not reload"), "{}", proc.log());
     assert!(proc.terminate().await, "{}", proc.log());
 }
+
+#[tokio::test]
+async fn in_production_only_an_admin_key_may_reload() {
+    let db = crate::db::TestDb::new().await;
+    let url = db.url.as_str();
+    let upstream = Upstream::start().await;
+    let agent = cli_key(url, "agent", "apigate.discover,apigate.execute").await;
+    let admin = cli_key(url, "ops", "apigate.admin").await;
+    let petstore = spec_path("petstore-3.0.json");
+    let (mut proc, mcp_url) =
+        spawn_serve(&petstore, &upstream.url(), &[], &[("DATABASE_URL", url)]).await;
+    let base = mcp_url.trim_end_matches("/mcp");
+    let refused = post_reload(base, agent["key"].as_str()).await;
+    assert_eq!(refused.status(), 403);
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["missing"], "apigate.admin", "{body}");
+    let forged = post_reload(base, Some("ak_not-a-key-of-this-server")).await;
+    assert_eq!(forged.status(), 401);
+    let reloaded = post_reload(base, admin["key"].as_str()).await;
+    assert_eq!(reloaded.status(), 200);
+    let report: Value = reloaded.json().await.unwrap();
+    assert_eq!(report["apis"][0]["state"], "unchanged", "{report}");
+    assert!(proc.terminate().await, "{}", proc.log());
+}
