@@ -30,26 +30,11 @@ for n in 1 3 9; do
     printf '[[api]]\nname = "%s"\nspec = "%s/%s"\nupstream = "http://127.0.0.1:9"\n\n' \
       "${entry%%:*}" "$specs" "${entry#*:}" >>"$config"
   done
-  log="$OUT/apigate-$n.log"
-  started=$(date +%s.%N)
-  APIGATE_RANKER=lexical RUST_LOG=warn "$BIN" dev --config "$config" --api-key "$KEY" \
-    --listen 127.0.0.1:0 --key-rate 0 --stateless >"$log" 2>&1 &
-  SERVER=$!
-  port=
-  for _ in $(seq 1 1200); do
-    if [[ $(cat "$log") =~ at\ http://127\.0\.0\.1:([0-9]+)/mcp ]]; then
-      port=${BASH_REMATCH[1]}
-      curl -sf "http://127.0.0.1:$port/health" >/dev/null && break
-    fi
-    kill -0 "$SERVER" 2>/dev/null || die "apigate exited: $(cat "$log")"
-    sleep 0.1
-  done
-  [[ -n $port ]] || die "apigate did not start"
-  ready=$(awk -v s="$started" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f s", e - s }')
-  operations=$(curl -s "http://127.0.0.1:$port/health" | python3 -c 'import json,sys; print(json.load(sys.stdin)["operations"])')
+  APIGATE_RANKER=lexical start_server "$n" "$config" --stateless
+  ready="$READY s"
+  operations=$(curl -s "${URL%/mcp}/health" | python3 -c 'import json,sys; print(json.load(sys.stdin)["operations"])')
   sleep 1
   start_rss=$(rss_kib "$SERVER")
-  URL="http://127.0.0.1:$port/mcp"
   calls=0
   while ((calls < CALLS)); do
     LOAD_TOOL=discover LOAD_QUERY="find a pet by its id" APIGATE_KEY=$KEY wrk -t1 -c4 -d5s -s "$ROOT/scripts/load-mcp.lua" "$URL" >"$OUT/wrk-$n.txt"

@@ -88,19 +88,20 @@ start_upstream() {
 }
 
 # start_server NAME SPEC [apigate dev flags...]: starts apigate (rate limit off, RUST_LOG=warn
-# unless APIGATE_LOG says otherwise)
+# unless APIGATE_LOG says otherwise) on SPEC, or on the APIs of SPEC when it is an apigate.toml
 # and waits for /health; sets SERVER (pid), URL (/mcp) and READY (seconds to healthy).
 # The per-key rate limit (--key-rate, 50/s by default) is off: with it on, the load would
 # measure the limiter's RATE_LIMITED answers.
 start_server() {
   local name=$1 spec=$2
   shift 2
-  local log="$OUT/apigate-$name.log" started port=
+  local log="$OUT/apigate-$name.log" started port= source=(--spec "$spec")
+  [[ $spec == *.toml ]] && source=(--config "$spec")
   started=$(date +%s.%N)
   : >"$log"
   # Lexical unless the caller says otherwise (--ranker hybrid): the background embedding
   # pass would share the CPU with the load being measured.
-  APIGATE_RANKER=${APIGATE_RANKER:-lexical} RUST_LOG=${APIGATE_LOG:-warn} "$BIN" dev --spec "$spec" --api-key "$KEY" --listen 127.0.0.1:0 --key-rate 0 "$@" \
+  APIGATE_RANKER=${APIGATE_RANKER:-lexical} RUST_LOG=${APIGATE_LOG:-warn} "$BIN" dev "${source[@]}" --api-key "$KEY" --listen 127.0.0.1:0 --key-rate 0 "$@" \
     >"$log" 2>&1 &
   SERVER=$!
   for _ in $(seq 1 600); do

@@ -36,22 +36,9 @@ spec = "$PETSTORE_SPEC"
 upstream = "http://127.0.0.1:9"
 EOF
 
-log="$OUT/apigate.log"
-APIGATE_RANKER=lexical RUST_LOG=${APIGATE_LOG:-info} "$BIN" dev --config "$dir/apigate.toml" \
-  --api-key "$KEY" --listen 127.0.0.1:0 --key-rate 0 --stateless >"$log" 2>&1 &
-SERVER=$!
-port=
-for _ in $(seq 1 600); do
-  if [[ $(cat "$log") =~ at\ http://127\.0\.0\.1:([0-9]+)/mcp ]]; then
-    port=${BASH_REMATCH[1]}
-    curl -sf "http://127.0.0.1:$port/health" >/dev/null && break
-  fi
-  kill -0 "$SERVER" 2>/dev/null || die "apigate exited: $(cat "$log")"
-  sleep 0.1
-done
-[[ -n $port ]] || die "apigate did not start"
-URL="http://127.0.0.1:$port/mcp"
-base="http://127.0.0.1:$port"
+# The reloads' log lines are kept (info).
+APIGATE_LOG=${APIGATE_LOG:-info} start_server reload "$dir/apigate.toml" --stateless
+base=${URL%/mcp}
 
 export LOAD_TOOL=discover APIGATE_KEY=$KEY
 export LOAD_QUERY="list open issues in a repository"

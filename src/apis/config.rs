@@ -139,18 +139,11 @@ pub fn valid_name(name: &str) -> bool {
 /// Reads and checks `path`, resolving every secret reference.
 pub fn load(path: &Path) -> Result<Vec<ApiConfig>, ConfigFileError> {
     let shown = path.display().to_string();
-    let read = |reason: String| ConfigFileError::Read {
-        path: shown.clone(),
-        reason,
-    };
-    let meta = std::fs::metadata(path).map_err(|e| read(e.to_string()))?;
-    if meta.len() > MAX_CONFIG_BYTES {
-        return Err(read(format!(
-            "{} bytes; a config file may have at most {MAX_CONFIG_BYTES}",
-            meta.len()
-        )));
-    }
-    let text = std::fs::read_to_string(path).map_err(|e| read(e.to_string()))?;
+    let (text, meta) =
+        read_small(path, MAX_CONFIG_BYTES).map_err(|reason| ConfigFileError::Read {
+            path: shown.clone(),
+            reason,
+        })?;
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let apis = parse(&text, &shown, &dir)?;
     let has_credentials = apis.iter().any(|a| {
@@ -160,6 +153,16 @@ pub fn load(path: &Path) -> Result<Vec<ApiConfig>, ConfigFileError> {
         return Err(ConfigFileError::Readable { path: shown, mode });
     }
     Ok(apis)
+}
+
+/// A file of at most `max` bytes, as text, and what its metadata says (its mode); why not.
+fn read_small(path: &Path, max: u64) -> Result<(String, std::fs::Metadata), String> {
+    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
+    if meta.len() > max {
+        return Err(format!("{} bytes, over the {max}-byte limit", meta.len()));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    Ok((text, meta))
 }
 
 /// The file's mode when its group or others may read it.
@@ -269,16 +272,13 @@ fn secret(reference: &str, dir: &Path) -> Result<String, String> {
     if let Some(file) = reference.strip_prefix("file:") {
         let path: PathBuf = dir.join(file);
         let shown = path.display();
-        let meta = std::fs::metadata(&path).map_err(|e| format!("{shown}: {e}"))?;
-        if meta.len() > MAX_SECRET_BYTES {
-            return Err(format!("{shown}: more than {MAX_SECRET_BYTES} bytes"));
-        }
+        let (text, meta) =
+            read_small(&path, MAX_SECRET_BYTES).map_err(|e| format!("{shown}: {e}"))?;
         if let Some(mode) = readable_by_others(&meta) {
             return Err(format!(
                 "{shown}: its group or other users may read it (mode {mode:o}); run `chmod 600 {shown}`"
             ));
         }
-        let text = std::fs::read_to_string(&path).map_err(|e| format!("{shown}: {e}"))?;
         return Ok(text.trim_end_matches(['\r', '\n']).to_string());
     }
     Err(format!(

@@ -88,7 +88,7 @@ pub struct Apis {
 }
 
 /// The next [`Apis::version`].
-pub(crate) fn next_version() -> u64 {
+fn next_version() -> u64 {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
     NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }

@@ -318,14 +318,9 @@ async fn reload(
     if let Some(key) = &caller.key
         && !key.features.allows(crate::auth::ADMIN_FEATURE)
     {
-        let mut e = error::ApiError::new(
-            StatusCode::FORBIDDEN,
-            crate::tools::Code::Forbidden,
-            format!("reloading needs the feature {}", crate::auth::ADMIN_FEATURE),
-        );
-        e.details
-            .insert("missing".into(), crate::auth::ADMIN_FEATURE.into());
-        return e.into_response();
+        let missing = crate::auth::ADMIN_FEATURE.into();
+        return error::ApiError::from(crate::auth::AuthError::Forbidden { missing })
+            .into_response();
     }
     let (status, body) = hook().await;
     (status, Json(body)).into_response()

@@ -182,11 +182,6 @@ impl Engine {
         self.apis.load_full()
     }
 
-    /// The index over the operations of every API served now.
-    pub fn index(&self) -> Arc<Index> {
-        self.apis.load().index.clone()
-    }
-
     /// Serves `apis` from the next call on; calls in flight finish on the APIs they started
     /// with. The memory of which operations each set of grants may see starts over.
     pub fn replace_apis(&self, apis: Apis) {
@@ -196,12 +191,13 @@ impl Engine {
 
     /// Adds permission rules (`--permissions FILE`) to every API's own.
     pub fn add_rules(&mut self, rules: PermissionRules) {
-        let mut apis = Arc::unwrap_or_clone(self.apis.load_full());
-        for api in &mut apis.list {
+        let Apis {
+            mut list, index, ..
+        } = Arc::unwrap_or_clone(self.apis.load_full());
+        for api in &mut list {
             api.rules = api.rules.and(&rules);
         }
-        apis.version = crate::apis::next_version();
-        self.apis = arc_swap::ArcSwap::from_pointee(apis);
+        self.apis = arc_swap::ArcSwap::from_pointee(Apis::new(list, index));
     }
 
     /// The tool definitions for `tools/list`; in production each takes `_sessionToken`, unless

@@ -125,6 +125,13 @@ upstream-headers = {{ api_key = "file:petstore.secret" }}
     }
 }
 
+/// A dev principal holding only `features`.
+fn holding(features: &[&str]) -> Principal {
+    let mut principal = Principal::dev();
+    principal.features = Features::new(features);
+    principal
+}
+
 fn ids(result: &Value) -> Vec<String> {
     result["results"]
         .as_array()
@@ -327,17 +334,14 @@ async fn operations_are_named_by_qualified_id_api_or_route() {
 
 #[tokio::test]
 async fn a_caller_sees_and_calls_only_the_apis_its_features_name() {
-    let three = Three::start().await;
-    let mut principal = Principal::dev();
-    principal.features = Features::new([
+    let (three, _server, client) = Three::serving(holding(&[
         "apigate.discover",
         "apigate.schema",
         "apigate.execute",
         "github.*",
         "stripe:GetCharges",
-    ]);
-    let server = three.serve_as(principal).await;
-    let client = server.client().await;
+    ]))
+    .await;
     for query in [
         "find pets by status",
         "list charges",
@@ -516,8 +520,7 @@ async fn an_apis_own_rules_apply_to_its_operations_only() {
     three.write_config(
         "\n[[api.rule]]\nmethod = \"DELETE\"\npath = \"/pet/*\"\nfeatures = [\"pets.delete\"]\n",
     );
-    let mut principal = Principal::dev();
-    principal.features = Features::new([
+    let principal = holding(&[
         "apigate.*",
         "github.execute",
         "stripe.execute",
