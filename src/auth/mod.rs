@@ -61,6 +61,9 @@ pub(crate) const MAX_CACHE_TTL: Duration = Duration::from_secs(60);
 /// The feature that admits a server key to `/admin/v1/*`.
 pub(crate) const ADMIN_FEATURE: &str = "apigate.admin";
 
+/// The audit row's `operation` for a reload of the APIs (`Auth::record_reload`).
+pub(crate) const RELOAD_ACTION: &str = "apis.reload";
+
 /// Why a caller was turned away. Adapters map each variant to a stable code for the agent.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum AuthError {
@@ -334,6 +337,45 @@ impl Auth {
             upstream_status: None,
             duration_ms: 0,
             error_code: Some(code.to_string()),
+            at: Utc::now(),
+            call_id: Uuid::new_v4(),
+        };
+        self.record_audit(entry).await;
+    }
+
+    /// Records a reload of the APIs (`apis.reload`): asked by `key` through the admin route,
+    /// or by `trigger` (`SIGHUP`, `file`, `poll`) when no key asked. `refused` is the code of
+    /// a reload that did not happen or did not load (`RATE_LIMITED`, `RELOAD_FAILED`); the
+    /// row names what changed as `target` (`apis:NAME,NAME`), never a path or an error text.
+    pub async fn record_reload(
+        &self,
+        key: Option<&KeyPrincipal>,
+        trigger: &str,
+        target: Option<String>,
+        refused: Option<&str>,
+    ) {
+        let decision = match refused {
+            None => Decision::Allowed,
+            Some("RATE_LIMITED") => Decision::Denied,
+            Some(_) => Decision::Failed,
+        };
+        let entry = AuditEntry {
+            key_id: key.and_then(|k| k.key_id),
+            session_id: None,
+            user_id: None,
+            tenant_id: None,
+            organization_id: None,
+            credential_sources: Vec::new(),
+            tool: ADMIN_AUDIT_TOOL.into(),
+            actor: Some(key.map_or_else(|| trigger.to_string(), KeyPrincipal::label)),
+            target,
+            operation: Some(RELOAD_ACTION.into()),
+            method: None,
+            path: None,
+            decision,
+            upstream_status: None,
+            duration_ms: 0,
+            error_code: refused.map(str::to_string),
             at: Utc::now(),
             call_id: Uuid::new_v4(),
         };

@@ -55,15 +55,24 @@ impl EngineArgs {
         let mut list = Vec::with_capacity(configs.len());
         for c in &configs {
             let old = previous.and_then(|p| Some(&p.list[p.position(&c.name)?]));
-            let (spec, loaded) = match (Spec::load(&c.spec).await, old) {
-                (Ok(spec), Some(old)) if spec.sha256 == old.spec.sha256 => (
+            let loading = Spec::load_unless(&c.spec, old.map(|o| o.spec.as_ref())).await;
+            let (spec, loaded) = match (loading, old) {
+                // The URL answered 304 Not Modified to the previous version's ETag.
+                (Ok(None), Some(old)) => (
                     old.spec.clone(),
                     Loaded {
                         error: None,
                         ..old.loaded.clone()
                     },
                 ),
-                (Ok(spec), _) => {
+                (Ok(Some(spec)), Some(old)) if spec.sha256 == old.spec.sha256 => (
+                    old.spec.clone(),
+                    Loaded {
+                        error: None,
+                        ..old.loaded.clone()
+                    },
+                ),
+                (Ok(Some(spec)), _) => {
                     log_warnings(&c.name, &spec);
                     (Arc::new(spec), Loaded::now())
                 }
@@ -85,6 +94,10 @@ impl EngineArgs {
                         },
                     )
                 }
+                (Ok(None), None) => anyhow::bail!(
+                    "loading the spec of api {:?}: the server answered 304 Not Modified to a plain GET",
+                    c.name
+                ),
                 (Err(e), None) => {
                     return Err(anyhow::Error::new(e).context(match c.name.as_str() {
                         "" => "loading the spec".to_string(),
@@ -114,15 +127,33 @@ impl EngineArgs {
             Some(p) if same_specs => p.index.clone(),
             _ => {
                 let specs: Vec<Arc<Spec>> = list.iter().map(|a| a.spec.clone()).collect();
-                let index = tokio::task::spawn_blocking(move || {
+                let before = previous.map(|p| p.index.clone());
+                let dirs = self.ranking.dirs();
+                let (index, carried) = tokio::task::spawn_blocking(move || {
                     let refs: Vec<&Spec> = specs.iter().map(|s| s.as_ref()).collect();
-                    Index::build(&refs)
+                    let index = Index::build(&refs)?;
+                    // A reload of a hybrid index keeps the vectors of unchanged operations
+                    // and embeds the rest before the swap.
+                    let carried = before
+                        .and_then(|b| crate::index::background::carry_over(&b, &index, &dirs));
+                    anyhow::Ok((index, carried))
                 })
                 .await
                 .context("building the search index")?
                 .context("building the search index")?;
                 let index = Arc::new(index);
-                self.ranking.start(&index)?;
+                match carried {
+                    Some(Ok(embedded)) => tracing::info!(
+                        operations = index.len(),
+                        embedded,
+                        "ranker: hybrid (the previous version's vectors reused)"
+                    ),
+                    Some(Err(e)) => {
+                        tracing::warn!(error = %e, "reusing the previous vectors failed; embedding again");
+                        self.ranking.start(&index)?;
+                    }
+                    None => self.ranking.start(&index)?,
+                }
                 index
             }
         };

@@ -15,11 +15,13 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::args::EngineArgs;
-use crate::auth::PermissionRules;
+use crate::auth::{KeyPrincipal, PermissionRules};
 use crate::tools::Engine;
 
 /// How often files are looked at, and how long a changed file must hold still.
 const WATCH_EVERY: Duration = Duration::from_secs(1);
+/// How often a config without a URL to poll is looked at again.
+const NO_POLL_RECHECK: Duration = Duration::from_secs(30);
 /// The fewest seconds between two reloads asked through the admin route.
 const ADMIN_INTERVAL: Duration = Duration::from_secs(1);
 
@@ -58,8 +60,25 @@ impl Reloader {
     }
 
     /// Loads the APIs again and serves them; on failure the running ones keep serving and
-    /// carry the error (`/health`). Returns what changed.
-    pub async fn reload(&self, trigger: &str) -> Result<Value, ReloadError> {
+    /// carry the error (`/health`). Returns what changed. Audited (production) as `key`'s
+    /// when a key asked, else as `trigger`'s.
+    pub async fn reload(
+        &self,
+        trigger: &str,
+        key: Option<&KeyPrincipal>,
+    ) -> Result<Value, ReloadError> {
+        let outcome = self.load_and_swap(trigger).await;
+        if let Some(auth) = &self.engine.auth {
+            let (target, refused) = match &outcome {
+                Ok(report) => (changed(report), None),
+                Err(_) => (None, Some("RELOAD_FAILED")),
+            };
+            auth.record_reload(key, trigger, target, refused).await;
+        }
+        outcome
+    }
+
+    async fn load_and_swap(&self, trigger: &str) -> Result<Value, ReloadError> {
         let _one = self.running.lock().await;
         let current = self.engine.apis();
         match self.args.load_apis(Some(&current)).await {
@@ -121,19 +140,28 @@ impl Reloader {
         }
     }
 
-    /// [`Reloader::reload`] for the admin route: at most one a second.
-    pub async fn reload_now(&self) -> Result<Value, ReloadError> {
-        {
+    /// [`Reloader::reload`] for the admin route, asked by `key` (none in dev): at most one a
+    /// second; a refused one is audited too.
+    pub async fn reload_now(&self, key: Option<&KeyPrincipal>) -> Result<Value, ReloadError> {
+        let too_soon = {
             let mut last = self
                 .last_admin
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if last.is_some_and(|t| t.elapsed() < ADMIN_INTERVAL) {
-                return Err(ReloadError::TooSoon);
+            let too_soon = last.is_some_and(|t| t.elapsed() < ADMIN_INTERVAL);
+            if !too_soon {
+                *last = Some(Instant::now());
             }
-            *last = Some(Instant::now());
+            too_soon
+        };
+        if too_soon {
+            if let Some(auth) = &self.engine.auth {
+                auth.record_reload(key, "admin", None, Some("RATE_LIMITED"))
+                    .await;
+            }
+            return Err(ReloadError::TooSoon);
         }
-        self.reload("admin").await
+        self.reload("admin", key).await
     }
 
     /// Starts the triggers (`SIGHUP`, files on disk, URL polls) until `shutdown`.
@@ -154,7 +182,7 @@ impl Reloader {
                         () = stop.cancelled() => return,
                         got = hup.recv() => if got.is_none() { return },
                     }
-                    let _ = me.reload("SIGHUP").await;
+                    let _ = me.reload("SIGHUP", None).await;
                 }
             });
         }
@@ -208,29 +236,62 @@ impl Reloader {
                 }
                 settled = again;
             }
-            let _ = self.reload("file changed").await;
+            let _ = self.reload("file", None).await;
             files = self.files();
             seen = stamp(&files);
         }
     }
 
+    /// Reloads every shortest `poll` interval of the URL specs (read again each round: a
+    /// reload may change it); a URL that answers 304 to its ETag costs no download.
     async fn poll_urls(&self, stop: CancellationToken) {
-        let every = self
-            .args
-            .configs()
-            .ok()
-            .into_iter()
-            .flatten()
-            .filter(|c| c.spec.starts_with("http://") || c.spec.starts_with("https://"))
-            .filter_map(|c| c.poll)
-            .min();
-        let Some(every) = every else {
+        if self.args.config.is_none() {
+            // `--spec URL` has no `poll`.
             return;
-        };
-        while tick(&stop, every).await {
-            let _ = self.reload("poll").await;
+        }
+        loop {
+            let every = self
+                .args
+                .configs()
+                .ok()
+                .into_iter()
+                .flatten()
+                .filter(|c| c.spec.starts_with("http://") || c.spec.starts_with("https://"))
+                .filter_map(|c| c.poll)
+                .min();
+            let Some(every) = every else {
+                // No URL to poll (yet): look at the config again later.
+                if !tick(&stop, NO_POLL_RECHECK).await {
+                    return;
+                }
+                continue;
+            };
+            if !tick(&stop, every).await {
+                return;
+            }
+            let _ = self.reload("poll", None).await;
         }
     }
+}
+
+/// The audit row's target for a reload's report: `apis:` and the APIs added, reloaded or
+/// removed (`apis:` alone when nothing changed).
+fn changed(report: &Value) -> Option<String> {
+    let mut names: Vec<&str> = report["apis"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|a| matches!(a["state"].as_str(), Some("added" | "reloaded")))
+        .filter_map(|a| a["name"].as_str())
+        .collect();
+    names.extend(
+        report["removed"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str),
+    );
+    Some(format!("apis:{}", names.join(",")))
 }
 
 /// Waits `every`; false when `stop` came first.
@@ -246,11 +307,11 @@ impl Reloader {
     /// when the APIs did not reload (the running version serves on).
     pub fn hook(self: &Arc<Reloader>) -> crate::http::ReloadHook {
         let me = self.clone();
-        Arc::new(move || {
+        Arc::new(move |key: Option<KeyPrincipal>| {
             let me = me.clone();
             Box::pin(async move {
                 use axum::http::StatusCode;
-                match me.reload_now().await {
+                match me.reload_now(key.as_ref()).await {
                     Ok(report) => (StatusCode::OK, report),
                     Err(e @ ReloadError::TooSoon) => (
                         StatusCode::TOO_MANY_REQUESTS,

@@ -61,8 +61,13 @@ pub struct HttpOptions {
 
 /// Reloads the APIs and says how it went: the status and the JSON body of the answer to
 /// `POST /admin/v1/reload`. Built by the command that serves (`cli::reload`).
+/// Called with the server key that asked (none in dev mode), for the audit row.
 pub type ReloadHook = Arc<
-    dyn Fn() -> futures::future::BoxFuture<'static, (StatusCode, serde_json::Value)> + Send + Sync,
+    dyn Fn(
+            Option<crate::auth::KeyPrincipal>,
+        ) -> futures::future::BoxFuture<'static, (StatusCode, serde_json::Value)>
+        + Send
+        + Sync,
 >;
 
 impl HttpOptions {
@@ -318,11 +323,15 @@ async fn reload(
     if let Some(key) = &caller.key
         && !key.features.allows(crate::auth::ADMIN_FEATURE)
     {
+        if let Some(auth) = &state.database {
+            auth.record_admin_refusal(Some(key), "", "POST", Some("/admin/v1/reload"), "FORBIDDEN")
+                .await;
+        }
         let missing = crate::auth::ADMIN_FEATURE.into();
         return error::ApiError::from(crate::auth::AuthError::Forbidden { missing })
             .into_response();
     }
-    let (status, body) = hook().await;
+    let (status, body) = hook(caller.key.clone()).await;
     (status, Json(body)).into_response()
 }
 

@@ -1,4 +1,4 @@
-//! `tools/list`, answered from the result serialized once per server ([`ToolList`])
+//! `tools/list`, answered from the result serialized once per version of the APIs ([`ToolList`])
 //! instead of through rmcp: a fresh service, task and cancellation tree per stateless
 //! request, three tasks and their channels per stateful one, and serializing the same three
 //! tools (8 KB of JSON) every time were most of what the request cost.
@@ -21,6 +21,7 @@ use crate::mcp::ToolList;
 /// The answer to `message`, or `None` when rmcp should answer it.
 pub fn answer(
     lists: &ToolList,
+    engine: &crate::tools::Engine,
     message: &ClientJsonRpcMessage,
     headers: &HeaderMap,
 ) -> Option<Response> {
@@ -41,7 +42,8 @@ pub fn answer(
     {
         return None;
     }
-    let result = lists.json_for(headers);
+    let built = lists.current(engine);
+    let result = built.json_for(headers);
     let id = serde_json::to_vec(&request.id).ok()?;
     let mut body = Vec::with_capacity(result.len() + id.len() + 40);
     body.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);

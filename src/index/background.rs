@@ -132,6 +132,53 @@ pub fn start(
     Ok(spawn_embedding(index, Err(files), dirs, model))
 }
 
+/// Makes `index` (a reload's) hybrid with the model of `previous` (the index it replaces), on
+/// this thread: an operation whose embedding text `previous` has keeps its vector, only the
+/// others are embedded (a reload that changed a few operations costs a few forward passes, not
+/// the whole spec's). Returns how many were embedded; `None` when `previous` is not hybrid
+/// (yet), and the caller starts the index as at start-up.
+pub fn carry_over(
+    previous: &Index,
+    index: &Index,
+    dirs: &VectorDirs,
+) -> Option<Result<usize, EmbedError>> {
+    let (embedder, old) = previous.dense_parts()?;
+    let rows: std::collections::HashMap<&str, usize> = previous
+        .embedding_texts()
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.as_str(), i))
+        .collect();
+    let texts = index.embedding_texts();
+    let missing: Vec<&str> = texts
+        .iter()
+        .map(String::as_str)
+        .filter(|t| !rows.contains_key(t))
+        .collect();
+    let run = || -> Result<usize, EmbedError> {
+        let fresh = embedder.embed_all(&missing, &|_| {})?;
+        let fresh: std::collections::HashMap<&str, Vec<f32>> =
+            missing.iter().copied().zip(fresh).collect();
+        let all = texts
+            .iter()
+            .map(|t| match rows.get(t.as_str()) {
+                Some(&i) => old.row(i).to_vec(),
+                None => fresh.get(t.as_str()).cloned().unwrap_or_default(),
+            })
+            .collect();
+        let vectors = Vectors::new(embedder.dim(), all)?;
+        if let Some(dir) = &dirs.cache
+            && !missing.is_empty()
+            && let Err(e) = save(dir, index, &embedder, &vectors)
+        {
+            tracing::warn!(error = %e, "could not cache the operation vectors");
+        }
+        index.enable_dense(embedder.clone(), vectors)?;
+        Ok(missing.len())
+    };
+    Some(run())
+}
+
 /// Builds the model (unless built) and embeds `index` on a background thread.
 fn spawn_embedding(
     index: Arc<Index>,

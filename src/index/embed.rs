@@ -241,17 +241,17 @@ impl Embedder {
 
     /// Unit vectors for many texts, in batches of [`BATCH`] sorted by length; `progress` is
     /// told how many are done after each batch. Results are in the order of `texts`.
-    pub(crate) fn embed_all(
+    pub(crate) fn embed_all<T: AsRef<str>>(
         &self,
-        texts: &[String],
+        texts: &[T],
         progress: &dyn Fn(usize),
     ) -> Result<Vec<Vec<f32>>, EmbedError> {
         let mut order: Vec<usize> = (0..texts.len()).collect();
-        order.sort_by_key(|&i| texts[i].len());
+        order.sort_by_key(|&i| texts[i].as_ref().len());
         let mut out = vec![Vec::new(); texts.len()];
         let mut done = 0;
         for chunk in order.chunks(BATCH) {
-            let batch: Vec<&str> = chunk.iter().map(|&i| texts[i].as_str()).collect();
+            let batch: Vec<&str> = chunk.iter().map(|&i| texts[i].as_ref()).collect();
             for (&i, v) in chunk.iter().zip(self.embed_batch(&batch)?) {
                 out[i] = v;
             }

@@ -75,6 +75,13 @@ impl Vectors {
         self.dim
     }
 
+    /// Row `i` (empty past the end).
+    pub(crate) fn row(&self, i: usize) -> &[f32] {
+        self.data
+            .get(i * self.dim..(i + 1) * self.dim)
+            .unwrap_or(&[])
+    }
+
     /// Cosine similarity of every row with `query` (a unit vector of the same length; rows
     /// are unit vectors, so this is the dot product). Empty when the lengths differ.
     pub(crate) fn scores(&self, query: &[f32]) -> Vec<f32> {

@@ -9,6 +9,7 @@ pub(crate) use resources::binary_content;
 
 use std::sync::{Arc, Mutex};
 
+use rmcp::model::SubscriptionFilter;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestMethod,
     CompleteRequestParams, CompleteResult, Implementation, ListPromptsRequestMethod,
@@ -16,7 +17,7 @@ use rmcp::model::{
     PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
     ServerConfig, ServerResult, Tool,
 };
-use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use sha2::{Digest, Sha256};
 
@@ -77,32 +78,69 @@ pub fn fingerprint(secret: &str) -> String {
 pub(crate) struct McpServer {
     engine: Arc<Engine>,
     session: Arc<Session>,
-    tools: Arc<ToolLists>,
+    tools: ToolList,
 }
 
-/// The tool list as rmcp serves it, built once per engine: without and with the session
-/// header (production leaves `_sessionToken` out of the schemas when the connection carries
-/// `x-session-token`). Rebuilding it per `tools/list` was most of that request's cost.
-struct ToolLists {
-    plain: Vec<Tool>,
-    with_session_header: Vec<Tool>,
-}
-
-/// The tool list of one server, built once: as rmcp `Tool`s for its handlers, and as
+/// The tool list as rmcp serves it: without and with the session header (production leaves
+/// `_sessionToken` out of the schemas when the connection carries `x-session-token`), and as
 /// `tools/list`'s `result` serialized the way rmcp sends [`McpServer::list_tools`]'s answer to
 /// a peer on a protocol version before 2026-07-28 (no `resultType`), which the HTTP adapter
-/// answers plain `tools/list` requests with (see `http::tool_list`). Each without and with the
-/// session header.
-#[derive(Clone)]
-pub(crate) struct ToolList {
-    tools: Arc<ToolLists>,
+/// answers plain `tools/list` requests with (see `http::tool_list`). Built for one version
+/// of the APIs: rebuilding it per `tools/list` was most of that request's cost.
+pub(crate) struct Built {
+    /// The [`crate::apis::Apis::version`] it was built for.
+    version: u64,
+    plain: Vec<Tool>,
+    with_session_header: Vec<Tool>,
     json_plain: bytes::Bytes,
     json_with_session_header: bytes::Bytes,
 }
 
+/// The tool list of one server, shared by its handlers: built once per version of the APIs
+/// (a reload that changes the APIs' names or titles changes the list, and sessions hear of
+/// it: [`tool_list_changes`]).
+#[derive(Clone)]
+pub(crate) struct ToolList {
+    built: Arc<arc_swap::ArcSwap<Built>>,
+}
+
 impl ToolList {
     pub fn new(engine: &Engine) -> ToolList {
-        let tools = ToolLists::new(engine);
+        ToolList {
+            built: Arc::new(arc_swap::ArcSwap::from_pointee(Built::new(engine))),
+        }
+    }
+
+    /// The list for the APIs the engine serves now: the one built, or a new one after a
+    /// reload.
+    pub(crate) fn current(&self, engine: &Engine) -> Arc<Built> {
+        let built = self.built.load_full();
+        let version = engine.apis().version;
+        if built.version == version {
+            return built;
+        }
+        let fresh = Arc::new(Built::new(engine));
+        self.built.store(fresh.clone());
+        fresh
+    }
+}
+
+impl Built {
+    fn new(engine: &Engine) -> Built {
+        let version = engine.apis().version;
+        let build = |session_header: bool| -> Vec<Tool> {
+            engine
+                .tool_definitions(session_header)
+                .into_iter()
+                .filter_map(|t| match serde_json::from_value(t) {
+                    Ok(tool) => Some(tool),
+                    Err(e) => {
+                        tracing::error!(error = %e, "tool definition does not fit rmcp's Tool");
+                        None
+                    }
+                })
+                .collect()
+        };
         let json = |tools: &Vec<Tool>| {
             // A list of plain JSON values serializes without fail; an empty list if not.
             let mut result =
@@ -115,10 +153,14 @@ impl ToolList {
                     bytes::Bytes::from_static(br#"{"tools":[]}"#)
                 })
         };
-        ToolList {
-            json_plain: json(&tools.plain),
-            json_with_session_header: json(&tools.with_session_header),
-            tools: Arc::new(tools),
+        let plain = build(false);
+        let with_session_header = build(true);
+        Built {
+            version,
+            json_plain: json(&plain),
+            json_with_session_header: json(&with_session_header),
+            plain,
+            with_session_header,
         }
     }
 
@@ -141,24 +183,32 @@ fn has_session_header(headers: &http::HeaderMap) -> bool {
         .is_some_and(|v| !v.trim().is_empty())
 }
 
-impl ToolLists {
-    fn new(engine: &Engine) -> ToolLists {
-        let build = |session_header: bool| -> Vec<Tool> {
-            engine
-                .tool_definitions(session_header)
-                .into_iter()
-                .filter_map(|t| match serde_json::from_value(t) {
-                    Ok(tool) => Some(tool),
-                    Err(e) => {
-                        tracing::error!(error = %e, "tool definition does not fit rmcp's Tool");
-                        None
-                    }
-                })
-                .collect()
-        };
-        ToolLists {
-            plain: build(false),
-            with_session_header: build(true),
+/// Calls `send` each time a reload changed the tool list (an API added, removed or
+/// retitled), until `stop` fires or `send` fails (the peer is gone). The list is compared,
+/// not the reload: a reload that changed only operations sends nothing (clients see those
+/// at their next `api_discover`).
+async fn tool_list_changes<F, Fut>(
+    engine: Arc<Engine>,
+    tools: ToolList,
+    stop: tokio_util::sync::CancellationToken,
+    send: F,
+) where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let mut changes = engine.watch_apis();
+    let mut seen = tools.current(&engine).json_plain.clone();
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            changed = changes.changed() => if changed.is_err() { return },
+        }
+        let now = tools.current(&engine).json_plain.clone();
+        if now != seen {
+            seen = now;
+            if !send().await {
+                return;
+            }
         }
     }
 }
@@ -171,10 +221,13 @@ struct Session {
     monitor_id: Mutex<Option<String>>,
     /// Whether this handler lives as long as the session (not stateless HTTP).
     tracked: bool,
+    /// Cancelled when the session ends: stops its tool-list watch.
+    ended: tokio_util::sync::CancellationToken,
 }
 
 impl Drop for Session {
     fn drop(&mut self) {
+        self.ended.cancel();
         if !self.tracked {
             return;
         }
@@ -205,9 +258,10 @@ impl McpServer {
                 id: Mutex::new(session_id),
                 monitor_id: Mutex::new(None),
                 tracked,
+                ended: tokio_util::sync::CancellationToken::new(),
             }),
             engine,
-            tools: tools.tools.clone(),
+            tools: tools.clone(),
         }
     }
 
@@ -245,9 +299,11 @@ impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
         let title = &self.engine.apis().title();
         // Resources are binary API responses an `api_execute` result linked to (no
-        // subscriptions, no list-changed notifications).
+        // subscriptions, no list-changed notifications). The tool list changes when a reload
+        // adds, removes or retitles an API.
         let capabilities = ServerCapabilities::builder()
             .enable_tools()
+            .enable_tool_list_changed()
             .enable_resources()
             .build();
         ServerConfig::new(capabilities)
@@ -272,10 +328,11 @@ impl ServerHandler for McpServer {
             .extensions
             .get::<http::request::Parts>()
             .is_some_and(|p| has_session_header(&p.headers));
+        let built = self.tools.current(&self.engine);
         let tools = if session_header {
-            &self.tools.with_session_header
+            &built.with_session_header
         } else {
-            &self.tools.plain
+            &built.plain
         };
         Ok(ListToolsResult::with_all_items(tools.clone()))
     }
@@ -343,11 +400,46 @@ impl ServerHandler for McpServer {
         Err(ErrorData::method_not_found::<CompleteRequestMethod>())
     }
 
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        let mut accepted = SubscriptionFilter::default();
+        accepted.tools_list_changed = requested.tools_list_changed;
+        Some(accepted)
+    }
+
+    /// A `subscriptions/listen` stream (protocol 2026-07-28): `notifications/tools/list_changed`
+    /// when a reload changed the tool list.
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let sink = context.sink().clone();
+        let stop = context.request_context().ct.clone();
+        tool_list_changes(self.engine.clone(), self.tools.clone(), stop, move || {
+            let sink = sink.clone();
+            async move { sink.notify_tool_list_changed().await.is_ok() }
+        })
+        .await;
+        Ok(())
+    }
+
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         if !self.session.tracked {
-            // Stateless: the monitor hears of the session on its first call.
+            // Stateless: the monitor hears of the session on its first call, and no stream
+            // stays open for a list-changed notification.
             return;
         }
+        // Sessions on protocol versions before 2026-07-28 hear of a changed tool list on
+        // their own stream.
+        let peer = context.peer.clone();
+        tokio::spawn(tool_list_changes(
+            self.engine.clone(),
+            self.tools.clone(),
+            self.session.ended.clone(),
+            move || {
+                let peer = peer.clone();
+                async move { peer.notify_tool_list_changed().await.is_ok() }
+            },
+        ));
         // rmcp delivers `initialized` to a session's own handler only (routed by, and so
         // validating, its `mcp-session-id`); stdio and SSE handlers know their id already.
         let header = context

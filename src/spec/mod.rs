@@ -87,6 +87,9 @@ pub struct Spec {
     /// The sha256 of the document's bytes (hex); with external `$ref`s, of the digests of the
     /// document and of every document they name, so that a change to any is a new version.
     pub sha256: String,
+    /// The `ETag` the URL the document came from answered with: a reload asks with
+    /// `If-None-Match` (`Spec::load_unless`).
+    pub etag: Option<String>,
     /// What the operations' `$ref`s reach, and `tags`: the rest of the document (`paths`,
     /// examples, unreferenced components) is dropped once the operations are extracted.
     root: Value,
@@ -105,8 +108,32 @@ impl Spec {
     /// Loads a document from a file path or an `http(s)://` URL, with every document its
     /// `$ref`s reach.
     pub async fn load(source: &str) -> Result<Spec, SpecError> {
+        let loaded = Spec::load_unless(source, None).await?;
+        loaded.ok_or_else(|| SpecError::Read {
+            file: source::public_name(source),
+            message: "the server answered 304 Not Modified to a plain GET".into(),
+        })
+    }
+
+    /// [`Spec::load`], unless `previous` came from the same URL with an `ETag` and the server
+    /// answers `If-None-Match` with 304 Not Modified: then `None` (nothing was downloaded or
+    /// parsed; `previous` is current). A file is always read.
+    pub async fn load_unless(
+        source: &str,
+        previous: Option<&Spec>,
+    ) -> Result<Option<Spec>, SpecError> {
         let location = Location::parse(source)?;
-        let (mut root, sha256) = source::read(&location).await?;
+        let etag = previous
+            .filter(|p| p.source == location.display())
+            .and_then(|p| p.etag.as_deref());
+        let Some(source::Read {
+            value: mut root,
+            sha256,
+            etag,
+        }) = source::read_unless(&location, etag).await?
+        else {
+            return Ok(None);
+        };
         let external = refs::bundle_external(&mut root, &location).await?;
         let mut spec = Spec::from_value(root, &location.display())?;
         // A document and the documents its `$ref`s name: a change to any is a new version.
@@ -115,7 +142,9 @@ impl Spec {
         } else {
             source::digest(format!("{sha256} {}", external.join(" ")).as_bytes())
         };
-        Ok(spec)
+        // A 304 says nothing of the documents `$ref`s name: such a spec is read in full.
+        spec.etag = etag.filter(|_| external.is_empty());
+        Ok(Some(spec))
     }
 
     /// Loads a document from bytes already in memory (no external `$ref`s).
@@ -191,6 +220,7 @@ impl Spec {
             security_schemes,
             warnings,
             sha256: String::new(),
+            etag: None,
             root,
             by_id,
             validators,

@@ -113,11 +113,43 @@ fn normalize_path(path: &Path) -> PathBuf {
 
 /// Reads and parses a document, and the sha256 of the bytes read (hex).
 pub async fn read(location: &Location) -> Result<(Value, String), SpecError> {
-    let bytes = match location {
-        Location::File(path) => read_file(path, location)?,
-        Location::Url(url) => fetch(url).await?,
+    match read_unless(location, None).await? {
+        Some(Read { value, sha256, .. }) => Ok((value, sha256)),
+        None => Err(SpecError::Read {
+            file: location.display(),
+            message: "the server answered 304 Not Modified to a plain GET".into(),
+        }),
+    }
+}
+
+/// A document read: its value, the sha256 of its bytes, and the `ETag` a URL answered with.
+pub(crate) struct Read {
+    pub value: Value,
+    pub sha256: String,
+    pub etag: Option<String>,
+}
+
+/// The longest `ETag` kept (a longer one is not sent back).
+const MAX_ETAG_BYTES: usize = 256;
+
+/// [`read`], for a URL asked with `If-None-Match: etag`: `None` when the server answered
+/// 304 Not Modified (the document did not change, and was neither downloaded nor parsed).
+pub(crate) async fn read_unless(
+    location: &Location,
+    etag: Option<&str>,
+) -> Result<Option<Read>, SpecError> {
+    let (bytes, etag) = match location {
+        Location::File(path) => (read_file(path, location)?, None),
+        Location::Url(url) => match fetch(url, etag).await? {
+            Some(fetched) => fetched,
+            None => return Ok(None),
+        },
     };
-    Ok((parse(&bytes, location)?, digest(&bytes)))
+    Ok(Some(Read {
+        value: parse(&bytes, location)?,
+        sha256: digest(&bytes),
+        etag,
+    }))
 }
 
 /// The sha256 of `bytes`, hex.
@@ -141,7 +173,12 @@ fn read_file(path: &Path, location: &Location) -> Result<Vec<u8>, SpecError> {
     std::fs::read(path).map_err(|e| err(e.to_string()))
 }
 
-async fn fetch(url: &url::Url) -> Result<Vec<u8>, SpecError> {
+/// GETs `url` (with `If-None-Match` when `etag` is known): the body and its `ETag`, or `None`
+/// for 304 Not Modified.
+async fn fetch(
+    url: &url::Url,
+    etag: Option<&str>,
+) -> Result<Option<(Vec<u8>, Option<String>)>, SpecError> {
     let err = |message: String| SpecError::Read {
         file: shown_url(url),
         message,
@@ -151,15 +188,28 @@ async fn fetch(url: &url::Url) -> Result<Vec<u8>, SpecError> {
         .connect_timeout(Duration::from_secs(10))
         .build()
         .map_err(|e| err(e.to_string()))?;
-    let mut response = client.get(url.clone()).send().await.map_err(|e| {
+    let mut request = client.get(url.clone());
+    if let Some(etag) = etag {
+        request = request.header(reqwest::header::IF_NONE_MATCH, etag);
+    }
+    let mut response = request.send().await.map_err(|e| {
         err(format!(
             "request failed: {}",
             crate::error_chain(&e.without_url())
         ))
     })?;
+    if etag.is_some() && response.status() == reqwest::StatusCode::NOT_MODIFIED {
+        return Ok(None);
+    }
     if !response.status().is_success() {
         return Err(err(format!("server answered HTTP {}", response.status())));
     }
+    let etag = response
+        .headers()
+        .get(reqwest::header::ETAG)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| v.len() <= MAX_ETAG_BYTES)
+        .map(str::to_string);
     let mut body = Vec::new();
     while let Some(chunk) = response.chunk().await.map_err(|e| {
         err(format!(
@@ -174,7 +224,7 @@ async fn fetch(url: &url::Url) -> Result<Vec<u8>, SpecError> {
             )));
         }
     }
-    Ok(body)
+    Ok(Some((body, etag)))
 }
 
 /// A source as typed, for a message: user info, query and fragment removed even when it does

@@ -164,10 +164,26 @@ pub(crate) fn definition(tool: Tool, api_title: &str) -> Value {
     })
 }
 
-/// All three definitions.
-pub fn all(api_title: &str) -> Vec<Value> {
+/// All three definitions, for a server of the APIs `api_names`: with one, the `api`
+/// argument is left out (it is still accepted); with several, it lists their names, so a
+/// change of the APIs changes the list (`notifications/tools/list_changed`).
+pub fn all(api_title: &str, api_names: &[&str]) -> Vec<Value> {
     Tool::ALL
         .iter()
-        .map(|&t| definition(t, api_title))
+        .map(|&t| {
+            let mut d = definition(t, api_title);
+            if let Some(Value::Object(p)) = d.pointer_mut("/inputSchema/properties") {
+                if api_names.len() > 1 {
+                    p.insert(
+                        "api".into(),
+                        json!({"type": "string", "enum": api_names,
+                            "description": "Only this API (the `api` of a result)."}),
+                    );
+                } else {
+                    p.remove("api");
+                }
+            }
+            d
+        })
         .collect()
 }

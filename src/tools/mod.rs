@@ -84,6 +84,8 @@ pub struct Engine {
     /// Which operations each set of grants may see (discovery's filter), computed once per
     /// set.
     pub(crate) visibility: resolve::Visibility,
+    /// Told of each replacement of the APIs ([`Engine::watch_apis`]).
+    apis_changed: tokio::sync::watch::Sender<()>,
 }
 
 /// Who is calling, as the transport knows it. Holds no secret but the session token the
@@ -174,6 +176,7 @@ impl Engine {
             held: crate::held::HeldResponses::in_memory(Default::default()),
             binary: BinaryOptions::default(),
             visibility: resolve::Visibility::default(),
+            apis_changed: tokio::sync::watch::Sender::new(()),
         }
     }
 
@@ -187,6 +190,13 @@ impl Engine {
     pub fn replace_apis(&self, apis: Apis) {
         self.apis.store(Arc::new(apis));
         self.visibility.forget();
+        self.apis_changed.send_replace(());
+    }
+
+    /// Wakes on each [`Engine::replace_apis`] (sessions send `notifications/tools/list_changed`
+    /// when the tool list changed with it).
+    pub(crate) fn watch_apis(&self) -> tokio::sync::watch::Receiver<()> {
+        self.apis_changed.subscribe()
     }
 
     /// Adds permission rules (`--permissions FILE`) to every API's own.
@@ -204,7 +214,9 @@ impl Engine {
     /// the connection carries the session in its `x-session-token` header (`session_header`):
     /// then a model is not asked for it (it would fill in a placeholder).
     pub(crate) fn tool_definitions(&self, session_header: bool) -> Vec<Value> {
-        let mut tools = defs::all(&self.apis().title());
+        let apis = self.apis();
+        let names: Vec<&str> = apis.list.iter().map(|a| a.name.as_str()).collect();
+        let mut tools = defs::all(&apis.title(), &names);
         if matches!(self.access, Access::Sessions) && !session_header {
             for t in &mut tools {
                 if let Some(Value::Object(schema)) = t.get_mut("inputSchema") {

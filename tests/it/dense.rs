@@ -470,3 +470,57 @@ async fn dev_refused(spec: &str, extra: &[&str]) -> String {
     assert!(!failed.status.success(), "apigate dev {extra:?} started");
     String::from_utf8_lossy(&failed.stderr).into_owned()
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_keeps_the_vectors_of_unchanged_operations() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("spotify.json");
+    std::fs::copy(spec_path(SPEC), &spec).unwrap();
+    let cache = dir.path().join("cache");
+    let args: Vec<&str> = DEV
+        .iter()
+        .copied()
+        .chain([
+            spec.to_str().unwrap(),
+            "--cache-dir",
+            cache.to_str().unwrap(),
+        ])
+        .collect();
+    let (mut dev, url) =
+        Proc::spawn_with_env("dev", &args, &[("APIGATE_RANKER", "")], "apigate dev:").await;
+    let base = url.trim_end_matches("/mcp").to_string();
+    let ranker =
+        || async { crate::support::get_json(format!("{base}/health")).await["ranker"].clone() };
+    for _ in 0..600 {
+        if ranker().await == "hybrid" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert_eq!(ranker().await, "hybrid", "{}", dev.stderr());
+
+    // One operation more; the others' texts are as they were.
+    let mut doc: Value = serde_json::from_slice(&std::fs::read(&spec).unwrap()).unwrap();
+    doc["paths"]["/me/player/silence"] = json!({"put": {
+        "operationId": "silence-playback",
+        "summary": "Silence the user's playback",
+        "responses": {"204": {"description": "silenced"}}
+    }});
+    std::fs::write(&spec, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let reloaded = reqwest::Client::new()
+        .post(format!("{base}/admin/v1/reload"))
+        .header("x-api-key", crate::support::KEY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(reloaded.status(), 200);
+    // Hybrid as soon as the new version serves: its vectors were ready before the swap.
+    assert_eq!(ranker().await, "hybrid");
+    let log = dev.stderr();
+    assert!(
+        log.contains("ranker: hybrid (the previous version's vectors reused)")
+            && log.contains("embedded=1"),
+        "{log}"
+    );
+    assert!(dev.terminate().await, "{}", dev.stderr());
+}

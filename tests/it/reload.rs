@@ -94,19 +94,40 @@ fn api_health<'a>(health: &'a Value, name: &str) -> &'a Value {
 #[tokio::test]
 async fn every_trigger_reloads_and_a_broken_document_keeps_the_previous_version() {
     let upstream = Upstream::start().await;
-    // A URL spec, served by the test; it changes when the test says.
+    // A URL spec, served by the test with an ETag; it changes when the test says. Each
+    // request's answer is recorded: 200 or 304.
     let served: Arc<Mutex<Vec<u8>>> = Arc::new(Mutex::new(petstore_with(&[])));
+    let answers: Arc<Mutex<Vec<u16>>> = Arc::default();
     let app = Router::new()
         .route(
             "/petstore.json",
-            get(|State(s): State<Arc<Mutex<Vec<u8>>>>| async move {
-                (
-                    [(axum::http::header::CONTENT_TYPE, "application/json")],
-                    s.lock().unwrap().clone(),
-                )
-            }),
+            get(
+                |State((s, answers)): State<(Arc<Mutex<Vec<u8>>>, Arc<Mutex<Vec<u16>>>)>,
+                 headers: axum::http::HeaderMap| async move {
+                    use axum::response::IntoResponse;
+                    let bytes = s.lock().unwrap().clone();
+                    let etag = format!("\"{}\"", bytes.len());
+                    let asked = headers.get("if-none-match").and_then(|v| v.to_str().ok());
+                    if asked == Some(etag.as_str()) {
+                        answers.lock().unwrap().push(304);
+                        return axum::http::StatusCode::NOT_MODIFIED.into_response();
+                    }
+                    answers.lock().unwrap().push(200);
+                    (
+                        [
+                            (
+                                axum::http::header::CONTENT_TYPE,
+                                "application/json".to_string(),
+                            ),
+                            (axum::http::header::ETAG, etag),
+                        ],
+                        bytes,
+                    )
+                        .into_response()
+                },
+            ),
         )
-        .with_state(served.clone());
+        .with_state((served.clone(), answers.clone()));
     let specs = serve_app(app).await;
     let dir = tempfile::tempdir().unwrap();
     let local = dir.path().join("petstore.json");
@@ -134,12 +155,14 @@ async fn every_trigger_reloads_and_a_broken_document_keeps_the_previous_version(
     until_found(&client, "adopt the pet", "local", "local:adopt").await;
     let health = get_json(format!("{base}/health")).await;
     assert_ne!(api_health(&health, "local")["sha256"], first_sha);
-    // The URL spec was not touched: still its first version.
+    // The URL spec was not touched: still its first version, and the reload asked with its
+    // ETag and downloaded nothing.
     assert!(
         !found(&client, "adopt the pet", "remote")
             .await
             .contains(&"remote:adopt".into())
     );
+    assert_eq!(answers.lock().unwrap().as_slice(), [200, 304]);
 
     // 2. The admin route: a reload now, then none within the second.
     served
@@ -172,14 +195,7 @@ async fn every_trigger_reloads_and_a_broken_document_keeps_the_previous_version(
         .lock()
         .unwrap()
         .clone_from(&petstore_with(&["groom", "walk"]));
-    let pid = proc.child.id().unwrap().to_string();
-    assert!(
-        std::process::Command::new("kill")
-            .args(["-HUP", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
+    signal_hup(&proc);
     until_found(&client, "walk the pet", "remote", "remote:walk").await;
 
     // 4. A broken document: the previous version keeps serving, and /health says why.
@@ -298,5 +314,223 @@ async fn in_production_only_an_admin_key_may_reload() {
     assert_eq!(reloaded.status(), 200);
     let report: Value = reloaded.json().await.unwrap();
     assert_eq!(report["apis"][0]["state"], "unchanged", "{report}");
+    let storm = post_reload(base, admin["key"].as_str()).await;
+    assert_eq!(storm.status(), 429);
+    signal_hup(&proc);
+
+    // Every one is audited: who asked (the key, or the signal), and how it went.
+    let admin_id = format!("key:{}", admin["publicId"].as_str().unwrap());
+    let agent_id = format!("key:{}", agent["publicId"].as_str().unwrap());
+    let expected = vec![
+        json!(["admin.access", "denied", "FORBIDDEN", agent_id, null]),
+        json!(["apis.reload", "allowed", null, admin_id, "apis:"]),
+        json!(["apis.reload", "denied", "RATE_LIMITED", admin_id, null]),
+        json!(["apis.reload", "allowed", null, "SIGHUP", "apis:"]),
+    ];
+    let rows = poll(
+        "four audit rows of the reload route and the signal",
+        Duration::from_secs(20),
+        Duration::from_millis(200),
+        || async {
+            let rows = admin_rows(url).await;
+            (rows.len() >= expected.len()).then_some(rows)
+        },
+    )
+    .await;
+    assert_eq!(rows, expected);
+    assert!(proc.terminate().await, "{}", proc.log());
+}
+
+/// Sends `SIGHUP` to the server.
+fn signal_hup(proc: &Proc) {
+    let pid = proc.child.id().unwrap().to_string();
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-HUP", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+}
+
+/// The audit rows of admin actions other than creating keys: operation, decision, code,
+/// actor, target.
+async fn admin_rows(database_url: &str) -> Vec<Value> {
+    let pool = sqlx::PgPool::connect(database_url).await.unwrap();
+    let rows: Vec<(Value,)> = sqlx::query_as(
+        "SELECT json_build_array(operation, decision, error_code, actor, target) FROM audit_log \
+         WHERE tool = 'admin' AND operation <> 'key.create' ORDER BY id",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    pool.close().await;
+    rows.into_iter().map(|(r,)| r).collect()
+}
+
+/// A client on protocol 2025-11-25 (a session with its own stream, as Claude Code and
+/// OpenCode use) that reports each `notifications/tools/list_changed`.
+#[derive(Clone)]
+struct ListChanged(tokio::sync::mpsc::UnboundedSender<()>);
+
+impl rmcp::ClientHandler for ListChanged {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        rmcp::model::ClientConfig::default()
+            .with_protocol_version(rmcp::model::ProtocolVersion::V_2025_11_25)
+    }
+
+    async fn on_tool_list_changed(
+        &self,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        let _ = self.0.send(());
+    }
+}
+
+/// A protocol 2026-07-28 `subscriptions/listen` request for `toolsListChanged`, over raw
+/// HTTP: its answer is an SSE stream that stays open.
+struct Listen {
+    response: reqwest::Response,
+    /// Everything the stream sent so far.
+    seen: String,
+}
+
+impl Listen {
+    /// Opens the stream and waits for the server's acknowledgment.
+    async fn open(url: &str) -> Listen {
+        let meta = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "listener", "version": "1"},
+        });
+        let response = reqwest::Client::new()
+            .post(url)
+            .header("x-api-key", KEY)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "subscriptions/listen")
+            .json(
+                &json!({"jsonrpc": "2.0", "id": 7, "method": "subscriptions/listen",
+                "params": {"notifications": {"toolsListChanged": true}, "_meta": meta}}),
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        let mut listen = Listen {
+            response,
+            seen: String::new(),
+        };
+        listen
+            .until("notifications/subscriptions/acknowledged")
+            .await;
+        listen
+    }
+
+    /// Reads the stream until it has sent `text` (20 s at most).
+    async fn until(&mut self, text: &str) {
+        let read = async {
+            while !self.seen.contains(text) {
+                let chunk = self
+                    .response
+                    .chunk()
+                    .await
+                    .unwrap()
+                    .expect("the stream ended");
+                self.seen.push_str(&String::from_utf8_lossy(&chunk));
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(20), read)
+            .await
+            .unwrap_or_else(|_| panic!("no {text} within 20 s: {}", self.seen));
+    }
+}
+
+/// The names the `api` argument of `api_discover` lists (none: the argument is not shown).
+async fn api_names(client: &rmcp::Peer<rmcp::RoleClient>) -> Vec<String> {
+    let tools = client.list_all_tools().await.unwrap();
+    let discover = tools.iter().find(|t| t.name == "api_discover").unwrap();
+    let api = &discover.input_schema["properties"]["api"];
+    api["enum"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|n| n.as_str().unwrap().to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn adding_an_api_changes_the_tool_list_and_open_sessions_hear_of_it() {
+    use rmcp::ServiceExt;
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+
+    let upstream = Upstream::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("petstore.json"), petstore_with(&[])).unwrap();
+    let api = |name: &str| {
+        format!(
+            "[[api]]\nname = \"{name}\"\nspec = \"petstore.json\"\nupstream = \"{}\"\n\n",
+            upstream.url()
+        )
+    };
+    let config = dir.path().join("apigate.toml");
+    std::fs::write(&config, api("pets") + &api("shop")).unwrap();
+    let (mut proc, url) = spawn_config(&config).await;
+
+    // A session of an MCP client from before 2026-07-28, and a 2026-07-28 listen stream.
+    let (tx, mut heard) = tokio::sync::mpsc::unbounded_channel();
+    let headers = [(
+        axum::http::header::HeaderName::from_static("x-api-key"),
+        axum::http::header::HeaderValue::from_static(KEY),
+    )]
+    .into_iter()
+    .collect();
+    let transport = StreamableHttpClientTransport::with_client(
+        reqwest::Client::new(),
+        StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(headers),
+    );
+    let session = ListChanged(tx).serve(transport).await.unwrap();
+    assert_eq!(api_names(session.peer()).await, ["pets", "shop"]);
+    let mut stream = Listen::open(&url).await;
+
+    // A reload that changes only operations changes no tool: nothing is sent for it.
+    replace(
+        &dir.path().join("petstore.json"),
+        &petstore_with(&["adopt"]),
+    );
+    until_found(session.peer(), "adopt the pet", "pets", "pets:adopt").await;
+    assert!(heard.try_recv().is_err(), "a list-changed without a change");
+    // A third API: the `api` argument lists it.
+    replace(
+        &config,
+        (api("pets") + &api("shop") + &api("zoo")).as_bytes(),
+    );
+    tokio::time::timeout(Duration::from_secs(20), heard.recv())
+        .await
+        .expect("the session heard of the new tool list within 20 s")
+        .unwrap();
+    stream.until("notifications/tools/list_changed").await;
+    assert_eq!(api_names(session.peer()).await, ["pets", "shop", "zoo"]);
+
+    assert!(proc.terminate().await, "{}", proc.log());
+}
+
+#[tokio::test]
+async fn one_api_publishes_no_api_argument() {
+    let upstream = Upstream::start().await;
+    let petstore = spec_path("petstore-3.0.json");
+    let (mut proc, url) = spawn_dev(&petstore, Some(&upstream.url()), &[], &[]).await;
+    let client = mcp_client(&url, &[("x-api-key", KEY)]).await;
+    for tool in client.list_all_tools().await.unwrap() {
+        assert!(
+            tool.input_schema["properties"].get("api").is_none(),
+            "{}",
+            tool.name
+        );
+    }
+    // It is still accepted, with the API's name or not.
+    let found = call_ok(&client, "api_discover", json!({"query": "find pets"})).await;
+    assert!(!found["results"].as_array().unwrap().is_empty());
     assert!(proc.terminate().await, "{}", proc.log());
 }
