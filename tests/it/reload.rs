@@ -14,6 +14,8 @@ use serde_json::{Value, json};
 
 use crate::support::*;
 
+type Shared<T> = Arc<Mutex<T>>;
+
 /// The petstore spec with one more operation, `POST /pet/{petId}/NAME` (`operationId` NAME).
 fn petstore_with(extra: &[&str]) -> Vec<u8> {
     let text = std::fs::read_to_string(spec_path("petstore-3.0.json")).unwrap();
@@ -102,7 +104,7 @@ async fn every_trigger_reloads_and_a_broken_document_keeps_the_previous_version(
         .route(
             "/petstore.json",
             get(
-                |State((s, answers)): State<(Arc<Mutex<Vec<u8>>>, Arc<Mutex<Vec<u16>>>)>,
+                |State((s, answers)): State<(Shared<Vec<u8>>, Shared<Vec<u16>>)>,
                  headers: axum::http::HeaderMap| async move {
                     use axum::response::IntoResponse;
                     let bytes = s.lock().unwrap().clone();
