@@ -14,7 +14,37 @@ use serde_json::{Value, json};
 
 use crate::support::*;
 
-type Shared<T> = Arc<Mutex<T>>;
+/// A spec the test serves over HTTP, and the status of each answer (200 or 304).
+#[derive(Clone, Default)]
+struct Served {
+    bytes: Arc<Mutex<Vec<u8>>>,
+    answers: Arc<Mutex<Vec<u16>>>,
+}
+
+/// `GET` of the served spec, with an `ETag` (its length) and 304 to a matching
+/// `If-None-Match`.
+async fn serve_spec(
+    State(served): State<Served>,
+    headers: axum::http::HeaderMap,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let bytes = served.bytes.lock().unwrap().clone();
+    let etag = format!("\"{}\"", bytes.len());
+    let asked = headers.get("if-none-match").and_then(|v| v.to_str().ok());
+    if asked == Some(etag.as_str()) {
+        served.answers.lock().unwrap().push(304);
+        return axum::http::StatusCode::NOT_MODIFIED.into_response();
+    }
+    served.answers.lock().unwrap().push(200);
+    (
+        [
+            (axum::http::header::CONTENT_TYPE, "application/json".to_string()),
+            (axum::http::header::ETAG, etag),
+        ],
+        bytes,
+    )
+        .into_response()
+}
 
 /// The petstore spec with one more operation, `POST /pet/{petId}/NAME` (`operationId` NAME).
 fn petstore_with(extra: &[&str]) -> Vec<u8> {
@@ -98,38 +128,15 @@ async fn every_trigger_reloads_and_a_broken_document_keeps_the_previous_version(
     let upstream = Upstream::start().await;
     // A URL spec, served by the test with an ETag; it changes when the test says. Each
     // request's answer is recorded: 200 or 304.
-    let served: Arc<Mutex<Vec<u8>>> = Arc::new(Mutex::new(petstore_with(&[])));
-    let answers: Arc<Mutex<Vec<u16>>> = Arc::default();
+    let served = Served::default();
+    served.bytes.lock().unwrap().clone_from(&petstore_with(&[]));
     let app = Router::new()
-        .route(
-            "/petstore.json",
-            get(
-                |State((s, answers)): State<(Shared<Vec<u8>>, Shared<Vec<u16>>)>,
-                 headers: axum::http::HeaderMap| async move {
-                    use axum::response::IntoResponse;
-                    let bytes = s.lock().unwrap().clone();
-                    let etag = format!("\"{}\"", bytes.len());
-                    let asked = headers.get("if-none-match").and_then(|v| v.to_str().ok());
-                    if asked == Some(etag.as_str()) {
-                        answers.lock().unwrap().push(304);
-                        return axum::http::StatusCode::NOT_MODIFIED.into_response();
-                    }
-                    answers.lock().unwrap().push(200);
-                    (
-                        [
-                            (
-                                axum::http::header::CONTENT_TYPE,
-                                "application/json".to_string(),
-                            ),
-                            (axum::http::header::ETAG, etag),
-                        ],
-                        bytes,
-                    )
-                        .into_response()
-                },
-            ),
-        )
-        .with_state((served.clone(), answers.clone()));
+        .route("/petstore.json", get(serve_spec))
+        .with_state(served.clone());
+    let Served {
+        bytes: served,
+        answers,
+    } = served;
     let specs = serve_app(app).await;
     let dir = tempfile::tempdir().unwrap();
     let local = dir.path().join("petstore.json");
