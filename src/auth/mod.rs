@@ -16,6 +16,7 @@ mod audit_budget;
 mod cache;
 mod features;
 pub mod identity;
+pub mod oauth;
 mod principal;
 mod rate;
 pub mod sealed;

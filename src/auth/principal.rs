@@ -196,6 +196,9 @@ impl Principal {
         })];
         if let Some(s) = self.session_id {
             v.push(Subject::Session(s.to_string()));
+        } else if let (Some(user), true) = (&self.user_id, self.key_label.starts_with("oauth:")) {
+            // A bearer token's user is counted like a session: per person, across clients.
+            v.push(Subject::Session(format!("oauth-user:{user}")));
         }
         v
     }

@@ -9,6 +9,7 @@ pub mod identity;
 pub mod index;
 mod load;
 pub mod monitor;
+pub mod oauth;
 mod reload;
 pub mod serve;
 mod specs;
@@ -63,6 +64,9 @@ pub enum Command {
     Roles(admin::RolesArgs),
     /// Make the keys that sign identity assertions (`serve --identity-header`).
     SigningKey(identity::SigningKeyArgs),
+    /// Check an OAuth issuer for `serve --oauth-issuer`: its metadata, keys and what its
+    /// tokens would map to.
+    Oauth(oauth::OAuthCommand),
 }
 
 /// Runs the parsed command; errors are printed with their whole cause chain.
@@ -84,6 +88,7 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Roles(a) => admin::run_roles(a).await.map(|()| ExitCode::SUCCESS),
         Command::Audit(a) => admin::run_audit(a).await.map(|()| ExitCode::SUCCESS),
         Command::SigningKey(a) => identity::run(a),
+        Command::Oauth(a) => oauth::run(a).await,
     };
     match result {
         Ok(code) => code,

@@ -23,6 +23,8 @@ pub struct ServeArgs {
     pub access: AccessArgs,
     #[command(flatten)]
     pub identity: super::identity::IdentityArgs,
+    #[command(flatten)]
+    pub oauth: super::oauth::SignInArgs,
     /// Postgres connection URL.
     #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
     pub database_url: String,
@@ -58,6 +60,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("cannot listen on {}", args.http.listen))?;
     let addr = listener.local_addr()?;
     engine.identity = args.identity.build(&format!("http://{addr}"))?;
+    let oauth = args.oauth.gate(addr).await?;
     let engine = Arc::new(engine);
     let url = format!("http://{addr}/mcp");
     eprintln!(
@@ -75,6 +78,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             admin: Some(http::admin::router(auth.clone())),
             database: Some(auth.clone()),
             reload: Some(reloader.hook()),
+            oauth,
             ..args
                 .http
                 .options(KeyCheck::Database(auth.clone()), "production")

@@ -11,6 +11,7 @@ use axum::response::Response;
 use super::AppState;
 use super::error::{ErrorCode, auth_error_response, json_error, peer_ip};
 use crate::auth::Auth;
+use crate::auth::oauth::{AuthMode, MAX_TOKEN_BYTES, OAuthError, ResourceServer};
 use crate::mcp::{HttpCaller, fingerprint};
 use crate::secrets_equal;
 use crate::tools::Code;
@@ -140,6 +141,93 @@ pub enum KeyCheck {
     Database(Auth),
 }
 
+/// Bearer tokens (production with `--oauth-issuer`): who issues them, and which credentials
+/// a request may present.
+#[derive(Clone)]
+pub struct OAuthGate {
+    pub server: ResourceServer,
+    pub mode: AuthMode,
+}
+
+/// The token of an `Authorization: Bearer …` header (scheme case-insensitive), trimmed.
+/// `Err` for one over [`MAX_TOKEN_BYTES`] (the header is not read further).
+fn bearer_token(headers: &HeaderMap) -> Result<Option<&str>, OAuthError> {
+    let Some(value) = headers.get(header::AUTHORIZATION) else {
+        return Ok(None);
+    };
+    if value.len() > MAX_TOKEN_BYTES + 16 {
+        return Err(OAuthError::TooLarge);
+    }
+    let Ok(value) = value.to_str() else {
+        return Err(OAuthError::Malformed(
+            "the Authorization header is not text".into(),
+        ));
+    };
+    match value.trim().split_once(' ') {
+        Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") => {
+            Ok(Some(token.trim()).filter(|t| !t.is_empty()))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// A refusal of a request under OAuth: 401 (403 for a missing scope, 503 when the issuer's
+/// keys cannot be had) with `WWW-Authenticate: Bearer resource_metadata="…"`, so an MCP
+/// client finds where to sign in.
+fn oauth_refusal(gate: &OAuthGate, error: Option<&OAuthError>) -> Response {
+    let metadata = gate.server.metadata_url();
+    let (status, challenge, message) = match error {
+        None => (
+            StatusCode::UNAUTHORIZED,
+            format!("Bearer resource_metadata=\"{metadata}\""),
+            match gate.mode {
+                AuthMode::OAuth => "sign in: this server takes a bearer token from its identity \
+                                    provider (Authorization: Bearer …)"
+                    .to_string(),
+                _ => "sign in with the identity provider (Authorization: Bearer …), or send a \
+                      server key in x-api-key"
+                    .to_string(),
+            },
+        ),
+        Some(e @ OAuthError::InsufficientScope { scopes }) => (
+            StatusCode::FORBIDDEN,
+            format!(
+                "Bearer error=\"insufficient_scope\", scope=\"{}\", resource_metadata=\"{metadata}\"",
+                scopes.join(" ")
+            ),
+            e.to_string(),
+        ),
+        Some(e @ OAuthError::KeysUnavailable { .. }) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("Bearer resource_metadata=\"{metadata}\""),
+            e.to_string(),
+        ),
+        Some(e) => (
+            StatusCode::UNAUTHORIZED,
+            format!(
+                "Bearer error=\"invalid_token\", error_description=\"{}\", resource_metadata=\"{metadata}\"",
+                e.to_string().replace(['"', '\\'], "'")
+            ),
+            e.to_string(),
+        ),
+    };
+    let code = if status == StatusCode::FORBIDDEN {
+        Code::Forbidden
+    } else {
+        Code::Unauthorized
+    };
+    let mut response = json_error(status, code, &message);
+    if let Ok(value) = header::HeaderValue::from_str(&challenge) {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, value);
+    }
+    response
+}
+
+/// The tools a principal may use at all; a token granting none is refused with 403.
+const TOOL_FEATURES: [&str; 3] = ["apigate.discover", "apigate.schema", "apigate.execute"];
+
 /// The `x-api-key` a request presents, trimmed; `None` when absent or blank.
 pub(super) fn presented_key(headers: &HeaderMap) -> Option<&str> {
     headers
@@ -156,6 +244,32 @@ pub async fn api_key(
     mut request: Request,
     next: Next,
 ) -> Response {
+    if let Some(gate) = &state.oauth
+        && gate.mode != AuthMode::Keys
+    {
+        let bearer = match bearer_token(request.headers()) {
+            Ok(b) => b.map(str::to_string),
+            Err(e) => return oauth_refusal(gate, Some(&e)),
+        };
+        let key = presented_key(request.headers()).map(str::to_string);
+        match (bearer, key) {
+            (Some(token), key) => {
+                let peer = peer_ip(request.extensions());
+                let caller = match bearer_caller(&state, gate, &token, key.as_deref(), peer).await {
+                    Ok(c) => c,
+                    Err(refused) => return refused,
+                };
+                request.extensions_mut().insert(caller);
+                return next.run(request).await;
+            }
+            (None, None) => return oauth_refusal(gate, None),
+            (None, Some(_)) if gate.mode == AuthMode::OAuth => {
+                return oauth_refusal(gate, None);
+            }
+            // `both`: a key alone is checked as before.
+            (None, Some(_)) => {}
+        }
+    }
     let Some(key) = presented_key(request.headers()).map(str::to_string) else {
         return json_error(
             StatusCode::UNAUTHORIZED,
@@ -185,6 +299,44 @@ pub async fn api_key(
     request.extensions_mut().insert(HttpCaller {
         key_fingerprint: fingerprint(&key),
         key: verified,
+        bearer: None,
     });
     next.run(request).await
+}
+
+/// The caller of a request with a bearer token: the token verified, and with `--auth both`
+/// a key presented beside it verified too (the call then gets what both grant). Sessions and
+/// the monitor know the caller by its issuer and subject, never by the token.
+async fn bearer_caller(
+    state: &AppState,
+    gate: &OAuthGate,
+    token: &str,
+    key: Option<&str>,
+    peer: Option<std::net::IpAddr>,
+) -> Result<HttpCaller, Response> {
+    let verified = gate.server.verify(token).await.map_err(|e| {
+        tracing::info!(error = %e, "bearer token refused");
+        oauth_refusal(gate, Some(&e))
+    })?;
+    let key = match (key, &state.keys, gate.mode) {
+        (Some(key), KeyCheck::Database(auth), AuthMode::Both) => Some(
+            auth.authenticate_key_from(key, peer)
+                .await
+                .map_err(auth_error_response)?,
+        ),
+        _ => None,
+    };
+    let principal = verified.principal(key.as_ref());
+    if !TOOL_FEATURES.iter().any(|f| principal.features.allows(f)) {
+        let scopes = gate.server.scopes_granting(TOOL_FEATURES[0]);
+        return Err(oauth_refusal(
+            gate,
+            Some(&OAuthError::InsufficientScope { scopes }),
+        ));
+    }
+    Ok(HttpCaller {
+        key_fingerprint: fingerprint(&format!("oauth {} {}", verified.issuer, verified.subject)),
+        key,
+        bearer: Some(principal),
+    })
 }

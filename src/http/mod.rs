@@ -28,7 +28,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 pub use conn::{ConnLimits, peer, serve};
-pub use guard::{Allowed, KeyCheck};
+pub use guard::{Allowed, KeyCheck, OAuthGate};
 
 use crate::mcp::McpServer;
 use crate::tools::Engine;
@@ -57,6 +57,8 @@ pub struct HttpOptions {
     pub sse_queue: usize,
     /// `POST /admin/v1/reload`: reloads the APIs (absent: the route answers 404).
     pub reload: Option<ReloadHook>,
+    /// Bearer tokens from trusted issuers (production with `--oauth-issuer`).
+    pub oauth: Option<OAuthGate>,
 }
 
 /// Reloads the APIs and says how it went: the status and the JSON body of the answer to
@@ -85,6 +87,7 @@ impl HttpOptions {
             session_idle: sessions::SESSION_IDLE,
             sse_queue: sse::DEFAULT_QUEUE,
             reload: None,
+            oauth: None,
         }
     }
 }
@@ -107,6 +110,7 @@ pub(crate) struct AppState {
     /// answered from it (`tool_list`).
     tool_list: crate::mcp::ToolList,
     reload: Option<ReloadHook>,
+    oauth: Option<OAuthGate>,
 }
 
 /// The process-wide Prometheus recorder (installed once, on first use).
@@ -149,6 +153,7 @@ pub fn router(engine: Arc<Engine>, opts: HttpOptions, shutdown: CancellationToke
         )),
         tool_list: crate::mcp::ToolList::new(&engine),
         reload: opts.reload,
+        oauth: opts.oauth,
     });
     if manager.is_some() {
         tokio::spawn(state.sessions.clone().expire_idle(shutdown.clone()));
@@ -189,6 +194,14 @@ pub fn router(engine: Arc<Engine>, opts: HttpOptions, shutdown: CancellationToke
         .merge(protected)
         .route("/health", get(health))
         .route("/.well-known/jwks.json", get(jwks))
+        .route(
+            "/.well-known/oauth-protected-resource",
+            get(resource_metadata),
+        )
+        .route(
+            "/.well-known/oauth-protected-resource/{*resource}",
+            get(resource_metadata),
+        )
         .route("/.well-known/{*rest}", any(no_oauth))
         .route("/register", any(no_oauth))
         .route("/authorize", any(no_oauth))
@@ -276,6 +289,19 @@ async fn not_found() -> Response {
 
 /// MCP clients that get a 401 go looking for OAuth (metadata, dynamic client registration)
 /// and show whatever that last request answered. Say what to fix instead of "not found".
+/// RFC 9728 protected resource metadata: where to get a token for this server. Public (a
+/// client reads it before it has a token); 404 without `--oauth-issuer`.
+async fn resource_metadata(State(state): State<Arc<AppState>>) -> Response {
+    match &state.oauth {
+        Some(gate) if gate.mode != crate::auth::oauth::AuthMode::Keys => (
+            [(axum::http::header::CACHE_CONTROL, "public, max-age=300")],
+            Json(gate.server.metadata()),
+        )
+            .into_response(),
+        _ => no_oauth().await,
+    }
+}
+
 async fn no_oauth() -> Response {
     error::json_error(
         StatusCode::NOT_FOUND,
@@ -358,9 +384,15 @@ async fn health(State(state): State<Arc<AppState>>) -> Response {
         )
             .into_response();
     }
+    let oauth = state
+        .oauth
+        .as_ref()
+        .map(|g| json!({"issuers": g.server.health(), "resource": g.server.settings().audience}));
     Json(json!({
         "status": "ok",
         "database": if database.is_some() { "ok" } else { "none" },
+        // The trusted issuers and whether their keys are loaded (null without OAuth).
+        "oauth": oauth,
         "mode": state.mode,
         "tools": crate::tools::Tool::ALL.len(),
         "operations": apis.operations(),

@@ -208,8 +208,13 @@ pub async fn gate(State(state): State<Arc<AppState>>, request: Request, next: Ne
     // `tools/call` that cannot wait, are answered here.
     let listable = state.sessions.manager.is_none() || live_session;
     if let (true, Some(message)) = (listable, &message)
-        && let Some(answer) =
-            super::tool_list::answer(&state.tool_list, &state.engine, message, request.headers())
+        && let Some(answer) = super::tool_list::answer(
+            &state.tool_list,
+            &state.engine,
+            key.bearer.is_some(),
+            message,
+            request.headers(),
+        )
     {
         return answer;
     }

@@ -58,6 +58,7 @@ pub async fn answer(
             .get(crate::auth::SESSION_TOKEN_HEADER)
             .and_then(|v| v.to_str().ok())
             .map(str::to_string),
+        bearer: caller.bearer.clone(),
         cancelled: None,
     };
     let args = params.arguments.clone().unwrap_or_default();

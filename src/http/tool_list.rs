@@ -22,6 +22,7 @@ use crate::mcp::ToolList;
 pub fn answer(
     lists: &ToolList,
     engine: &crate::tools::Engine,
+    bearer: bool,
     message: &ClientJsonRpcMessage,
     headers: &HeaderMap,
 ) -> Option<Response> {
@@ -43,7 +44,7 @@ pub fn answer(
         return None;
     }
     let built = lists.current(engine);
-    let result = built.json_for(headers);
+    let result = built.json_for(headers, bearer);
     let id = serde_json::to_vec(&request.id).ok()?;
     let mut body = Vec::with_capacity(result.len() + id.len() + 40);
     body.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);

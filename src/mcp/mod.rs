@@ -31,6 +31,9 @@ pub(crate) struct HttpCaller {
     pub key_fingerprint: String,
     /// The verified server key (production).
     pub key: Option<crate::auth::KeyPrincipal>,
+    /// The principal of a verified bearer token (production with OAuth): the user the calls
+    /// run as, no session token needed.
+    pub bearer: Option<crate::auth::Principal>,
 }
 
 /// The `_meta` key on an `api_execute` result: `true` when the call used a safe method (GET,
@@ -164,9 +167,10 @@ impl Built {
         }
     }
 
-    /// The serialized result for a request with these headers.
-    pub(crate) fn json_for(&self, headers: &http::HeaderMap) -> &bytes::Bytes {
-        if has_session_header(headers) {
+    /// The serialized result for a request with these headers (and a verified bearer
+    /// token or not: it is the user's session).
+    pub(crate) fn json_for(&self, headers: &http::HeaderMap, bearer: bool) -> &bytes::Bytes {
+        if bearer || has_session_header(headers) {
             &self.json_with_session_header
         } else {
             &self.json_plain
@@ -285,6 +289,7 @@ impl McpServer {
             // 2026-07-28 `_meta` request on a stateful server) nothing validated it.
             mcp_session: self.session.id.lock().ok().and_then(|g| g.clone()),
             key: http.and_then(|c| c.key.clone()),
+            bearer: http.and_then(|c| c.bearer.clone()),
             key_fingerprint: http.map(|c| c.key_fingerprint.clone()),
             session_token: parts
                 .and_then(|p| p.headers.get(crate::auth::SESSION_TOKEN_HEADER))
@@ -324,10 +329,13 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let session_header = context
-            .extensions
-            .get::<http::request::Parts>()
-            .is_some_and(|p| has_session_header(&p.headers));
+        let parts = context.extensions.get::<http::request::Parts>();
+        let session_header = parts.is_some_and(|p| {
+            has_session_header(&p.headers)
+                || p.extensions
+                    .get::<HttpCaller>()
+                    .is_some_and(|c| c.bearer.is_some())
+        });
         let built = self.tools.current(&self.engine);
         let tools = if session_header {
             &built.with_session_header

@@ -101,6 +101,9 @@ pub struct Caller {
     pub key_fingerprint: Option<String>,
     /// The `x-session-token` header of the connection, if any.
     pub session_token: Option<String>,
+    /// The principal of the connection's verified bearer token (production with OAuth): the
+    /// call runs as it, without a session token.
+    pub bearer: Option<Principal>,
     /// Cancelled when the client gives up on this call (MCP `notifications/cancelled`, or
     /// its session closes). A call still waiting for the monitor then stops waiting and
     /// never runs, so a late approval cannot execute it.
@@ -417,6 +420,9 @@ impl Engine {
         let Some(auth) = &self.auth else {
             return Ok(());
         };
+        if let (Access::Sessions, Some(p)) = (&self.access, &caller.bearer) {
+            return auth.check_key_rate(p).map_err(ToolError::from);
+        }
         match (&self.access, &caller.key) {
             (Access::Fixed(p), _) => auth.check_key_rate(p),
             (Access::Sessions, Some(key)) => auth.check_key_rate(&key.principal()),
@@ -434,6 +440,9 @@ impl Engine {
     ) -> Result<Principal, ToolError> {
         match &self.access {
             Access::Fixed(p) => Ok(p.clone()),
+            Access::Sessions if caller.bearer.is_some() => caller.bearer.clone().ok_or_else(|| {
+                ToolError::new(Code::Unauthorized, "the connection has no bearer token")
+            }),
             Access::Sessions => {
                 let (Some(auth), Some(key)) = (&self.auth, &caller.key) else {
                     return Err(ToolError::new(

@@ -28,6 +28,7 @@ mod responses;
 mod scheme_credentials;
 mod session_credentials;
 mod several;
+mod signin;
 mod spec;
 mod support;
 mod tasks;

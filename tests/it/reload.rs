@@ -38,7 +38,10 @@ async fn serve_spec(
     served.answers.lock().unwrap().push(200);
     (
         [
-            (axum::http::header::CONTENT_TYPE, "application/json".to_string()),
+            (
+                axum::http::header::CONTENT_TYPE,
+                "application/json".to_string(),
+            ),
             (axum::http::header::ETAG, etag),
         ],
         bytes,

@@ -1,0 +1,423 @@
+//! apigate as an OAuth 2.1 protected resource: bearer tokens from trusted issuers are user
+//! sessions. A token is a JWT signed by one of its issuer's published keys (RS*, PS*, ES256,
+//! ES384, EdDSA; never `none`, never HS*), for this resource (`aud`, RFC 8707: a token minted
+//! for another API is refused), within its lifetime (60 s of skew). Its `sub` is the user,
+//! configurable claims the tenant, organization and roles, its scopes the features (through
+//! the operator's table). The keys are in `keys`; the HTTP side (metadata, 401/403 with
+//! `WWW-Authenticate`) in `http::guard`.
+
+mod keys;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use jsonwebtoken::{Algorithm, Validation};
+use serde_json::Value;
+
+use super::{Features, KeyPrincipal, Principal};
+
+/// The longest `Authorization` header value read (a JWT with a few hundred claims fits).
+pub const MAX_TOKEN_BYTES: usize = 8 * 1024;
+/// The most scopes a token may carry.
+const MAX_SCOPES: usize = 256;
+/// Clock skew allowed on `exp` and `nbf`.
+const LEEWAY: Duration = Duration::from_secs(60);
+
+/// Which credentials open the server (`--auth`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthMode {
+    /// Server keys only (`x-api-key`), as without OAuth.
+    Keys,
+    /// Bearer tokens only.
+    OAuth,
+    /// Either; a request with both gets what the key and the token both grant.
+    Both,
+}
+
+impl std::str::FromStr for AuthMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<AuthMode, String> {
+        match s {
+            "keys" => Ok(AuthMode::Keys),
+            "oauth" => Ok(AuthMode::OAuth),
+            "both" => Ok(AuthMode::Both),
+            _ => Err(format!("{s:?}: keys, oauth or both")),
+        }
+    }
+}
+
+/// What the operator configured.
+#[derive(Debug, Clone)]
+pub struct OAuthSettings {
+    /// Trusted issuers (their `iss`), each with its keys' URL when given.
+    pub issuers: Vec<(String, Option<url::Url>)>,
+    /// This resource's identifier: tokens must name it in `aud` (the public `/mcp` URL).
+    pub audience: String,
+    /// Scope → the features it grants.
+    pub scopes: BTreeMap<String, Vec<String>>,
+    /// The claims read as tenant, organization and roles.
+    pub tenant_claim: String,
+    pub organization_claim: String,
+    pub roles_claim: String,
+}
+
+impl OAuthSettings {
+    /// The scope table used when the operator gives none: read (discover, schema), write
+    /// (and execute), admin (the admin API).
+    pub fn default_scopes() -> BTreeMap<String, Vec<String>> {
+        let read = ["apigate.discover", "apigate.schema"];
+        BTreeMap::from([
+            ("apigate:read".into(), read.map(String::from).to_vec()),
+            (
+                "apigate:write".into(),
+                read.iter()
+                    .copied()
+                    .chain(["apigate.execute"])
+                    .map(String::from)
+                    .collect(),
+            ),
+            ("apigate:admin".into(), vec!["apigate.admin".into()]),
+        ])
+    }
+
+    /// Parses `SCOPE=feature,feature` (`--oauth-scope-features`).
+    pub fn parse_scope(text: &str) -> Result<(String, Vec<String>), String> {
+        let (scope, features) = text
+            .split_once('=')
+            .ok_or_else(|| format!("{text:?}: expected SCOPE=feature,feature"))?;
+        let scope = scope.trim();
+        if scope.is_empty() || scope.contains(char::is_whitespace) {
+            return Err(format!("{text:?}: a scope is one word"));
+        }
+        let features: Vec<String> = features
+            .split(',')
+            .map(str::trim)
+            .filter(|f| !f.is_empty())
+            .map(String::from)
+            .collect();
+        Ok((scope.to_string(), features))
+    }
+}
+
+/// Why a bearer token was refused. Every one is a 401 with `error="invalid_token"` but
+/// [`OAuthError::KeysUnavailable`] (503: the issuer's keys could not be fetched and none are
+/// cached) and [`OAuthError::InsufficientScope`] (403).
+#[derive(Debug, thiserror::Error)]
+pub enum OAuthError {
+    #[error("the bearer token is not a JWT this server can read: {0}")]
+    Malformed(String),
+    #[error("the bearer token is over {MAX_TOKEN_BYTES} bytes")]
+    TooLarge,
+    #[error("the token's issuer {0:?} is not trusted by this server")]
+    UnknownIssuer(String),
+    #[error(
+        "the token is signed with {0}, which this server does not accept (RS*, PS*, ES256, ES384, EdDSA)"
+    )]
+    Algorithm(String),
+    #[error("the token names a signing key its issuer does not publish (kid {kid:?})")]
+    UnknownKey { kid: String },
+    #[error("the signing keys of {issuer} could not be fetched ({why}); try again shortly")]
+    KeysUnavailable { issuer: String, why: String },
+    #[error("the token is not valid for this server: {0}")]
+    Invalid(String),
+    #[error("the token carries more than {MAX_SCOPES} scopes")]
+    TooManyScopes,
+    #[error("the token's scopes grant no use of this server; it needs one of: {}", scopes.join(" "))]
+    InsufficientScope { scopes: Vec<String> },
+}
+
+/// A verified bearer token: who, for which client, with what.
+#[derive(Debug, Clone)]
+pub struct BearerToken {
+    pub issuer: String,
+    pub subject: String,
+    /// `client_id`, else `azp`: the application acting for the user.
+    pub client_id: String,
+    pub scopes: Vec<String>,
+    pub features: Features,
+    pub tenant: Option<String>,
+    pub organization: Option<String>,
+    pub roles: Vec<String>,
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+impl BearerToken {
+    /// The principal a call with this token runs as: the user (`sub`), acting through the
+    /// client (`actor` in the audit log: `oauth:CLIENT`), with the token's features, and with
+    /// a server key also presented (`--auth both`), only what both grant.
+    pub fn principal(&self, key: Option<&KeyPrincipal>) -> Principal {
+        let (features, read_only, key_id) = match key {
+            Some(k) => (
+                self.features.intersection(&k.features),
+                k.read_only,
+                k.key_id,
+            ),
+            None => (self.features.clone(), false, None),
+        };
+        Principal {
+            key_id,
+            key_label: format!("oauth:{}", self.client_id),
+            key_name: self.client_id.clone(),
+            session_id: None,
+            user_id: Some(self.subject.clone()),
+            tenant_id: self.tenant.clone(),
+            organization_id: self.organization.clone(),
+            roles: self.roles.clone(),
+            features,
+            read_only,
+            expires_at: self.expires_at,
+            upstream: None,
+        }
+    }
+}
+
+/// The trusted issuers and how their tokens map to principals. Cheap to clone.
+#[derive(Clone)]
+pub struct ResourceServer {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    settings: OAuthSettings,
+    issuers: Vec<keys::Issuer>,
+    client: reqwest::Client,
+}
+
+impl ResourceServer {
+    /// A resource server for `settings`; fetches each issuer's keys now (an issuer that does
+    /// not answer is logged, and its tokens are refused with 503 until its keys load).
+    pub async fn start(settings: OAuthSettings) -> anyhow::Result<ResourceServer> {
+        if settings.issuers.is_empty() {
+            anyhow::bail!("give at least one --oauth-issuer");
+        }
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(3))
+            .redirect(reqwest::redirect::Policy::limited(3))
+            .build()?;
+        let issuers = settings
+            .issuers
+            .iter()
+            .map(|(iss, jwks)| keys::Issuer::new(iss.clone(), jwks.clone()))
+            .collect();
+        let server = ResourceServer {
+            inner: Arc::new(Inner {
+                settings,
+                issuers,
+                client,
+            }),
+        };
+        for issuer in &server.inner.issuers {
+            issuer.refresh(&server.inner.client).await;
+        }
+        Ok(server)
+    }
+
+    pub fn settings(&self) -> &OAuthSettings {
+        &self.inner.settings
+    }
+
+    /// Verifies a bearer token and reads what it grants.
+    pub async fn verify(&self, token: &str) -> Result<BearerToken, OAuthError> {
+        if token.len() > MAX_TOKEN_BYTES {
+            return Err(OAuthError::TooLarge);
+        }
+        let header = jsonwebtoken::decode_header(token).map_err(|e| {
+            OAuthError::Malformed(match e.kind() {
+                jsonwebtoken::errors::ErrorKind::Json(_) => {
+                    "its header names no algorithm this server knows (`none` is never accepted)"
+                        .into()
+                }
+                _ => e.to_string(),
+            })
+        })?;
+        if matches!(
+            header.alg,
+            Algorithm::HS256 | Algorithm::HS384 | Algorithm::HS512
+        ) {
+            return Err(OAuthError::Algorithm(format!("{:?}", header.alg)));
+        }
+        // The issuer picks the keys; its claim is checked again with the signature.
+        let claims: Value = jsonwebtoken::dangerous::insecure_decode::<Value>(token)
+            .map_err(|e| OAuthError::Malformed(e.to_string()))?
+            .claims;
+        let iss = claims
+            .get("iss")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let issuer = self
+            .inner
+            .issuers
+            .iter()
+            .find(|i| i.issuer.trim_end_matches('/') == iss.trim_end_matches('/'))
+            .ok_or_else(|| OAuthError::UnknownIssuer(crate::printable::cell(iss, 200)))?;
+        let key = issuer
+            .key(&self.inner.client, header.kid.as_deref())
+            .await?;
+        if !key.algorithms.contains(&header.alg) {
+            return Err(OAuthError::Algorithm(format!(
+                "{:?} (the key {:?} is for {:?})",
+                header.alg,
+                header.kid.unwrap_or_default(),
+                key.algorithms
+            )));
+        }
+        let mut validation = Validation::new(header.alg);
+        validation.algorithms = vec![header.alg];
+        validation.leeway = LEEWAY.as_secs();
+        validation.validate_nbf = true;
+        validation.set_issuer(&[iss]);
+        validation.set_audience(&[self.inner.settings.audience.as_str()]);
+        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+        let data = jsonwebtoken::decode::<Value>(token, &key.key, &validation).map_err(|e| {
+            use jsonwebtoken::errors::ErrorKind;
+            OAuthError::Invalid(match e.kind() {
+                ErrorKind::ExpiredSignature => "it has expired".into(),
+                ErrorKind::ImmatureSignature => "it is not valid yet (nbf)".into(),
+                ErrorKind::InvalidAudience => format!(
+                    "it was issued for another resource (its aud does not name {})",
+                    self.inner.settings.audience
+                ),
+                ErrorKind::InvalidSignature => "its signature does not verify".into(),
+                ErrorKind::MissingRequiredClaim(c) => format!("it has no `{c}` claim"),
+                _ => e.to_string(),
+            })
+        })?;
+        self.read_claims(&issuer.issuer, &data.claims)
+    }
+
+    fn read_claims(&self, issuer: &str, claims: &Value) -> Result<BearerToken, OAuthError> {
+        let s = &self.inner.settings;
+        let text = |name: &str| {
+            claims
+                .get(name)
+                .and_then(Value::as_str)
+                .map(|v| crate::printable::cell(v, 200))
+        };
+        let subject = text("sub")
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| OAuthError::Invalid("it has no `sub` claim".into()))?;
+        let scopes: Vec<String> = match (claims.get("scope"), claims.get("scp")) {
+            (Some(Value::String(s)), _) => s.split_whitespace().map(String::from).collect(),
+            (_, Some(Value::Array(a))) => a
+                .iter()
+                .filter_map(Value::as_str)
+                .map(String::from)
+                .collect(),
+            (_, Some(Value::String(s))) => s.split_whitespace().map(String::from).collect(),
+            _ => Vec::new(),
+        };
+        if scopes.len() > MAX_SCOPES {
+            return Err(OAuthError::TooManyScopes);
+        }
+        let features = Features::new(
+            scopes
+                .iter()
+                .filter_map(|sc| s.scopes.get(sc))
+                .flatten()
+                .cloned(),
+        );
+        let roles = match claims.get(&s.roles_claim) {
+            Some(Value::Array(a)) => a
+                .iter()
+                .filter_map(Value::as_str)
+                .take(MAX_SCOPES)
+                .map(|r| crate::printable::cell(r, 200))
+                .collect(),
+            Some(Value::String(r)) => r
+                .split_whitespace()
+                .take(MAX_SCOPES)
+                .map(String::from)
+                .collect(),
+            _ => Vec::new(),
+        };
+        let client_id = text("client_id")
+            .or_else(|| text("azp"))
+            .unwrap_or_else(|| "unknown-client".into());
+        let expires_at = claims
+            .get("exp")
+            .and_then(Value::as_i64)
+            .and_then(|t| DateTime::from_timestamp(t, 0));
+        Ok(BearerToken {
+            issuer: issuer.to_string(),
+            subject,
+            client_id,
+            scopes,
+            features,
+            tenant: text(&s.tenant_claim),
+            organization: text(&s.organization_claim),
+            roles,
+            expires_at,
+        })
+    }
+
+    /// The scopes that grant `feature` (for `WWW-Authenticate: … scope="…"`).
+    pub fn scopes_granting(&self, feature: &str) -> Vec<String> {
+        self.inner
+            .settings
+            .scopes
+            .iter()
+            .filter(|(_, features)| Features::new(features.iter().cloned()).allows(feature))
+            .map(|(scope, _)| scope.clone())
+            .collect()
+    }
+
+    /// RFC 9728 protected resource metadata.
+    pub fn metadata(&self) -> Value {
+        let s = &self.inner.settings;
+        serde_json::json!({
+            "resource": s.audience,
+            "authorization_servers": s.issuers.iter().map(|(i, _)| i).collect::<Vec<_>>(),
+            "scopes_supported": s.scopes.keys().collect::<Vec<_>>(),
+            "bearer_methods_supported": ["header"],
+            "resource_name": "apigate",
+        })
+    }
+
+    /// Where the metadata is published: the resource's origin, `/.well-known/oauth-protected-resource`
+    /// and the resource's path (RFC 9728 §3.1).
+    pub fn metadata_url(&self) -> String {
+        match url::Url::parse(&self.inner.settings.audience) {
+            Ok(u) => format!(
+                "{}/.well-known/oauth-protected-resource{}",
+                u.origin().ascii_serialization(),
+                u.path().trim_end_matches('/')
+            ),
+            Err(_) => "/.well-known/oauth-protected-resource".into(),
+        }
+    }
+
+    /// What `/health` shows of each issuer.
+    pub fn health(&self) -> Value {
+        Value::Array(
+            self.inner
+                .issuers
+                .iter()
+                .map(keys::Issuer::health)
+                .collect(),
+        )
+    }
+
+    /// Each issuer as `apigate oauth check` shows it: `issuer`, `jwksUrl`, `keys` (`kid`,
+    /// `algorithms`), `lastError`.
+    pub fn describe(&self) -> Vec<Value> {
+        self.inner
+            .issuers
+            .iter()
+            .map(|i| {
+                let keys: Vec<Value> = i
+                    .key_list()
+                    .into_iter()
+                    .map(|(kid, algs)| {
+                        let algs: Vec<String> = algs.iter().map(|a| format!("{a:?}")).collect();
+                        serde_json::json!({"kid": kid, "algorithms": algs})
+                    })
+                    .collect();
+                serde_json::json!({"issuer": i.issuer, "jwksUrl": i.jwks_url(), "keys": keys,
+                    "lastError": i.health()["lastError"]})
+            })
+            .collect()
+    }
+}
