@@ -622,3 +622,67 @@ async fn oauth_check_shows_what_an_issuers_tokens_map_to() {
     assert!(!ok);
     assert!(out.contains("keys      none"), "{out}");
 }
+
+#[tokio::test]
+async fn auth_modes_decide_which_credentials_open_the_server() {
+    let db = TestDb::new().await;
+    let upstream = Upstream::start().await;
+    let narrow = cli_key(&db.url, "narrow-agent", "apigate.discover,apigate.schema").await;
+    let narrow = narrow["key"].as_str().unwrap().to_string();
+
+    // `both` (the default with an issuer): a key alone as before; a key and a token together
+    // get what both grant.
+    let port = free_port();
+    let resource = format!("http://127.0.0.1:{port}/mcp");
+    let idp = Idp::start(&resource).await;
+    let (mut proc, url) = serve(&db, &upstream, &idp.issuer, port, &[]).await;
+    let (status, _, body) = initialize(&url, &[("x-api-key", &narrow)]).await;
+    assert_eq!(status, 200, "{body}");
+    let writer = idp
+        .sign_in("apigate-rs", "gina", "apigate:write", &resource)
+        .await;
+    let bearer = format!("Bearer {writer}");
+    let alone = mcp_client(&url, &[("authorization", &bearer)]).await;
+    let pets = json!({"operationId": "findPetsByStatus", "query": {"status": ["sold"]}});
+    assert_eq!(execute_ok(&alone, pets.clone()).await["status"], 200);
+    // The reload route wants apigate.admin, which this token's scopes do not grant.
+    let reload = reqwest::Client::new()
+        .post(url.replace("/mcp", "/admin/v1/reload"))
+        .header("authorization", &bearer)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(reload.status(), 403);
+    let both = mcp_client(&url, &[("authorization", &bearer), ("x-api-key", &narrow)]).await;
+    call_ok(&both, "api_discover", json!({"query": "find pets"})).await;
+    let (failed, refused) = call(&both, "api_execute", pets.clone()).await;
+    assert!(failed, "{refused}");
+    assert_eq!(refused["missing"], "apigate.execute", "{refused}");
+    assert!(proc.terminate().await, "{}", proc.log());
+
+    // `oauth`: a key alone is not enough; the answer says where to sign in.
+    let port = free_port();
+    let resource = format!("http://127.0.0.1:{port}/mcp");
+    let idp = Idp::start(&resource).await;
+    let (mut proc, url) = serve(&db, &upstream, &idp.issuer, port, &["--auth", "oauth"]).await;
+    let (status, challenge, _) = initialize(&url, &[("x-api-key", &narrow)]).await;
+    assert_eq!(status, 401);
+    assert!(challenge.contains("resource_metadata="), "{challenge}");
+    let token = idp
+        .sign_in("apigate-es", "hana", "apigate:read", &resource)
+        .await;
+    let (status, _, body) =
+        initialize(&url, &[("authorization", &format!("Bearer {token}"))]).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(proc.terminate().await, "{}", proc.log());
+
+    // Without an issuer `--auth oauth` cannot start, and says why.
+    let spec = spec_path("petstore-3.0.json");
+    let (ok, _, err) = run_apigate(
+        &["serve", "--spec", &spec, "--auth", "oauth"],
+        &[("DATABASE_URL", db.url.as_str())],
+    )
+    .await;
+    assert!(!ok);
+    assert!(err.contains("--auth oauth needs --oauth-issuer"), "{err}");
+}

@@ -87,6 +87,12 @@ const provider = new Provider(issuer, {
   extraTokenClaims: () => ({ tenant: 'acme', org: 'acme-eng', roles: ['support'] }),
 });
 provider.proxy = false;
+// Each request's method and path (never a query or body): a client check reads how far an
+// MCP client got (metadata, registration, authorization).
+provider.use(async (ctx, next) => {
+  console.log(`request ${ctx.method} ${ctx.path}`);
+  await next();
+});
 provider.on('server_error', (ctx, err) => console.error('server_error', err));
 
 provider.listen(port, '127.0.0.1', () => {
