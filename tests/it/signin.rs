@@ -462,6 +462,15 @@ async fn tokens_that_must_not_open_the_server_are_refused() {
     let mut foreign = idp.claims(&resource, "apigate:write");
     foreign["iss"] = json!("http://127.0.0.1:9/not-trusted");
     let good = idp.claims(&resource, "apigate:write");
+    let mut many_scopes = good.clone();
+    many_scopes["scope"] = json!(
+        (0..300)
+            .map(|i| format!("s{i}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let mut early = good.clone();
+    early["nbf"] = json!(now + 600);
     let none = format!(
         "{}.{}.",
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(br#"{"alg":"none","typ":"JWT"}"#),
@@ -488,6 +497,16 @@ async fn tokens_that_must_not_open_the_server_are_refused() {
         ("alg none", none, "none"),
         ("HS256", hs256, "HS256"),
         ("not a JWT", "abc".to_string(), "not a JWT"),
+        (
+            "300 scopes",
+            idp.mint("RS256", false, &many_scopes),
+            "more than 256 scopes",
+        ),
+        (
+            "not yet valid",
+            idp.mint("RS256", false, &early),
+            "not valid yet",
+        ),
         ("huge", "a".repeat(20_000), "bytes"),
     ];
     for (what, token, says) in cases {
@@ -500,11 +519,17 @@ async fn tokens_that_must_not_open_the_server_are_refused() {
         let message = body["error"].as_str().unwrap_or_default();
         assert!(message.contains(says), "{what}: {message}");
     }
-    // Signed by the provider's own ES256 and EdDSA keys, the same claims pass.
+    // Signed by the provider's own ES256 and EdDSA keys, the same claims pass; so do clocks
+    // that disagree by less than a minute (expired 30 s ago, valid from 30 s on).
     for alg in ["ES256", "EdDSA"] {
         let (status, _, body) = refused(idp.mint(alg, false, &good)).await;
         assert_eq!(status, 200, "{alg}: {body}");
     }
+    let mut skewed = good.clone();
+    skewed["exp"] = json!(now - 30);
+    skewed["nbf"] = json!(now + 30);
+    let (status, _, body) = refused(idp.mint("RS256", false, &skewed)).await;
+    assert_eq!(status, 200, "skew: {body}");
     // A token whose scopes grant no tool: 403 and the scope to ask for (step-up).
     let admin_only = idp
         .sign_in("apigate-rs", "frank", "apigate:admin", &resource)
