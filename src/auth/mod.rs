@@ -56,6 +56,37 @@ use cache::{Caches, Digest, listen_for_invalidations};
 use rate::{Limiter, Subject};
 use sealed::SecretKeys;
 
+/// An audit row of an admin action (`tool` = `admin`) by `key`, shown as `actor`; the caller
+/// adds the target, method and route it knows.
+fn admin_entry(
+    key: Option<&KeyPrincipal>,
+    actor: Option<String>,
+    operation: &str,
+    decision: Decision,
+    code: Option<&str>,
+) -> AuditEntry {
+    AuditEntry {
+        key_id: key.and_then(|k| k.key_id),
+        session_id: None,
+        user_id: None,
+        tenant_id: None,
+        organization_id: None,
+        credential_sources: Vec::new(),
+        tool: ADMIN_AUDIT_TOOL.into(),
+        actor,
+        target: None,
+        operation: Some(operation.into()),
+        method: None,
+        path: None,
+        decision,
+        upstream_status: None,
+        duration_ms: 0,
+        error_code: code.map(str::to_string),
+        at: Utc::now(),
+        call_id: Uuid::new_v4(),
+    }
+}
+
 /// The longest time a verified credential is trusted without asking the database.
 pub(crate) const MAX_CACHE_TTL: Duration = Duration::from_secs(60);
 
@@ -321,26 +352,16 @@ impl Auth {
             Some(_) => None,
             None => secrets::parse_key(presented).map(|(public_id, _)| format!("key:{public_id}")),
         };
-        let entry = AuditEntry {
-            key_id: key.and_then(|k| k.key_id),
-            session_id: None,
-            user_id: None,
-            tenant_id: None,
-            organization_id: None,
-            credential_sources: Vec::new(),
-            tool: ADMIN_AUDIT_TOOL.into(),
-            actor: key.map(KeyPrincipal::label),
-            target,
-            operation: Some(admin::ADMIN_ACCESS.into()),
-            method: Some(method.to_string()),
-            path: route.map(str::to_string),
-            decision: Decision::Denied,
-            upstream_status: None,
-            duration_ms: 0,
-            error_code: Some(code.to_string()),
-            at: Utc::now(),
-            call_id: Uuid::new_v4(),
-        };
+        let mut entry = admin_entry(
+            key,
+            key.map(KeyPrincipal::label),
+            admin::ADMIN_ACCESS,
+            Decision::Denied,
+            Some(code),
+        );
+        entry.target = target;
+        entry.method = Some(method.to_string());
+        entry.path = route.map(str::to_string);
         self.record_audit(entry).await;
     }
 
@@ -360,26 +381,9 @@ impl Auth {
             Some("RATE_LIMITED") => Decision::Denied,
             Some(_) => Decision::Failed,
         };
-        let entry = AuditEntry {
-            key_id: key.and_then(|k| k.key_id),
-            session_id: None,
-            user_id: None,
-            tenant_id: None,
-            organization_id: None,
-            credential_sources: Vec::new(),
-            tool: ADMIN_AUDIT_TOOL.into(),
-            actor: Some(key.map_or_else(|| trigger.to_string(), KeyPrincipal::label)),
-            target,
-            operation: Some(RELOAD_ACTION.into()),
-            method: None,
-            path: None,
-            decision,
-            upstream_status: None,
-            duration_ms: 0,
-            error_code: refused.map(str::to_string),
-            at: Utc::now(),
-            call_id: Uuid::new_v4(),
-        };
+        let actor = key.map_or_else(|| trigger.to_string(), KeyPrincipal::label);
+        let mut entry = admin_entry(key, Some(actor), RELOAD_ACTION, decision, refused);
+        entry.target = target;
         self.record_audit(entry).await;
     }
 

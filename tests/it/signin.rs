@@ -711,3 +711,39 @@ async fn auth_modes_decide_which_credentials_open_the_server() {
     assert!(!ok);
     assert!(err.contains("--auth oauth needs --oauth-issuer"), "{err}");
 }
+
+/// What validating a bearer token costs a request once the issuer's keys are cached, per
+/// algorithm, in the build under test; beside it, the server key's warm check
+/// (`auth_cost` in `tests/it/auth.rs`, same command). `cargo test --test it -- --ignored
+/// --nocapture token_cost`; the release numbers come from `cargo bench --bench oauth`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "measurement; prints numbers"]
+async fn token_cost() {
+    use apigate::auth::oauth::{OAuthSettings, ResourceServer};
+    let resource = "http://127.0.0.1:3001/mcp";
+    let idp = Idp::start(resource).await;
+    let server = ResourceServer::start(OAuthSettings {
+        issuers: vec![(idp.issuer.clone(), None)],
+        audience: resource.into(),
+        scopes: OAuthSettings::default_scopes(),
+        tenant_claim: "tenant".into(),
+        organization_claim: "org".into(),
+        roles_claim: "roles".into(),
+    })
+    .await
+    .unwrap();
+    let claims = idp.claims(resource, "openid apigate:read apigate:write");
+    let n = 5_000u32;
+    for alg in ["RS256", "ES256", "EdDSA"] {
+        let token = idp.mint(alg, false, &claims);
+        server.verify(&token).await.unwrap();
+        let t = std::time::Instant::now();
+        for _ in 0..n {
+            server.verify(&token).await.unwrap();
+        }
+        println!(
+            "bearer token {alg}: {:?}/request (keys cached)",
+            t.elapsed() / n
+        );
+    }
+}
