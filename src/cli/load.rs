@@ -57,21 +57,19 @@ impl EngineArgs {
             let old = previous.and_then(|p| Some(&p.list[p.position(&c.name)?]));
             let loading = Spec::load_unless(&c.spec, old.map(|o| o.spec.as_ref())).await;
             let (spec, loaded) = match (loading, old) {
-                // The URL answered 304 Not Modified to the previous version's ETag.
-                (Ok(None), Some(old)) => (
-                    old.spec.clone(),
-                    Loaded {
-                        error: None,
-                        ..old.loaded.clone()
-                    },
-                ),
-                (Ok(Some(spec)), Some(old)) if spec.sha256 == old.spec.sha256 => (
-                    old.spec.clone(),
-                    Loaded {
-                        error: None,
-                        ..old.loaded.clone()
-                    },
-                ),
+                // The same bytes, or the URL answered 304 Not Modified to the previous
+                // version's ETag.
+                (Ok(new), Some(old))
+                    if new.as_ref().is_none_or(|s| s.sha256 == old.spec.sha256) =>
+                {
+                    (
+                        old.spec.clone(),
+                        Loaded {
+                            error: None,
+                            ..old.loaded.clone()
+                        },
+                    )
+                }
                 (Ok(Some(spec)), _) => {
                     log_warnings(&c.name, &spec);
                     (Arc::new(spec), Loaded::now())
@@ -94,7 +92,8 @@ impl EngineArgs {
                         },
                     )
                 }
-                (Ok(None), None) => anyhow::bail!(
+                // (With a previous version, a 304 was kept above.)
+                (Ok(None), _) => anyhow::bail!(
                     "loading the spec of api {:?}: the server answered 304 Not Modified to a plain GET",
                     c.name
                 ),

@@ -287,8 +287,6 @@ async fn not_found() -> Response {
     error::json_error(StatusCode::NOT_FOUND, ErrorCode::NotFound, "not found")
 }
 
-/// MCP clients that get a 401 go looking for OAuth (metadata, dynamic client registration)
-/// and show whatever that last request answered. Say what to fix instead of "not found".
 /// RFC 9728 protected resource metadata: where to get a token for this server. Public (a
 /// client reads it before it has a token); 404 without `--oauth-issuer`.
 async fn resource_metadata(State(state): State<Arc<AppState>>) -> Response {
@@ -302,6 +300,8 @@ async fn resource_metadata(State(state): State<Arc<AppState>>) -> Response {
     }
 }
 
+/// MCP clients that get a 401 go looking for OAuth (metadata, dynamic client registration)
+/// and show whatever that last request answered. Say what to fix instead of "not found".
 async fn no_oauth() -> Response {
     error::json_error(
         StatusCode::NOT_FOUND,

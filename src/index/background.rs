@@ -142,7 +142,9 @@ pub fn carry_over(
     index: &Index,
     dirs: &VectorDirs,
 ) -> Option<Result<usize, EmbedError>> {
-    let (embedder, old) = previous.dense_parts()?;
+    // A child of `index`: reads the previous version's model and vectors in place.
+    let dense = previous.dense.load_full()?;
+    let (embedder, old) = (&dense.embedder, &dense.vectors);
     let rows: std::collections::HashMap<&str, usize> = previous
         .embedding_texts()
         .iter()
@@ -169,7 +171,7 @@ pub fn carry_over(
         let vectors = Vectors::new(embedder.dim(), all)?;
         if let Some(dir) = &dirs.cache
             && !missing.is_empty()
-            && let Err(e) = save(dir, index, &embedder, &vectors)
+            && let Err(e) = save(dir, index, embedder, &vectors)
         {
             tracing::warn!(error = %e, "could not cache the operation vectors");
         }

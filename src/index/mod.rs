@@ -209,13 +209,6 @@ impl Index {
         Ok(())
     }
 
-    /// The model and vectors of a hybrid index, for a reload's index to reuse
-    /// (`background::carry_over`).
-    pub(crate) fn dense_parts(&self) -> Option<(Arc<Embedder>, Vectors)> {
-        let dense = self.dense.load_full()?;
-        Some((dense.embedder.clone(), dense.vectors.clone()))
-    }
-
     /// Records that `model` is embedding the operations (the index ranks lexically until
     /// [`Index::enable_dense`]), so [`Index::model`] can name it meanwhile.
     pub(crate) fn expect_dense(&self, model: ModelId) {

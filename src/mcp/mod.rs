@@ -9,13 +9,12 @@ pub(crate) use resources::binary_content;
 
 use std::sync::{Arc, Mutex};
 
-use rmcp::model::SubscriptionFilter;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestMethod,
     CompleteRequestParams, CompleteResult, Implementation, ListPromptsRequestMethod,
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
     PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
-    ServerConfig, ServerResult, Tool,
+    ServerConfig, ServerResult, SubscriptionFilter, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -170,7 +169,7 @@ impl Built {
     /// The serialized result for a request with these headers (and a verified bearer
     /// token or not: it is the user's session).
     pub(crate) fn json_for(&self, headers: &http::HeaderMap, bearer: bool) -> &bytes::Bytes {
-        if bearer || has_session_header(headers) {
+        if session_pinned(headers, bearer) {
             &self.json_with_session_header
         } else {
             &self.json_plain
@@ -178,13 +177,15 @@ impl Built {
     }
 }
 
-/// Whether the request carries a (non-blank) `x-session-token`: production then leaves
-/// `_sessionToken` out of the tools' schemas.
-fn has_session_header(headers: &http::HeaderMap) -> bool {
-    headers
-        .get(crate::auth::SESSION_TOKEN_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| !v.trim().is_empty())
+/// Whether the connection's session is known without `_sessionToken`: it carries a
+/// (non-blank) `x-session-token`, or a verified bearer token (which is the session).
+/// Production then leaves `_sessionToken` out of the tools' schemas.
+fn session_pinned(headers: &http::HeaderMap, bearer: bool) -> bool {
+    bearer
+        || headers
+            .get(crate::auth::SESSION_TOKEN_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| !v.trim().is_empty())
 }
 
 /// Calls `send` each time a reload changed the tool list (an API added, removed or
@@ -331,10 +332,11 @@ impl ServerHandler for McpServer {
     ) -> Result<ListToolsResult, ErrorData> {
         let parts = context.extensions.get::<http::request::Parts>();
         let session_header = parts.is_some_and(|p| {
-            has_session_header(&p.headers)
-                || p.extensions
-                    .get::<HttpCaller>()
-                    .is_some_and(|c| c.bearer.is_some())
+            let bearer = p
+                .extensions
+                .get::<HttpCaller>()
+                .is_some_and(|c| c.bearer.is_some());
+            session_pinned(&p.headers, bearer)
         });
         let built = self.tools.current(&self.engine);
         let tools = if session_header {

@@ -246,15 +246,13 @@ impl Idp {
     }
 }
 
-/// `apigate serve` on a port chosen up front (its /mcp URL is the audience tokens are minted
-/// for), trusting `idp`, with `extra` flags.
-async fn serve(
-    db: &TestDb,
-    upstream: &Upstream,
-    idp_issuer: &str,
-    port: u16,
-    extra: &[&str],
-) -> (Proc, String) {
+/// An authorization server and `apigate serve` trusting it, with `extra` flags: apigate on a
+/// port chosen up front, so that its /mcp URL (returned, with both processes) is the resource
+/// the provider mints tokens for.
+async fn serve(db: &TestDb, upstream: &Upstream, extra: &[&str]) -> (Idp, Proc, String) {
+    let port = free_port();
+    let resource = format!("http://127.0.0.1:{port}/mcp");
+    let idp = Idp::start(&resource).await;
     let spec = spec_path("petstore-3.0.json");
     let listen = format!("127.0.0.1:{port}");
     let up = upstream.url();
@@ -267,7 +265,7 @@ async fn serve(
         "--listen",
         &listen,
         "--oauth-issuer",
-        idp_issuer,
+        &idp.issuer,
     ];
     args.extend(extra);
     let (proc, url) = Proc::spawn_with_env(
@@ -277,7 +275,9 @@ async fn serve(
         "apigate serve",
     )
     .await;
-    (proc, url.trim_end_matches(';').to_string())
+    let url = url.trim_end_matches(';').to_string();
+    assert_eq!(url, resource);
+    (idp, proc, url)
 }
 
 /// A raw `initialize` on `/mcp` with these headers: status, `WWW-Authenticate`, body.
@@ -309,11 +309,8 @@ async fn initialize(url: &str, headers: &[(&str, &str)]) -> (u16, String, Value)
 async fn a_person_signs_in_and_the_token_opens_the_tools() {
     let db = TestDb::new().await;
     let upstream = Upstream::start().await;
-    let port = free_port();
-    let resource = format!("http://127.0.0.1:{port}/mcp");
-    let idp = Idp::start(&resource).await;
-    let (mut proc, url) = serve(&db, &upstream, &idp.issuer, port, &[]).await;
-    assert_eq!(url, resource);
+    let (idp, mut proc, url) = serve(&db, &upstream, &[]).await;
+    let resource = url.clone();
     let base = url.trim_end_matches("/mcp");
 
     // No credentials: 401, and where to learn to sign in.
@@ -421,10 +418,8 @@ async fn a_person_signs_in_and_the_token_opens_the_tools() {
 async fn tokens_that_must_not_open_the_server_are_refused() {
     let db = TestDb::new().await;
     let upstream = Upstream::start().await;
-    let port = free_port();
-    let resource = format!("http://127.0.0.1:{port}/mcp");
-    let idp = Idp::start(&resource).await;
-    let (mut proc, url) = serve(&db, &upstream, &idp.issuer, port, &[]).await;
+    let (idp, mut proc, url) = serve(&db, &upstream, &[]).await;
+    let resource = url.clone();
     let refused = |token: String| {
         let url = url.clone();
         async move {
@@ -576,17 +571,8 @@ async fn issuer_keys_that_cannot_be_had_fail_closed_without_a_500() {
         ("slow", format!("http://{jwks}/slow"), "no answer within"),
         ("huge", format!("http://{jwks}/huge"), "byte limit"),
     ] {
-        let port = free_port();
-        let resource = format!("http://127.0.0.1:{port}/mcp");
-        let idp = Idp::start(&resource).await;
-        let (mut proc, url) = serve(
-            &db,
-            &upstream,
-            &idp.issuer,
-            port,
-            &["--oauth-jwks-url", &jwks_url],
-        )
-        .await;
+        let (idp, mut proc, url) = serve(&db, &upstream, &["--oauth-jwks-url", &jwks_url]).await;
+        let resource = url.clone();
         let token = idp.mint("RS256", false, &idp.claims(&resource, "apigate:write"));
         let (status, _, body) =
             initialize(&url, &[("authorization", &format!("Bearer {token}"))]).await;
@@ -657,10 +643,8 @@ async fn auth_modes_decide_which_credentials_open_the_server() {
 
     // `both` (the default with an issuer): a key alone as before; a key and a token together
     // get what both grant.
-    let port = free_port();
-    let resource = format!("http://127.0.0.1:{port}/mcp");
-    let idp = Idp::start(&resource).await;
-    let (mut proc, url) = serve(&db, &upstream, &idp.issuer, port, &[]).await;
+    let (idp, mut proc, url) = serve(&db, &upstream, &[]).await;
+    let resource = url.clone();
     let (status, _, body) = initialize(&url, &[("x-api-key", &narrow)]).await;
     assert_eq!(status, 200, "{body}");
     let writer = idp
@@ -686,10 +670,8 @@ async fn auth_modes_decide_which_credentials_open_the_server() {
     assert!(proc.terminate().await, "{}", proc.log());
 
     // `oauth`: a key alone is not enough; the answer says where to sign in.
-    let port = free_port();
-    let resource = format!("http://127.0.0.1:{port}/mcp");
-    let idp = Idp::start(&resource).await;
-    let (mut proc, url) = serve(&db, &upstream, &idp.issuer, port, &["--auth", "oauth"]).await;
+    let (idp, mut proc, url) = serve(&db, &upstream, &["--auth", "oauth"]).await;
+    let resource = url.clone();
     let (status, challenge, _) = initialize(&url, &[("x-api-key", &narrow)]).await;
     assert_eq!(status, 401);
     assert!(challenge.contains("resource_metadata="), "{challenge}");

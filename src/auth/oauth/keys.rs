@@ -237,7 +237,7 @@ fn verifying_keys(jwks: &[Jwk]) -> HashMap<String, Arc<VerifyingKey>> {
 /// The issuer's `jwks_uri`: from its OAuth metadata (RFC 8414, the well-known path inserted
 /// before the issuer's path), else its OpenID configuration. The metadata must name the same
 /// issuer.
-pub(super) async fn jwks_uri(client: &reqwest::Client, issuer: &str) -> Result<url::Url, String> {
+async fn jwks_uri(client: &reqwest::Client, issuer: &str) -> Result<url::Url, String> {
     let metadata = metadata(client, issuer).await?;
     let uri = metadata
         .get("jwks_uri")
@@ -251,10 +251,7 @@ pub(super) async fn jwks_uri(client: &reqwest::Client, issuer: &str) -> Result<u
 }
 
 /// The issuer's authorization server metadata (RFC 8414 first, then OpenID discovery).
-pub(crate) async fn metadata(
-    client: &reqwest::Client,
-    issuer: &str,
-) -> Result<serde_json::Value, String> {
+async fn metadata(client: &reqwest::Client, issuer: &str) -> Result<serde_json::Value, String> {
     let base = url::Url::parse(issuer).map_err(|e| format!("issuer {issuer:?}: {e}"))?;
     let path = base.path().trim_end_matches('/').to_string();
     let mut tried = Vec::new();
