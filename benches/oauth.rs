@@ -115,6 +115,7 @@ fn bench(c: &mut Criterion) {
             tenant_claim: "tenant".into(),
             organization_claim: "org".into(),
             roles_claim: "roles".into(),
+            introspection: None,
         }))
         .expect("the resource server starts");
     let now = chrono::Utc::now().timestamp();

@@ -2,7 +2,8 @@
 //! anything is loaded. Every key is known (an unknown one is refused with its name), names are
 //! `[a-z0-9_-]+` and unique, and secrets are references only (`env:VAR`, `file:PATH`), resolved
 //! here: a value written inline in the file is refused, and so is a file holding credential
-//! settings that its group or others may read.
+//! settings that its group or others may read. An `[oauth]` table holds `serve`'s sign-in
+//! settings ([`SignInFile`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -45,6 +46,46 @@ pub enum ConfigFileError {
 struct File {
     #[serde(default)]
     api: Vec<ApiConfig>,
+    /// `serve`'s sign-in settings; read by [`sign_in`], at start-up only.
+    #[serde(default)]
+    oauth: Option<SignInFile>,
+}
+
+/// `[oauth]`: the `--oauth-*` flags of `serve` (people sign in with their identity provider's
+/// tokens), with the scope table as `[oauth.scopes]` (`"apigate:read" = ["apigate.discover",
+/// "apigate.schema"]`). A flag given on the command line wins over the file. Nothing here is a
+/// secret.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct SignInFile {
+    #[serde(default)]
+    pub issuers: Vec<String>,
+    pub audience: Option<String>,
+    pub jwks_url: Option<String>,
+    pub tenant_claim: Option<String>,
+    pub organization_claim: Option<String>,
+    pub roles_claim: Option<String>,
+    /// `keys`, `oauth` or `both`.
+    pub auth: Option<String>,
+    /// RFC 7662 introspection of opaque tokens (the secret: APIGATE_OAUTH_INTROSPECTION_SECRET).
+    pub introspection_url: Option<String>,
+    pub introspection_client_id: Option<String>,
+    #[serde(default)]
+    pub scopes: BTreeMap<String, Vec<String>>,
+}
+
+/// The `[oauth]` table of the config file at `path`, if it has one.
+pub fn sign_in(path: &Path) -> Result<Option<SignInFile>, ConfigFileError> {
+    let shown = path.display().to_string();
+    let (text, _) = read_small(path, MAX_CONFIG_BYTES).map_err(|reason| ConfigFileError::Read {
+        path: shown.clone(),
+        reason,
+    })?;
+    let file: File = toml::from_str(&text).map_err(|e| ConfigFileError::Syntax {
+        path: shown,
+        reason: e.to_string(),
+    })?;
+    Ok(file.oauth)
 }
 
 /// One API: an `[[api]]` table, which takes the flags of `dev`, `serve` and `stdio` that are

@@ -49,7 +49,7 @@ pub(super) struct SessionData {
     pub(super) upstream: SessionCredentials,
 }
 
-/// A session's upstream credentials as loaded.
+/// A session's (or a signed-in person's) upstream credentials as loaded.
 #[derive(Debug)]
 pub(super) enum SessionCredentials {
     None,
@@ -70,6 +70,8 @@ pub(super) enum SessionOutcome {
 pub(super) struct Caches {
     pub(super) keys: Cache<Digest, Cached<KeyOutcome>>,
     pub(super) sessions: Cache<Digest, Cached<SessionOutcome>>,
+    /// Signed-in people (by issuer and `sub`): their own upstream credentials.
+    pub(super) oauth_users: Cache<Digest, Cached<Arc<SessionCredentials>>>,
     /// Bumped before every invalidation, so a lookup racing with one does not cache its result.
     pub(super) generation: Arc<AtomicU64>,
 }
@@ -82,6 +84,10 @@ impl Caches {
                 .time_to_live(ttl)
                 .build(),
             sessions: Cache::builder()
+                .max_capacity(capacity)
+                .time_to_live(ttl)
+                .build(),
+            oauth_users: Cache::builder()
                 .max_capacity(capacity)
                 .time_to_live(ttl)
                 .build(),
@@ -99,6 +105,7 @@ impl Caches {
         match what {
             Invalidation::Key(id) => invalidate_id(&self.keys, *id).await,
             Invalidation::Session(id) => invalidate_id(&self.sessions, *id).await,
+            Invalidation::OAuthUser(id) => invalidate_id(&self.oauth_users, *id).await,
             Invalidation::Roles => self.flush(),
         }
     }
@@ -107,6 +114,7 @@ impl Caches {
         self.generation.fetch_add(1, Ordering::SeqCst);
         self.keys.invalidate_all();
         self.sessions.invalidate_all();
+        self.oauth_users.invalidate_all();
     }
 
     /// The entry of `digest` in `cache`, filled by `load` when missing. An entry filled while

@@ -8,7 +8,8 @@
 //!
 //! Here: [`Auth`] and its settings, rate limits, the audit hook and the admin shortcuts. The
 //! two tiers are in `verify.rs`, the caches they fill in `cache.rs`, who a caller is and what it
-//! may do in `principal.rs`, the admin operations in `admin/`.
+//! may do in `principal.rs`, the admin operations in `admin/`, bearer tokens (`oauth/`) and the
+//! signed-in people they are (their stored upstream credentials) in `signed_in.rs`.
 
 mod admin;
 mod audit;
@@ -22,6 +23,7 @@ mod rate;
 pub mod sealed;
 mod secrets;
 pub mod session_upstream;
+mod signed_in;
 mod token_arg;
 mod verify;
 
@@ -39,7 +41,8 @@ pub(crate) use admin::{
 };
 pub use admin::{
     Admin, AdminError, AuditPage, AuditQuery, CreatedKey, CreatedSession, KeyInfo, NewKey,
-    NewSession, Revocation, SessionRef,
+    NewSession, OAuthUserInfo, OAuthUserPage, OAuthUserQuery, OAuthUserRef, OAuthUserUpstream,
+    Revocation, SessionRef,
 };
 pub use features::{Features, PermissionRules, RuleError, RuleSpec};
 pub use principal::{KeyPrincipal, Principal};

@@ -109,6 +109,20 @@ impl Principal {
         KeyPrincipal::dev().principal()
     }
 
+    /// The principal as the actor of an admin action (the reload route): for a bearer token,
+    /// its client acting for its user, labelled `oauth:CLIENT` as its tool calls are.
+    pub fn acting_key(&self) -> KeyPrincipal {
+        KeyPrincipal {
+            key_id: self.key_id,
+            name: self.key_label.clone(),
+            public_id: None,
+            roles: self.roles.clone(),
+            features: self.features.clone(),
+            read_only: self.read_only,
+            expires_at: self.expires_at,
+        }
+    }
+
     /// The feature a tool needs: `api_discover` → `apigate.discover`, and so on.
     pub(crate) fn tool_feature(tool: &str) -> String {
         format!("apigate.{}", tool.strip_prefix("api_").unwrap_or(tool))

@@ -247,7 +247,7 @@ impl Auth {
         };
         self.touch_later(row.id);
         let features = effective_features(&row);
-        let upstream = self.open_upstream(&row);
+        let upstream = self.open_upstream(row.id, row.upstream_headers.as_deref());
         Ok(cached(SessionOutcome::Valid(Arc::new(SessionData {
             id: row.id,
             user_id: row.user_id.unwrap_or_default(),
@@ -261,22 +261,23 @@ impl Auth {
         }))))
     }
 
-    /// Opens a session row's sealed upstream headers with the configured keys.
-    fn open_upstream(&self, row: &KeyRow) -> SessionCredentials {
-        let Some(sealed) = row.upstream_headers.as_deref() else {
+    /// Opens the sealed upstream headers of a session or a signed-in person (`id`: the row
+    /// they are bound to) with the configured keys.
+    pub(super) fn open_upstream(&self, id: Uuid, sealed: Option<&[u8]>) -> SessionCredentials {
+        let Some(sealed) = sealed else {
             return SessionCredentials::None;
         };
         let Some(keys) = &self.inner.keys else {
-            tracing::error!(session = %row.id,
-                "a session carries upstream credentials but no secret key is configured \
-                 (APIGATE_SECRET_KEY or --secret-key-file); its calls are refused");
+            tracing::error!(row = %id,
+                "stored upstream credentials but no secret key is configured \
+                 (APIGATE_SECRET_KEY or --secret-key-file); their calls are refused");
             return SessionCredentials::Unusable("no secret key is configured".into());
         };
-        match SessionUpstream::open(keys, row.id, sealed) {
+        match SessionUpstream::open(keys, id, sealed) {
             Ok(u) => SessionCredentials::Ready(Arc::new(u)),
             Err(e) => {
-                tracing::error!(session = %row.id, error = %e,
-                    "cannot open a session's upstream credentials; its calls are refused");
+                tracing::error!(row = %id, error = %e,
+                    "cannot open stored upstream credentials; their calls are refused");
                 SessionCredentials::Unusable(e.to_string())
             }
         }

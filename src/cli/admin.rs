@@ -1,10 +1,15 @@
-//! `apigate migrate`, `apigate keys …`, `apigate sessions …`, `apigate roles …`, `apigate audit`:
+//! `apigate migrate`, `apigate keys …`, `apigate sessions …`, `apigate roles …`, `apigate audit`,
+//! `apigate oauth users …` (in `admin/users.rs`):
 //! the same admin operations as `/admin/v1/*`, printed as a table or, with `--json`, as JSON.
 //! All read `DATABASE_URL` (or `--database-url`). The command names and flags are a contract.
 //! Here: the commands and their flags, and what each asks of [`Admin`]; how the answers print
 //! is in `admin/print.rs`.
 
 mod print;
+mod users;
+
+pub(crate) use users::run_users;
+pub use users::{UsersArgs, UsersCommand, users};
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
@@ -12,7 +17,9 @@ use clap::{Args, Subcommand};
 use chrono::{DateTime, Utc};
 
 use crate::auth::session_upstream::{HeaderArg, UpstreamInput};
-use crate::auth::{Admin, AuditPage, AuditQuery, NewKey, NewSession, SessionQuery, SessionRef};
+use crate::auth::{
+    Admin, AuditPage, AuditQuery, NewKey, NewSession, OAuthUserQuery, SessionQuery, SessionRef,
+};
 use crate::store::{Store, describe_target};
 use print::{audit_table, created, keys_table, list_or_dash, roles_table, sessions_table, shown};
 
@@ -153,7 +160,8 @@ pub enum SessionsCommand {
         /// Continue after a previous page (the cursor it printed)
         #[arg(long)]
         cursor: Option<String>,
-        /// Print JSON ({"sessions": [...], "nextCursor": ...}) instead of a table
+        /// Print JSON ({"sessions": [...], "nextCursor": ..., "oauthUsers": [...]}) instead of a
+        /// table. People signed in with a bearer token follow the first page
         #[arg(long)]
         json: bool,
     },
@@ -409,16 +417,45 @@ pub async fn sessions(admin: &Admin, cmd: SessionsCommand) -> anyhow::Result<Str
             cursor,
             json,
         } => {
+            let first = cursor.is_none();
             let page = admin
                 .list_sessions(&SessionQuery {
-                    user,
+                    user: user.clone(),
                     all,
                     limit: Some(limit),
                     cursor,
                 })
                 .await
                 .context("cannot list sessions")?;
-            shown(json, &page, sessions_table)
+            // People signed in with a bearer token are sessions too (without a row of their
+            // own): shown after the first page.
+            let people = match first {
+                true => Some(
+                    admin
+                        .list_oauth_users(&OAuthUserQuery {
+                            subject: user,
+                            limit: Some(limit),
+                            cursor: None,
+                        })
+                        .await
+                        .context("cannot list signed-in people")?,
+                ),
+                false => None,
+            };
+            let people = people.filter(|p| !p.users.is_empty());
+            match (json, people) {
+                (true, Some(people)) => {
+                    let mut v = serde_json::to_value(&page)?;
+                    v["oauthUsers"] = serde_json::to_value(&people.users)?;
+                    Ok(format!("{}\n", serde_json::to_string_pretty(&v)?))
+                }
+                (false, Some(people)) => Ok(format!(
+                    "{}\nSigned in with a bearer token (apigate oauth users list):\n{}",
+                    sessions_table(&page),
+                    print::oauth_users_table(&people)
+                )),
+                (json, None) => shown(json, &page, sessions_table),
+            }
         }
         SessionsCommand::Revoke { token_or_id, json } => {
             let which = SessionRef::parse(&token_or_id)?;

@@ -43,11 +43,11 @@ pub enum Command {
     /// Precompute what semantic ranking needs (the operation vectors) for deployments.
     Index(index::IndexArgs),
     /// Run the MCP server in development mode: one API key, no database.
-    Dev(dev::DevArgs),
+    Dev(Box<dev::DevArgs>),
     /// Run the MCP server in production mode: keys and sessions in Postgres (DATABASE_URL).
-    Serve(serve::ServeArgs),
+    Serve(Box<serve::ServeArgs>),
     /// Serve MCP over stdin/stdout, for clients that spawn the server.
-    Stdio(dev::StdioArgs),
+    Stdio(Box<dev::StdioArgs>),
     /// Print client configuration for Claude Code (`.mcp.json`) or OpenCode (`opencode.json`).
     Config(config::ConfigArgs),
     /// Run the reference agent monitor: rules, human approval, live web page.
@@ -77,9 +77,9 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Schema(a) => specs::schema(a).await,
         Command::Eval(a) => specs::eval(a).await,
         Command::Index(a) => index::run(a).await,
-        Command::Dev(a) => dev::run_dev(a).await,
-        Command::Serve(a) => serve::run(a).await,
-        Command::Stdio(a) => dev::run_stdio(a).await,
+        Command::Dev(a) => dev::run_dev(*a).await,
+        Command::Serve(a) => serve::run(*a).await,
+        Command::Stdio(a) => dev::run_stdio(*a).await,
         Command::Config(a) => config::run(a),
         Command::Monitor(a) => monitor::run(a).await.map(|()| ExitCode::SUCCESS),
         Command::Migrate(a) => admin::run_migrate(a).await.map(|()| ExitCode::SUCCESS),

@@ -1,12 +1,17 @@
 //! `serve`'s OAuth flags (apigate as a protected resource: bearer tokens from the company's
 //! identity provider are user sessions) and `apigate oauth check`, which shows an operator
-//! what a token from an issuer would map to before anyone signs in.
+//! what a token from an issuer would map to before anyone signs in; `apigate oauth users` (in
+//! `admin/users.rs`) lists who signed in and stores their upstream credentials.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
-use crate::auth::oauth::{AuthMode, OAuthSettings, ResourceServer};
+use crate::apis::config::SignInFile;
+use crate::auth::oauth::{AuthMode, IntrospectionSettings, OAuthSettings, ResourceServer};
+
+/// Where the introspection client's secret is read from.
+const INTROSPECTION_SECRET_ENV: &str = "APIGATE_OAUTH_INTROSPECTION_SECRET";
 use crate::http::OAuthGate;
 
 /// The OAuth flags of `serve`.
@@ -38,34 +43,54 @@ pub struct SignInArgs {
     /// apigate.execute; apigate:admin=apigate.admin.
     #[arg(long = "oauth-scope-features", value_name = "SCOPE=FEATURES")]
     pub scope_features: Vec<String>,
-    /// The claim read as the user's tenant.
-    #[arg(
-        long = "oauth-tenant-claim",
-        value_name = "CLAIM",
-        default_value = "tenant"
-    )]
-    pub tenant_claim: String,
-    /// The claim read as the user's organization.
-    #[arg(
-        long = "oauth-organization-claim",
-        value_name = "CLAIM",
-        default_value = "org"
-    )]
-    pub organization_claim: String,
-    /// The claim read as the user's roles (an array or a space-separated string).
-    #[arg(
-        long = "oauth-roles-claim",
-        value_name = "CLAIM",
-        default_value = "roles"
-    )]
-    pub roles_claim: String,
+    /// The claim read as the user's tenant (default: tenant).
+    #[arg(long = "oauth-tenant-claim", value_name = "CLAIM")]
+    pub tenant_claim: Option<String>,
+    /// The claim read as the user's organization (default: org).
+    #[arg(long = "oauth-organization-claim", value_name = "CLAIM")]
+    pub organization_claim: Option<String>,
+    /// The claim read as the user's roles, an array or a space-separated string (default: roles).
+    #[arg(long = "oauth-roles-claim", value_name = "CLAIM")]
+    pub roles_claim: Option<String>,
     /// Which credentials open the server: keys (x-api-key, then a session token per call),
     /// oauth (bearer tokens only) or both. Default: keys without an issuer, both with one.
     #[arg(long = "auth", value_name = "MODE", value_parser = ["keys", "oauth", "both"])]
     pub auth: Option<String>,
+    /// Check opaque (non-JWT) tokens by asking the issuer (RFC 7662 token introspection) at
+    /// this URL, as the client --oauth-introspection-client-id whose secret is in
+    /// APIGATE_OAUTH_INTROSPECTION_SECRET or --oauth-introspection-secret-file.
+    #[arg(long = "oauth-introspection-url", value_name = "URL")]
+    pub introspection_url: Option<String>,
+    #[arg(long = "oauth-introspection-client-id", value_name = "ID")]
+    pub introspection_client_id: Option<String>,
+    /// A file holding the introspection client's secret (one line).
+    #[arg(long = "oauth-introspection-secret-file", value_name = "FILE")]
+    pub introspection_secret_file: Option<std::path::PathBuf>,
+    /// `[oauth.scopes]` of the config file, used when no --oauth-scope-features is given.
+    #[arg(skip)]
+    pub file_scopes: BTreeMap<String, Vec<String>>,
 }
 
 impl SignInArgs {
+    /// These flags over the config file's `[oauth]` table: a flag given wins.
+    pub fn over(mut self, file: SignInFile) -> SignInArgs {
+        if self.issuers.is_empty() {
+            self.issuers = file.issuers;
+        }
+        self.audience = self.audience.or(file.audience);
+        self.jwks_url = self.jwks_url.or(file.jwks_url);
+        self.tenant_claim = self.tenant_claim.or(file.tenant_claim);
+        self.organization_claim = self.organization_claim.or(file.organization_claim);
+        self.roles_claim = self.roles_claim.or(file.roles_claim);
+        self.auth = self.auth.or(file.auth);
+        self.introspection_url = self.introspection_url.or(file.introspection_url);
+        self.introspection_client_id = self
+            .introspection_client_id
+            .or(file.introspection_client_id);
+        self.file_scopes = file.scopes;
+        self
+    }
+
     /// The settings the flags give, for a server listening at `listen`; `None` without an
     /// issuer.
     pub fn settings(&self, listen: SocketAddr) -> anyhow::Result<Option<OAuthSettings>> {
@@ -105,6 +130,14 @@ impl SignInArgs {
             scopes.insert(scope, features);
         }
         if scopes.is_empty() {
+            for (scope, features) in &self.file_scopes {
+                let text = format!("{scope}={}", features.join(","));
+                let (scope, features) = OAuthSettings::parse_scope(&text)
+                    .map_err(|e| anyhow::anyhow!("[oauth.scopes] {e}"))?;
+                scopes.insert(scope, features);
+            }
+        }
+        if scopes.is_empty() {
             scopes = OAuthSettings::default_scopes();
         }
         let audience = match &self.audience {
@@ -114,13 +147,50 @@ impl SignInArgs {
             }
             None => format!("http://{listen}/mcp"),
         };
+        let introspection = self.introspection()?;
         Ok(Some(OAuthSettings {
             issuers,
             audience,
             scopes,
-            tenant_claim: self.tenant_claim.clone(),
-            organization_claim: self.organization_claim.clone(),
-            roles_claim: self.roles_claim.clone(),
+            tenant_claim: claim(&self.tenant_claim, "tenant"),
+            organization_claim: claim(&self.organization_claim, "org"),
+            roles_claim: claim(&self.roles_claim, "roles"),
+            introspection,
+        }))
+    }
+
+    /// Where and as whom opaque tokens are introspected; `None` without a URL.
+    fn introspection(&self) -> anyhow::Result<Option<IntrospectionSettings>> {
+        let Some(url) = &self.introspection_url else {
+            return Ok(None);
+        };
+        let url = url::Url::parse(url)
+            .map_err(|e| anyhow::anyhow!("--oauth-introspection-url {url:?}: {e}"))?;
+        if !matches!(url.scheme(), "https" | "http") {
+            anyhow::bail!("--oauth-introspection-url: an http(s) URL");
+        }
+        let Some(client_id) = self.introspection_client_id.clone() else {
+            anyhow::bail!("--oauth-introspection-url needs --oauth-introspection-client-id");
+        };
+        let secret = match &self.introspection_secret_file {
+            Some(path) => std::fs::read_to_string(path).map_err(|e| {
+                anyhow::anyhow!("--oauth-introspection-secret-file {}: {e}", path.display())
+            })?,
+            None => std::env::var(INTROSPECTION_SECRET_ENV).map_err(|_| {
+                anyhow::anyhow!(
+                    "--oauth-introspection-url needs the client's secret: set \
+                     {INTROSPECTION_SECRET_ENV} or --oauth-introspection-secret-file"
+                )
+            })?,
+        };
+        let secret = secret.trim().to_string();
+        if secret.is_empty() {
+            anyhow::bail!("the introspection client's secret is empty");
+        }
+        Ok(Some(IntrospectionSettings {
+            url,
+            client_id,
+            client_secret: std::sync::Arc::new(zeroize::Zeroizing::new(secret)),
         }))
     }
 
@@ -147,6 +217,10 @@ impl SignInArgs {
     }
 }
 
+fn claim(given: &Option<String>, default: &str) -> String {
+    given.clone().unwrap_or_else(|| default.to_string())
+}
+
 /// `apigate oauth …`.
 #[derive(Debug, clap::Args)]
 pub struct OAuthCommand {
@@ -158,6 +232,8 @@ pub struct OAuthCommand {
 pub enum OAuthSub {
     /// Fetch an issuer's metadata and keys, and print what its tokens would map to.
     Check(CheckArgs),
+    /// People who signed in with a bearer token, and their own upstream credentials.
+    Users(super::admin::UsersArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -170,7 +246,13 @@ pub struct CheckArgs {
 }
 
 pub async fn run(command: OAuthCommand) -> anyhow::Result<ExitCode> {
-    let OAuthSub::Check(args) = command.command;
+    let args = match command.command {
+        OAuthSub::Check(args) => args,
+        OAuthSub::Users(args) => {
+            super::admin::run_users(args).await?;
+            return Ok(ExitCode::SUCCESS);
+        }
+    };
     let listen: SocketAddr = ([127, 0, 0, 1], 3001).into();
     let Some(settings) = args.oauth.settings(listen)? else {
         anyhow::bail!("give --oauth-issuer URL");
@@ -188,6 +270,7 @@ pub async fn run(command: OAuthCommand) -> anyhow::Result<ExitCode> {
             "organization": settings.organization_claim, "roles": settings.roles_claim,
             "client": "client_id, else azp"},
         "metadata": server.metadata(),
+        "introspection": settings.introspection.as_ref().map(|i| i.url.as_str()),
     });
     let text = if args.json {
         serde_json::to_string_pretty(&report)? + "\n"

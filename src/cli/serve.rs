@@ -60,7 +60,16 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("cannot listen on {}", args.http.listen))?;
     let addr = listener.local_addr()?;
     engine.identity = args.identity.build(&format!("http://{addr}"))?;
-    let oauth = args.oauth.gate(addr).await?;
+    // `[oauth]` of the config file, under the flags (read at start-up; a reload does not
+    // change who may sign in).
+    let sign_in = match &args.engine.config {
+        Some(path) => match crate::apis::config::sign_in(path)? {
+            Some(file) => args.oauth.clone().over(file),
+            None => args.oauth.clone(),
+        },
+        None => args.oauth.clone(),
+    };
+    let oauth = sign_in.gate(addr).await?;
     let engine = Arc::new(engine);
     let url = format!("http://{addr}/mcp");
     eprintln!(

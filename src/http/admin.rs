@@ -1,4 +1,5 @@
-//! `/admin/v1/*`: server keys, sessions, roles and the audit log over HTTP, described by
+//! `/admin/v1/*`: server keys, sessions, roles, signed-in people's upstream credentials and the
+//! audit log over HTTP, described by
 //! `openapi/apigate-admin.yaml` (a test checks that [`mounted`] and the document agree). A thin
 //! adapter over `auth::Auth`'s admin operations, run as the calling key (`Auth::admin_as`: a
 //! read-only key only reads, nothing is granted beyond the key's features, every change is
@@ -22,7 +23,7 @@ use serde_json::json;
 use super::error::{ApiError, ErrorCode};
 use crate::auth::{
     ADMIN_FEATURE, Admin, AdminError, AuditQuery, Auth, AuthError, KeyPrincipal, NewKey,
-    NewSession, SessionQuery, SessionRef,
+    NewSession, OAuthUserQuery, OAuthUserRef, OAuthUserUpstream, SessionQuery, SessionRef,
 };
 use crate::tools::Code;
 
@@ -38,7 +39,7 @@ where
 }
 
 /// Every admin route with its handler.
-fn routes() -> [AdminRoute; 10] {
+fn routes() -> [AdminRoute; 13] {
     [
         route(Method::POST, "/admin/v1/keys", create_key),
         route(Method::GET, "/admin/v1/keys", list_keys),
@@ -54,6 +55,17 @@ fn routes() -> [AdminRoute; 10] {
         route(Method::GET, "/admin/v1/roles", list_roles),
         route(Method::PUT, "/admin/v1/roles/{name}", set_role),
         route(Method::GET, "/admin/v1/audit", audit),
+        route(Method::GET, "/admin/v1/oauth-users", list_oauth_users),
+        route(
+            Method::PUT,
+            "/admin/v1/oauth-users/upstream",
+            set_oauth_user_upstream,
+        ),
+        route(
+            Method::DELETE,
+            "/admin/v1/oauth-users/upstream",
+            clear_oauth_user_upstream,
+        ),
     ]
 }
 
@@ -310,4 +322,23 @@ async fn set_role(
     Body(req): Body<SetRole>,
 ) -> Reply {
     ok(admin.set_role(&name, &req.features).await?)
+}
+
+async fn list_oauth_users(AsCaller(admin): AsCaller, Params(q): Params<OAuthUserQuery>) -> Reply {
+    ok(admin.list_oauth_users(&q).await?)
+}
+
+async fn set_oauth_user_upstream(
+    AsCaller(admin): AsCaller,
+    Body(req): Body<OAuthUserUpstream>,
+) -> Reply {
+    ok(admin.set_oauth_user_upstream(req).await?)
+}
+
+/// The person in the query (`?issuer=…&subject=…`): neither is a secret.
+async fn clear_oauth_user_upstream(
+    AsCaller(admin): AsCaller,
+    Params(who): Params<OAuthUserRef>,
+) -> Reply {
+    ok(admin.clear_oauth_user_upstream(&who).await?)
 }

@@ -197,7 +197,9 @@ fn oauth_refusal(gate: &OAuthGate, error: Option<&OAuthError>) -> Response {
             ),
             e.to_string(),
         ),
-        Some(e @ OAuthError::KeysUnavailable { .. }) => (
+        Some(
+            e @ (OAuthError::KeysUnavailable { .. } | OAuthError::IntrospectionUnavailable { .. }),
+        ) => (
             StatusCode::SERVICE_UNAVAILABLE,
             format!("Bearer resource_metadata=\"{metadata}\""),
             e.to_string(),
@@ -326,14 +328,22 @@ async fn bearer_caller(
         ),
         _ => None,
     };
-    let principal = verified.principal(key.as_ref());
-    if !TOOL_FEATURES.iter().any(|f| principal.features.allows(f)) {
+    let granted = verified.principal(key.as_ref());
+    if !TOOL_FEATURES.iter().any(|f| granted.features.allows(f)) {
         let scopes = gate.server.scopes_granting(TOOL_FEATURES[0]);
         return Err(oauth_refusal(
             gate,
             Some(&OAuthError::InsufficientScope { scopes }),
         ));
     }
+    // The person's own upstream credentials (stored under issuer and `sub`) come with them.
+    let principal = match &state.keys {
+        KeyCheck::Database(auth) => auth
+            .bearer_principal(&verified, key.as_ref())
+            .await
+            .map_err(auth_error_response)?,
+        KeyCheck::Single(_) => granted,
+    };
     Ok(HttpCaller {
         key_fingerprint: fingerprint(&format!("oauth {} {}", verified.issuer, verified.subject)),
         key,

@@ -347,14 +347,17 @@ async fn reload(
         );
     };
     // A signed-in person needs the feature in their token (with a key too, in both); a key
-    // alone in its own features; the dev key has every one.
-    let allowed = match (&caller.bearer, &caller.key) {
-        (Some(p), _) => p.features.allows(crate::auth::ADMIN_FEATURE),
-        (None, Some(key)) => key.features.allows(crate::auth::ADMIN_FEATURE),
-        (None, None) => true,
+    // alone in its own features; the dev key has every one. Audited as who asked: the key, or
+    // the token's client (`oauth:CLIENT`).
+    let asker = match (&caller.bearer, &caller.key) {
+        (Some(p), _) => Some(p.acting_key()),
+        (None, key) => key.clone(),
     };
+    let allowed = asker
+        .as_ref()
+        .is_none_or(|k| k.features.allows(crate::auth::ADMIN_FEATURE));
     if !allowed {
-        if let (Some(auth), Some(key)) = (&state.database, &caller.key) {
+        if let (Some(auth), Some(key)) = (&state.database, &asker) {
             auth.record_admin_refusal(Some(key), "", "POST", Some("/admin/v1/reload"), "FORBIDDEN")
                 .await;
         }
@@ -362,7 +365,7 @@ async fn reload(
         return error::ApiError::from(crate::auth::AuthError::Forbidden { missing })
             .into_response();
     }
-    let (status, body) = hook(caller.key.clone()).await;
+    let (status, body) = hook(asker).await;
     (status, Json(body)).into_response()
 }
 

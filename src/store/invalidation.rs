@@ -38,6 +38,8 @@ pub(super) async fn notify(
 pub(crate) enum Invalidation {
     Key(Uuid),
     Session(Uuid),
+    /// A signed-in person's upstream credentials changed (`oauth_users.id`).
+    OAuthUser(Uuid),
     /// Some role changed: every cached principal may have different features now.
     Roles,
 }
@@ -47,6 +49,7 @@ impl Invalidation {
         match self {
             Invalidation::Key(id) => format!("key:{id}"),
             Invalidation::Session(id) => format!("session:{id}"),
+            Invalidation::OAuthUser(id) => format!("oauth-user:{id}"),
             Invalidation::Roles => "roles".to_string(),
         }
     }
@@ -60,6 +63,7 @@ impl Invalidation {
         match kind {
             "key" => Some(Invalidation::Key(id)),
             "session" => Some(Invalidation::Session(id)),
+            "oauth-user" => Some(Invalidation::OAuthUser(id)),
             _ => None,
         }
     }

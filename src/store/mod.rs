@@ -1,5 +1,5 @@
 //! The only sqlx user: pool, embedded migrations, queries for `api_keys`, `roles`, `audit_log`
-//! (their rows in `rows`), `held_responses` (in `responses`), and the `LISTEN/NOTIFY` channel
+//! (their rows in `rows`), `held_responses` (in `responses`), `oauth_users` (in `oauth_users`), and the `LISTEN/NOTIFY` channel
 //! that tells every instance to drop cached credentials (`invalidation`). A revocation, a purge
 //! of sessions' upstream credentials and a role change are announced on it in the same
 //! transaction.
@@ -14,11 +14,13 @@ use sqlx::{ConnectOptions, Connection, PgPool};
 use uuid::Uuid;
 
 mod invalidation;
+mod oauth_users;
 mod responses;
 mod rows;
 
 use invalidation::notify;
 pub(crate) use invalidation::{Heard, Invalidation, InvalidationListener};
+pub(crate) use oauth_users::OAuthUserRow;
 pub use rows::{AuditEntry, AuditFilter, AuditRow, Decision, RoleRow};
 pub(crate) use rows::{KeyRow, NewKind, NewRow, RevokeTarget, Revoked};
 

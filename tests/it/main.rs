@@ -29,6 +29,7 @@ mod scheme_credentials;
 mod session_credentials;
 mod several;
 mod signin;
+mod signin_users;
 mod spec;
 mod support;
 mod tasks;

@@ -25,8 +25,8 @@ const REDIRECT: &str = "http://127.0.0.1:9/callback";
 
 /// A running `oidc-provider`, and the keys it signs with (so a test can sign what it never
 /// would).
-struct Idp {
-    issuer: String,
+pub(crate) struct Idp {
+    pub(crate) issuer: String,
     keys: Value,
     _child: tokio::process::Child,
     _dir: tempfile::TempDir,
@@ -61,7 +61,7 @@ fn form_body(fields: &[(&str, &str)]) -> String {
         .finish()
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -71,7 +71,7 @@ fn free_port() -> u16 {
 
 impl Idp {
     /// The provider, issuing tokens for `resource` (and for one other resource).
-    async fn start(resource: &str) -> Idp {
+    pub(crate) async fn start(resource: &str) -> Idp {
         let (node, script) = installed().await;
         let dir = tempfile::tempdir().unwrap();
         let keys_file = dir.path().join("keys.json");
@@ -111,7 +111,13 @@ impl Idp {
     /// A person signs in as `user` in `client` for `scope` and `resource`: the authorization
     /// request with PKCE, the provider's login form, its consent form, the code exchanged for
     /// an access token. Cookies and redirects are followed by hand, as a browser would.
-    async fn sign_in(&self, client: &str, user: &str, scope: &str, resource: &str) -> String {
+    pub(crate) async fn sign_in(
+        &self,
+        client: &str,
+        user: &str,
+        scope: &str,
+        resource: &str,
+    ) -> String {
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .build()
@@ -249,7 +255,7 @@ impl Idp {
 /// An authorization server and `apigate serve` trusting it, with `extra` flags: apigate on a
 /// port chosen up front, so that its /mcp URL (returned, with both processes) is the resource
 /// the provider mints tokens for.
-async fn serve(db: &TestDb, upstream: &Upstream, extra: &[&str]) -> (Idp, Proc, String) {
+pub(crate) async fn serve(db: &TestDb, upstream: &Upstream, extra: &[&str]) -> (Idp, Proc, String) {
     let port = free_port();
     let resource = format!("http://127.0.0.1:{port}/mcp");
     let idp = Idp::start(&resource).await;
@@ -281,7 +287,7 @@ async fn serve(db: &TestDb, upstream: &Upstream, extra: &[&str]) -> (Idp, Proc, 
 }
 
 /// A raw `initialize` on `/mcp` with these headers: status, `WWW-Authenticate`, body.
-async fn initialize(url: &str, headers: &[(&str, &str)]) -> (u16, String, Value) {
+pub(crate) async fn initialize(url: &str, headers: &[(&str, &str)]) -> (u16, String, Value) {
     let mut request = reqwest::Client::new()
         .post(url)
         .header("accept", "application/json, text/event-stream")
@@ -711,6 +717,7 @@ async fn token_cost() {
         tenant_claim: "tenant".into(),
         organization_claim: "org".into(),
         roles_claim: "roles".into(),
+        introspection: None,
     })
     .await
     .unwrap();

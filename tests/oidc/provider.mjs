@@ -2,7 +2,8 @@
 // Connect server), configured with three confidential clients (one per signing algorithm),
 // Dynamic Client Registration (as MCP clients use), resource indicators (RFC 8707: access
 // tokens are JWTs for the resource asked for), PKCE, and its development login and consent forms
-// (any user name, any password). Started by tests/it/oidc.rs:
+// (any user name, any password), and introspection and revocation for the opaque tokens of
+// apigate-op. Started by tests/it/signin.rs:
 //
 //   PORT=4100 RESOURCE=http://127.0.0.1:PORT/mcp KEYS_OUT=keys.json node provider.mjs
 //
@@ -43,8 +44,10 @@ writeFileSync(
   JSON.stringify({ issuer, keys: [rsa, ec, ed].map(pems), unlisted: pems(unlisted) }),
 );
 
-// The client's id names the algorithm its access tokens are signed with.
+// The client's id names the algorithm its access tokens are signed with; apigate-op gets opaque
+// access tokens, which a resource server checks by introspection (RFC 7662).
 const algs = { 'apigate-rs': 'RS256', 'apigate-es': 'ES256', 'apigate-ed': 'EdDSA' };
+const clients = [...Object.keys(algs), 'apigate-op'];
 const client = (client_id) => ({
   client_id,
   client_secret: `${client_id}-secret`,
@@ -55,12 +58,14 @@ const client = (client_id) => ({
 });
 
 const provider = new Provider(issuer, {
-  clients: Object.keys(algs).map(client),
+  clients: clients.map(client),
   jwks: { keys: [rsa.jwk, ec.jwk, ed.jwk] },
   scopes: ['openid', 'offline_access', 'apigate:read', 'apigate:write', 'apigate:admin'],
   pkce: { required: () => true },
   features: {
     devInteractions: { enabled: true },
+    introspection: { enabled: true },
+    revocation: { enabled: true },
     registration: { enabled: true },
     resourceIndicators: {
       enabled: true,
@@ -74,7 +79,7 @@ const provider = new Provider(issuer, {
           scope: 'apigate:read apigate:write apigate:admin',
           audience: indicator,
           accessTokenTTL: 600,
-          accessTokenFormat: 'jwt',
+          accessTokenFormat: oidcClient.clientId === 'apigate-op' ? 'opaque' : 'jwt',
           jwt: { sign: { alg: algs[oidcClient.clientId] ?? 'RS256' } },
         };
       },

@@ -1,5 +1,5 @@
 //! Managing credentials: create, list and revoke server keys; create and revoke sessions; set
-//! and list roles. The one implementation behind `/admin/v1/*` and `apigate keys|sessions|roles`.
+//! and list roles; store people's upstream credentials (`users.rs`). The one implementation behind `/admin/v1/*` and `apigate keys|sessions|roles`.
 //! Works on a bare `Store` (the CLI has no caches); revocations are announced by the store, so
 //! running servers drop their cached entries at once.
 //!
@@ -8,6 +8,7 @@
 //! hands out a feature (directly or through a role) that they do not hold themselves.
 
 mod types;
+mod users;
 mod validate;
 
 use std::sync::Arc;
@@ -20,6 +21,7 @@ pub use types::{
     SessionRef,
 };
 pub(crate) use types::{Role, SessionInfo, SessionPage, SessionQuery};
+pub use users::{OAuthUserInfo, OAuthUserPage, OAuthUserQuery, OAuthUserRef, OAuthUserUpstream};
 pub(crate) use validate::MAX_ID_CHARS;
 use validate::{
     bad_cursor, clean_features, dedup, invalid_role_name, keep_page, non_blank, page_size,
@@ -617,6 +619,8 @@ fn describe(action: &'static str) -> &'static str {
         SESSION_CREATE => "create sessions",
         SESSION_REVOKE => "revoke sessions",
         ROLE_SET => "change roles",
+        users::USER_UPSTREAM_SET => "store people's upstream credentials",
+        users::USER_UPSTREAM_CLEAR => "delete people's upstream credentials",
         other => other,
     }
 }

@@ -293,9 +293,17 @@ async fn metadata(client: &reqwest::Client, issuer: &str) -> Result<serde_json::
 
 /// GETs `url`: 2xx, at most [`MAX_DOCUMENT_BYTES`], within [`FETCH_TIMEOUT`].
 async fn get(client: &reqwest::Client, url: &url::Url) -> Result<Vec<u8>, String> {
+    read_bounded(client.get(url.clone()), url).await
+}
+
+/// Sends `request` (to `url`) for JSON: 2xx, at most [`MAX_DOCUMENT_BYTES`], within
+/// [`FETCH_TIMEOUT`]; why not, without the URL's user info or query.
+pub(super) async fn read_bounded(
+    request: reqwest::RequestBuilder,
+    url: &url::Url,
+) -> Result<Vec<u8>, String> {
     let fetch = async {
-        let mut response = client
-            .get(url.clone())
+        let mut response = request
             .header(reqwest::header::ACCEPT, "application/json")
             .send()
             .await

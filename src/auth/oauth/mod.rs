@@ -3,10 +3,15 @@
 //! ES384, EdDSA; never `none`, never HS*), for this resource (`aud`, RFC 8707: a token minted
 //! for another API is refused), within its lifetime (60 s of skew). Its `sub` is the user,
 //! configurable claims the tenant, organization and roles, its scopes the features (through
-//! the operator's table). The keys are in `keys`; the HTTP side (metadata, 401/403 with
+//! the operator's table). An opaque token (not a JWT) is checked by asking the issuer
+//! (RFC 7662, `introspect`) when introspection is configured, and its claims then pass the
+//! same checks. The keys are in `keys`; the HTTP side (metadata, 401/403 with
 //! `WWW-Authenticate`) in `http::guard`.
 
+mod introspect;
 mod keys;
+
+pub use introspect::IntrospectionSettings;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -62,6 +67,8 @@ pub struct OAuthSettings {
     pub tenant_claim: String,
     pub organization_claim: String,
     pub roles_claim: String,
+    /// Where opaque tokens are introspected (RFC 7662); without it only JWTs are taken.
+    pub introspection: Option<IntrospectionSettings>,
 }
 
 impl OAuthSettings {
@@ -103,8 +110,8 @@ impl OAuthSettings {
 }
 
 /// Why a bearer token was refused. Every one is a 401 with `error="invalid_token"` but
-/// [`OAuthError::KeysUnavailable`] (503: the issuer's keys could not be fetched and none are
-/// cached) and [`OAuthError::InsufficientScope`] (403).
+/// [`OAuthError::KeysUnavailable`] and [`OAuthError::IntrospectionUnavailable`] (503: the
+/// issuer's keys could not be fetched and none are cached, or it did not answer) and [`OAuthError::InsufficientScope`] (403).
 #[derive(Debug, thiserror::Error)]
 pub enum OAuthError {
     #[error("the bearer token is not a JWT this server can read: {0}")]
@@ -121,6 +128,8 @@ pub enum OAuthError {
     UnknownKey { kid: String },
     #[error("the signing keys of {issuer} could not be fetched ({why}); try again shortly")]
     KeysUnavailable { issuer: String, why: String },
+    #[error("the token could not be checked with its issuer ({why}); try again shortly")]
+    IntrospectionUnavailable { why: String },
     #[error("the token is not valid for this server: {0}")]
     Invalid(String),
     #[error("the token carries more than {MAX_SCOPES} scopes")]
@@ -183,6 +192,7 @@ pub struct ResourceServer {
 struct Inner {
     settings: OAuthSettings,
     issuers: Vec<keys::Issuer>,
+    introspector: Option<introspect::Introspector>,
     client: reqwest::Client,
 }
 
@@ -202,10 +212,15 @@ impl ResourceServer {
             .iter()
             .map(|(iss, jwks)| keys::Issuer::new(iss.clone(), jwks.clone()))
             .collect();
+        let introspector = settings
+            .introspection
+            .clone()
+            .map(introspect::Introspector::new);
         let server = ResourceServer {
             inner: Arc::new(Inner {
                 settings,
                 issuers,
+                introspector,
                 client,
             }),
         };
@@ -223,6 +238,12 @@ impl ResourceServer {
     pub async fn verify(&self, token: &str) -> Result<BearerToken, OAuthError> {
         if token.len() > MAX_TOKEN_BYTES {
             return Err(OAuthError::TooLarge);
+        }
+        if let Some(introspector) = &self.inner.introspector
+            && token.split('.').count() != 3
+        {
+            let claims = introspector.claims(&self.inner.client, token).await?;
+            return self.check_introspected(&claims);
         }
         let header = jsonwebtoken::decode_header(token).map_err(|e| {
             OAuthError::Malformed(match e.kind() {
@@ -286,6 +307,55 @@ impl ResourceServer {
             })
         })?;
         self.read_claims(&issuer.issuer, &data.claims)
+    }
+
+    /// An introspection answer's claims, checked as a JWT's are: a trusted `iss` (the only
+    /// issuer when the answer names none), an `aud` naming this resource, `exp` (required) and
+    /// `nbf` with the skew, a `sub`.
+    fn check_introspected(&self, claims: &Value) -> Result<BearerToken, OAuthError> {
+        let s = &self.inner.settings;
+        let issuer = match claims.get("iss").and_then(Value::as_str) {
+            Some(iss) => s
+                .issuers
+                .iter()
+                .map(|(i, _)| i.as_str())
+                .find(|i| i.trim_end_matches('/') == iss.trim_end_matches('/'))
+                .ok_or_else(|| OAuthError::UnknownIssuer(crate::printable::cell(iss, 200)))?,
+            None if s.issuers.len() == 1 => s.issuers[0].0.as_str(),
+            None => {
+                return Err(OAuthError::Invalid(
+                    "its introspection answer names no issuer".into(),
+                ));
+            }
+        };
+        let audience = s.audience.as_str();
+        let for_us = match claims.get("aud") {
+            Some(Value::String(a)) => a == audience,
+            Some(Value::Array(a)) => a.iter().any(|a| a.as_str() == Some(audience)),
+            _ => false,
+        };
+        if !for_us {
+            return Err(OAuthError::Invalid(format!(
+                "it was issued for another resource (its aud does not name {audience})"
+            )));
+        }
+        let now = Utc::now().timestamp();
+        let leeway = LEEWAY.as_secs() as i64;
+        match claims.get("exp").and_then(Value::as_i64) {
+            None => return Err(OAuthError::Invalid("it has no `exp` claim".into())),
+            Some(exp) if exp + leeway < now => {
+                return Err(OAuthError::Invalid("it has expired".into()));
+            }
+            Some(_) => {}
+        }
+        if claims
+            .get("nbf")
+            .and_then(Value::as_i64)
+            .is_some_and(|nbf| nbf - leeway > now)
+        {
+            return Err(OAuthError::Invalid("it is not valid yet (nbf)".into()));
+        }
+        self.read_claims(issuer, claims)
     }
 
     fn read_claims(&self, issuer: &str, claims: &Value) -> Result<BearerToken, OAuthError> {

@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::auth::{AuditPage, KeyInfo, Role, SessionPage};
+use crate::auth::{AuditPage, KeyInfo, OAuthUserPage, Role, SessionPage};
 use crate::printable;
 use crate::store::AuditRow;
 
@@ -72,6 +72,23 @@ pub(super) fn sessions_table(page: &SessionPage) -> String {
             ("LAST USED", |s| minute(s.last_used_at)),
             ("STATUS", |s| s.status.to_string()),
             ("UPSTREAM HEADERS", |s| list_or_dash(&s.upstream_headers)),
+        ],
+    );
+    more(&mut out, page.next_cursor.as_deref());
+    out
+}
+
+/// People who signed in with a bearer token.
+pub(super) fn oauth_users_table(page: &OAuthUserPage) -> String {
+    let mut out = table_of(
+        &page.users,
+        &[
+            ("SUBJECT", |u| u.subject.clone()),
+            ("ISSUER", |u| u.issuer.clone()),
+            ("CLIENT", |u| or_dash(&u.client_id)),
+            ("FIRST SEEN", |u| minute(u.first_seen)),
+            ("LAST SEEN", |u| minute(u.last_seen)),
+            ("UPSTREAM HEADERS", |u| list_or_dash(&u.upstream_headers)),
         ],
     );
     more(&mut out, page.next_cursor.as_deref());

@@ -1,0 +1,196 @@
+//! Signed-in people (`oauth_users`): listing who signed in with a bearer token, and storing or
+//! deleting a person's own upstream credentials under their issuer and `sub` (sealed as a
+//! session's are; the person's next call uses them, on every instance).
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::validate::{bad_cursor, keep_page, non_blank, page_size, printable_id};
+use super::{Admin, AdminError, HOW_TO_SET_A_KEY, MAX_ID_CHARS};
+use crate::auth::session_upstream::UpstreamInput;
+use crate::store::OAuthUserRow;
+
+/// The longest issuer URL taken.
+const MAX_ISSUER_CHARS: usize = 2048;
+
+// The actions, as the audit log's `operation` names them.
+pub(super) const USER_UPSTREAM_SET: &str = "oauth_user.upstream.set";
+pub(super) const USER_UPSTREAM_CLEAR: &str = "oauth_user.upstream.clear";
+
+/// A person, by the issuer of their tokens and their `sub`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OAuthUserRef {
+    pub issuer: String,
+    pub subject: String,
+}
+
+/// `PUT /admin/v1/oauth-users/upstream`: a person and the upstream headers to send for them.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OAuthUserUpstream {
+    pub issuer: String,
+    pub subject: String,
+    pub upstream: UpstreamInput,
+}
+
+/// A person as listed (never a credential: the headers' names only).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OAuthUserInfo {
+    pub id: Uuid,
+    pub issuer: String,
+    pub subject: String,
+    /// The client of their last token.
+    pub client_id: Option<String>,
+    /// When they first and last signed in (to the credential cache's lifetime); `null`
+    /// before they ever have.
+    pub first_seen: Option<DateTime<Utc>>,
+    pub last_seen: Option<DateTime<Utc>>,
+    pub upstream_headers: Vec<String>,
+}
+
+impl From<OAuthUserRow> for OAuthUserInfo {
+    fn from(r: OAuthUserRow) -> OAuthUserInfo {
+        OAuthUserInfo {
+            id: r.id,
+            issuer: r.issuer,
+            subject: r.subject,
+            client_id: r.client_id,
+            first_seen: r.first_seen,
+            last_seen: r.last_seen,
+            upstream_headers: r.upstream_header_names.unwrap_or_default(),
+        }
+    }
+}
+
+/// Which people to list.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OAuthUserQuery {
+    /// Only this `sub`.
+    #[serde(default)]
+    pub subject: Option<String>,
+    #[serde(default)]
+    pub limit: Option<u32>,
+    #[serde(default)]
+    pub cursor: Option<String>,
+}
+
+/// One page of people.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OAuthUserPage {
+    pub users: Vec<OAuthUserInfo>,
+    pub next_cursor: Option<String>,
+}
+
+/// The issuer and subject, checked: the issuer without a trailing `/` (as tokens are matched).
+fn checked(issuer: &str, subject: &str) -> Result<(String, String), AdminError> {
+    let issuer = issuer.trim().trim_end_matches('/');
+    let parsed = url::Url::parse(issuer).ok();
+    if issuer.len() > MAX_ISSUER_CHARS
+        || !parsed.is_some_and(|u| matches!(u.scheme(), "https" | "http"))
+    {
+        return Err(AdminError::Invalid(format!(
+            "issuer must be the http(s) URL of a trusted issuer (its `iss`), at most \
+             {MAX_ISSUER_CHARS} characters"
+        )));
+    }
+    let subject = subject.trim();
+    if subject.is_empty() || subject.chars().count() > MAX_ID_CHARS {
+        return Err(AdminError::Invalid(format!(
+            "subject must be the person's `sub`: 1 to {MAX_ID_CHARS} characters"
+        )));
+    }
+    printable_id("subject", subject)?;
+    Ok((issuer.to_string(), subject.to_string()))
+}
+
+fn target(id: Uuid) -> Option<String> {
+    Some(format!("oauth-user:{id}"))
+}
+
+impl Admin {
+    /// Stores the upstream headers sent on a signed-in person's calls (replacing theirs).
+    pub async fn set_oauth_user_upstream(
+        &self,
+        req: OAuthUserUpstream,
+    ) -> Result<OAuthUserInfo, AdminError> {
+        self.may_change(USER_UPSTREAM_SET, || None).await?;
+        let (issuer, subject) = checked(&req.issuer, &req.subject)?;
+        if req.upstream.is_empty() {
+            return Err(AdminError::Invalid(
+                "upstream.headers is empty: give at least one header, or delete the person's \
+                 credentials (DELETE /admin/v1/oauth-users/upstream)"
+                    .into(),
+            ));
+        }
+        let headers = req.upstream.check().map_err(AdminError::Invalid)?;
+        let Some(keys) = &self.keys else {
+            return Err(AdminError::Invalid(format!(
+                "upstream credentials cannot be stored: no secret key is configured; \
+                 {HOW_TO_SET_A_KEY}"
+            )));
+        };
+        let id = self.store.oauth_user_id(&issuer, &subject).await?;
+        let sealed = headers.seal(keys, id).map_err(|e| {
+            tracing::error!(error = %e, "sealing a person's upstream headers failed");
+            AdminError::Internal
+        })?;
+        let row = self
+            .store
+            .set_oauth_user_upstream(id, &sealed, &headers.names())
+            .await?;
+        self.forget_cached(id).await;
+        self.record(USER_UPSTREAM_SET, target(id), None).await;
+        Ok(row.into())
+    }
+
+    /// Deletes a signed-in person's upstream credentials.
+    pub async fn clear_oauth_user_upstream(
+        &self,
+        who: &OAuthUserRef,
+    ) -> Result<OAuthUserInfo, AdminError> {
+        self.may_change(USER_UPSTREAM_CLEAR, || None).await?;
+        let (issuer, subject) = checked(&who.issuer, &who.subject)?;
+        let row = self
+            .store
+            .clear_oauth_user_upstream(&issuer, &subject)
+            .await?
+            .ok_or_else(|| {
+                AdminError::NotFound(format!("no signed-in person {subject:?} of {issuer}"))
+            })?;
+        self.forget_cached(row.id).await;
+        self.record(USER_UPSTREAM_CLEAR, target(row.id), None).await;
+        Ok(row.into())
+    }
+
+    /// Lists signed-in people, the most recently seen first.
+    pub async fn list_oauth_users(&self, q: &OAuthUserQuery) -> Result<OAuthUserPage, AdminError> {
+        let limit = page_size(q.limit)?;
+        let offset = match q.cursor.as_deref() {
+            None => 0,
+            Some(c) => c.parse::<u32>().map_err(|_| bad_cursor(c))?,
+        };
+        let subject = non_blank(q.subject.as_deref());
+        let mut rows = self
+            .store
+            .list_oauth_users(subject, i64::from(limit) + 1, i64::from(offset))
+            .await?;
+        let more = keep_page(&mut rows, limit);
+        Ok(OAuthUserPage {
+            users: rows.into_iter().map(OAuthUserInfo::from).collect(),
+            next_cursor: more.then(|| (offset + limit).to_string()),
+        })
+    }
+
+    /// Drops the person from this instance's cache at once (the store's announcement reaches
+    /// the others).
+    async fn forget_cached(&self, id: Uuid) {
+        if let Some(c) = &self.caches {
+            c.apply(&crate::store::Invalidation::OAuthUser(id)).await;
+        }
+    }
+}

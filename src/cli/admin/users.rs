@@ -1,0 +1,134 @@
+//! `apigate oauth users …`: who signed in with a bearer token, and their own upstream
+//! credentials (stored under the token's issuer and `sub`).
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+
+use super::DbArgs;
+use super::print::{oauth_users_table, shown};
+use crate::auth::session_upstream::{HeaderArg, UpstreamInput};
+use crate::auth::{Admin, OAuthUserQuery, OAuthUserRef, OAuthUserUpstream};
+
+/// `apigate oauth users …`
+#[derive(Debug, Clone, Args)]
+pub struct UsersArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    #[command(flatten)]
+    pub secret_key: crate::cli::args::SecretKeyArgs,
+    #[command(subcommand)]
+    pub command: UsersCommand,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum UsersCommand {
+    /// List people who signed in with a bearer token, the most recently seen first
+    List {
+        /// Only this `sub`
+        #[arg(long)]
+        subject: Option<String>,
+        /// Rows per page (1 to 1000)
+        #[arg(long, default_value_t = 100)]
+        limit: u32,
+        /// Continue after a previous page (the cursor it printed)
+        #[arg(long)]
+        cursor: Option<String>,
+        /// Print JSON ({"users": [...], "nextCursor": ...}) instead of a table
+        #[arg(long)]
+        json: bool,
+    },
+    /// Store a person's own upstream credentials: sent on the calls they make with their tokens,
+    /// in place of server-wide headers of the same name. Stored encrypted (needs
+    /// APIGATE_SECRET_KEY or --secret-key-file); the person may not have signed in yet
+    SetUpstream {
+        /// The issuer of the person's tokens (their `iss`, as given to serve --oauth-issuer)
+        #[arg(long)]
+        issuer: String,
+        /// The person's `sub`
+        #[arg(long)]
+        subject: String,
+        /// A header, "Name: value" (repeatable)
+        #[arg(long = "upstream-header", value_name = "NAME: VALUE", required = true)]
+        upstream_headers: Vec<HeaderArg>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete a person's upstream credentials
+    ClearUpstream {
+        #[arg(long)]
+        issuer: String,
+        #[arg(long)]
+        subject: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub(crate) async fn run_users(args: UsersArgs) -> anyhow::Result<()> {
+    let keys = args.secret_key.load()?;
+    let admin = Admin::new(args.db.store().await?).with_secret_keys(keys);
+    crate::cli::print(&users(admin, args.command).await?)?;
+    Ok(())
+}
+
+/// Runs a `users` command and returns what it prints.
+pub async fn users(admin: Admin, cmd: UsersCommand) -> anyhow::Result<String> {
+    match cmd {
+        UsersCommand::List {
+            subject,
+            limit,
+            cursor,
+            json,
+        } => {
+            let page = admin
+                .list_oauth_users(&OAuthUserQuery {
+                    subject,
+                    limit: Some(limit),
+                    cursor,
+                })
+                .await
+                .context("cannot list signed-in people")?;
+            shown(json, &page, oauth_users_table)
+        }
+        UsersCommand::SetUpstream {
+            issuer,
+            subject,
+            upstream_headers,
+            json,
+        } => {
+            let user = admin
+                .set_oauth_user_upstream(OAuthUserUpstream {
+                    issuer,
+                    subject,
+                    upstream: UpstreamInput::from_args(&upstream_headers),
+                })
+                .await
+                .context("cannot store the person's upstream credentials")?;
+            shown(json, &user, |u| {
+                format!(
+                    "stored {} upstream header(s) for {} of {}: {}\n",
+                    u.upstream_headers.len(),
+                    u.subject,
+                    u.issuer,
+                    u.upstream_headers.join(", ")
+                )
+            })
+        }
+        UsersCommand::ClearUpstream {
+            issuer,
+            subject,
+            json,
+        } => {
+            let user = admin
+                .clear_oauth_user_upstream(&OAuthUserRef { issuer, subject })
+                .await
+                .context("cannot delete the person's upstream credentials")?;
+            shown(json, &user, |u| {
+                format!(
+                    "deleted the upstream credentials of {} of {}\n",
+                    u.subject, u.issuer
+                )
+            })
+        }
+    }
+}
