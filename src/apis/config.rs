@@ -341,6 +341,30 @@ mod tests {
     }
 
     #[test]
+    fn the_oauth_table_reads_beside_the_apis_and_names_every_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("apigate.toml");
+        let text = "[[api]]\nname = \"pets\"\nspec = \"pets.json\"\n\n[oauth]\n\
+            issuers = [\"https://login.example.com/realms/acme\"]\n\
+            audience = \"https://apigate.example.com/mcp\"\nroles-claim = \"groups\"\n\
+            [oauth.scopes]\n\"apigate:read\" = [\"apigate.discover\", \"apigate.schema\"]\n";
+        std::fs::write(&path, text).unwrap();
+        let oauth = sign_in(&path).unwrap().unwrap();
+        assert_eq!(oauth.issuers, ["https://login.example.com/realms/acme"]);
+        assert_eq!(oauth.roles_claim.as_deref(), Some("groups"));
+        assert_eq!(
+            oauth.scopes["apigate:read"],
+            ["apigate.discover", "apigate.schema"]
+        );
+        // The APIs read as before; a file without the table has none.
+        assert_eq!(parse(text, "apigate.toml", dir.path()).unwrap().len(), 1);
+        std::fs::write(&path, "[[api]]\nname = \"pets\"\nspec = \"p.json\"\n").unwrap();
+        assert_eq!(sign_in(&path).unwrap(), None);
+        let e = refused("[[api]]\nname = \"a\"\nspec = \"a.json\"\n[oauth]\nissuer = \"x\"\n");
+        assert!(e.contains("issuer"), "{e}");
+    }
+
+    #[test]
     fn a_file_with_every_setting_reads_as_written() {
         let dir = tempfile::tempdir().unwrap();
         let secret = dir.path().join("stripe.key");

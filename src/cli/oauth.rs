@@ -61,6 +61,7 @@ pub struct SignInArgs {
     /// APIGATE_OAUTH_INTROSPECTION_SECRET or --oauth-introspection-secret-file.
     #[arg(long = "oauth-introspection-url", value_name = "URL")]
     pub introspection_url: Option<String>,
+    /// The client apigate introspects as (HTTP Basic; a confidential client of the issuer).
     #[arg(long = "oauth-introspection-client-id", value_name = "ID")]
     pub introspection_client_id: Option<String>,
     /// A file holding the introspection client's secret (one line).
@@ -319,4 +320,49 @@ pub async fn run(command: OAuthCommand) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_win_over_the_config_file_and_its_scope_table_is_used() {
+        let file = SignInFile {
+            issuers: vec!["https://idp.example.com".into()],
+            audience: Some("https://apigate.example.com/mcp".into()),
+            roles_claim: Some("groups".into()),
+            scopes: BTreeMap::from([("team:read".into(), vec!["apigate.discover".into()])]),
+            ..SignInFile::default()
+        };
+        let flags = SignInArgs {
+            audience: Some("https://other.example.com/mcp".into()),
+            ..SignInArgs::default()
+        };
+        let listen: SocketAddr = ([127, 0, 0, 1], 3001).into();
+        let s = flags.over(file.clone()).settings(listen).unwrap().unwrap();
+        assert_eq!(s.issuers[0].0, "https://idp.example.com");
+        assert_eq!(s.audience, "https://other.example.com/mcp");
+        assert_eq!(s.roles_claim, "groups");
+        assert_eq!(s.tenant_claim, "tenant");
+        assert_eq!(
+            s.scopes,
+            BTreeMap::from([("team:read".into(), vec!["apigate.discover".into()])])
+        );
+        // --oauth-scope-features replaces the file's whole table.
+        let flags = SignInArgs {
+            scope_features: vec!["x=apigate.schema".into()],
+            ..SignInArgs::default()
+        };
+        let s = flags.over(file).settings(listen).unwrap().unwrap();
+        assert_eq!(s.scopes.keys().collect::<Vec<_>>(), ["x"]);
+        // Introspection without its client is refused at start-up, and says what is missing.
+        let flags = SignInArgs {
+            issuers: vec!["https://idp.example.com".into()],
+            introspection_url: Some("https://idp.example.com/introspect".into()),
+            ..SignInArgs::default()
+        };
+        let e = flags.settings(listen).unwrap_err().to_string();
+        assert!(e.contains("--oauth-introspection-client-id"), "{e}");
+    }
 }

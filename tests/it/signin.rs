@@ -735,4 +735,67 @@ async fn token_cost() {
             t.elapsed() / n
         );
     }
+
+    // The person behind the token: recorded and their credentials loaded once per cache
+    // lifetime (the first call), then a cache hit.
+    let db = TestDb::new().await;
+    let auth = apigate::auth::Auth::new(db.store.clone(), Default::default())
+        .await
+        .unwrap();
+    let verified = server
+        .verify(&idp.mint("EdDSA", false, &claims))
+        .await
+        .unwrap();
+    let t = std::time::Instant::now();
+    auth.bearer_principal(&verified, None).await.unwrap();
+    let first = t.elapsed();
+    let t = std::time::Instant::now();
+    for _ in 0..n {
+        auth.bearer_principal(&verified, None).await.unwrap();
+    }
+    println!(
+        "the person's row: first call {first:?}, then {:?}/request (cached)",
+        t.elapsed() / n
+    );
+
+    // An opaque token: a round trip to the issuer's introspection endpoint, then reused.
+    let secret = std::sync::Arc::new(zeroize::Zeroizing::new("apigate-rs-secret".to_string()));
+    let introspecting = ResourceServer::start(OAuthSettings {
+        issuers: vec![(idp.issuer.clone(), None)],
+        audience: resource.into(),
+        scopes: OAuthSettings::default_scopes(),
+        tenant_claim: "tenant".into(),
+        organization_claim: "org".into(),
+        roles_claim: "roles".into(),
+        introspection: Some(apigate::auth::oauth::IntrospectionSettings {
+            url: format!("{}/token/introspection", idp.issuer)
+                .parse()
+                .unwrap(),
+            client_id: "apigate-rs".into(),
+            client_secret: secret,
+        }),
+    })
+    .await
+    .unwrap();
+    let rounds = 50u32;
+    let mut uncached = std::time::Duration::ZERO;
+    for i in 0..rounds {
+        let opaque = idp
+            .sign_in("apigate-op", &format!("p{i}"), "apigate:write", resource)
+            .await;
+        let t = std::time::Instant::now();
+        introspecting.verify(&opaque).await.unwrap();
+        uncached += t.elapsed();
+        if i == rounds - 1 {
+            let t = std::time::Instant::now();
+            for _ in 0..n {
+                introspecting.verify(&opaque).await.unwrap();
+            }
+            println!(
+                "opaque token: {:?} asking the issuer (mean of {rounds}), then {:?}/request (answer reused)",
+                uncached / rounds,
+                t.elapsed() / n
+            );
+        }
+    }
 }

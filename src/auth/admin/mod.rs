@@ -24,8 +24,8 @@ pub(crate) use types::{Role, SessionInfo, SessionPage, SessionQuery};
 pub use users::{OAuthUserInfo, OAuthUserPage, OAuthUserQuery, OAuthUserRef, OAuthUserUpstream};
 pub(crate) use validate::MAX_ID_CHARS;
 use validate::{
-    bad_cursor, clean_features, dedup, invalid_role_name, keep_page, non_blank, page_size,
-    printable_id, valid_role_name,
+    bad_cursor, clean_features, dedup, invalid_role_name, keep_page, non_blank, offset_cursor,
+    page_size, printable_id, valid_role_name,
 };
 
 use super::cache::Caches;
@@ -481,10 +481,7 @@ impl Admin {
     /// Lists sessions, newest first (never tokens).
     pub(crate) async fn list_sessions(&self, q: &SessionQuery) -> Result<SessionPage, AdminError> {
         let limit = page_size(q.limit)?;
-        let offset = match q.cursor.as_deref() {
-            None => 0,
-            Some(c) => c.parse::<u32>().map_err(|_| bad_cursor(c))?,
-        };
+        let offset = offset_cursor(q.cursor.as_deref())?;
         let user = non_blank(q.user.as_deref());
         let mut rows = self
             .store

@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::validate::{bad_cursor, keep_page, non_blank, page_size, printable_id};
+use super::validate::{keep_page, non_blank, offset_cursor, page_size, printable_id};
 use super::{Admin, AdminError, HOW_TO_SET_A_KEY, MAX_ID_CHARS};
 use crate::auth::session_upstream::UpstreamInput;
 use crate::store::OAuthUserRow;
@@ -170,10 +170,7 @@ impl Admin {
     /// Lists signed-in people, the most recently seen first.
     pub async fn list_oauth_users(&self, q: &OAuthUserQuery) -> Result<OAuthUserPage, AdminError> {
         let limit = page_size(q.limit)?;
-        let offset = match q.cursor.as_deref() {
-            None => 0,
-            Some(c) => c.parse::<u32>().map_err(|_| bad_cursor(c))?,
-        };
+        let offset = offset_cursor(q.cursor.as_deref())?;
         let subject = non_blank(q.subject.as_deref());
         let mut rows = self
             .store

@@ -21,6 +21,14 @@ pub(super) fn keep_page<T>(rows: &mut Vec<T>, limit: u32) -> bool {
     more
 }
 
+/// The offset an offset cursor (`nextCursor` of a list that pages by offset) names; 0 without.
+pub(super) fn offset_cursor(cursor: Option<&str>) -> Result<u32, AdminError> {
+    match cursor {
+        None => Ok(0),
+        Some(c) => c.parse::<u32>().map_err(|_| bad_cursor(c)),
+    }
+}
+
 pub(super) fn bad_cursor(c: &str) -> AdminError {
     let shown: String = c.chars().take(40).collect();
     AdminError::Invalid(format!(

@@ -50,15 +50,19 @@ pub enum UsersCommand {
         /// A header, "Name: value" (repeatable)
         #[arg(long = "upstream-header", value_name = "NAME: VALUE", required = true)]
         upstream_headers: Vec<HeaderArg>,
+        /// Print JSON instead of text
         #[arg(long)]
         json: bool,
     },
     /// Delete a person's upstream credentials
     ClearUpstream {
+        /// The issuer of the person's tokens (their `iss`)
         #[arg(long)]
         issuer: String,
+        /// The person's `sub`
         #[arg(long)]
         subject: String,
+        /// Print JSON instead of text
         #[arg(long)]
         json: bool,
     },
