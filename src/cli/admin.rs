@@ -442,19 +442,18 @@ pub async fn sessions(admin: &Admin, cmd: SessionsCommand) -> anyhow::Result<Str
                 ),
                 false => None,
             };
-            let people = people.filter(|p| !p.users.is_empty());
             match (json, people) {
                 (true, Some(people)) => {
                     let mut v = serde_json::to_value(&page)?;
                     v["oauthUsers"] = serde_json::to_value(&people.users)?;
                     Ok(format!("{}\n", serde_json::to_string_pretty(&v)?))
                 }
-                (false, Some(people)) => Ok(format!(
+                (false, Some(people)) if !people.users.is_empty() => Ok(format!(
                     "{}\nSigned in with a bearer token (apigate oauth users list):\n{}",
                     sessions_table(&page),
                     print::oauth_users_table(&people)
                 )),
-                (json, None) => shown(json, &page, sessions_table),
+                (json, _) => shown(json, &page, sessions_table),
             }
         }
         SessionsCommand::Revoke { token_or_id, json } => {
