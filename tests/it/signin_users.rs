@@ -458,3 +458,84 @@ async fn opaque_tokens_are_checked_by_introspection() {
     assert_eq!(status, 503, "{body}");
     assert!(proc.terminate().await, "{}", proc.log());
 }
+
+/// A flood of made-up opaque tokens must not become a flood at the issuer: at most 16
+/// introspection requests are in flight, whatever arrives; the rest wait, and what waits over
+/// 5 s gets 503. (The endpoint answers in 3 s, inside apigate's 5 s, so each request it counts
+/// has ended before apigate frees its slot.)
+#[tokio::test]
+async fn made_up_opaque_tokens_cannot_flood_the_issuer() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[derive(Default)]
+    struct Seen {
+        now: AtomicUsize,
+        most: AtomicUsize,
+    }
+    // A slow introspection endpoint: 40 tokens need three rounds of 16, 3 s each.
+    let seen = Arc::new(Seen::default());
+    let app = axum::Router::new().route(
+        "/introspect",
+        axum::routing::post({
+            let seen = seen.clone();
+            move || {
+                let seen = seen.clone();
+                async move {
+                    // Counted out when the request ends, answered or dropped by apigate.
+                    struct InFlight(Arc<Seen>);
+                    impl Drop for InFlight {
+                        fn drop(&mut self) {
+                            self.0.now.fetch_sub(1, Ordering::SeqCst);
+                        }
+                    }
+                    let now = seen.now.fetch_add(1, Ordering::SeqCst) + 1;
+                    seen.most.fetch_max(now, Ordering::SeqCst);
+                    let _in_flight = InFlight(seen);
+                    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+                    axum::Json(json!({"active": false}))
+                }
+            }
+        }),
+    );
+    let slow = serve_app(app).await;
+    let db = TestDb::new().await;
+    let upstream = Upstream::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let secret_file = dir.path().join("introspection.secret");
+    std::fs::write(&secret_file, "s3cret\n").unwrap();
+    let introspection = format!("http://{slow}/introspect");
+    let (_idp, mut proc, url) = serve(
+        &db,
+        &upstream,
+        &[
+            "--oauth-introspection-url",
+            &introspection,
+            "--oauth-introspection-client-id",
+            "apigate-rs",
+            "--oauth-introspection-secret-file",
+            secret_file.to_str().unwrap(),
+        ],
+    )
+    .await;
+    let calls = (0..40).map(|i| {
+        let url = url.clone();
+        async move {
+            let token = format!("Bearer made-up-token-{i:04}");
+            initialize(&url, &[("authorization", &token)]).await.0
+        }
+    });
+    let statuses = futures::future::join_all(calls).await;
+    // Not active (401), or no slot within 5 s (503); never a 500, never a pass.
+    assert!(
+        statuses.iter().all(|s| *s == 401 || *s == 503),
+        "{statuses:?}"
+    );
+    assert!(statuses.contains(&503), "{statuses:?}");
+    let most = seen.most.load(Ordering::SeqCst);
+    assert!(
+        (1..=16).contains(&most),
+        "{most} introspection requests at once"
+    );
+    assert!(proc.terminate().await, "{}", proc.log());
+}

@@ -2,8 +2,8 @@
 //! introspection, `--oauth-introspection-url`): apigate authenticates as a confidential client
 //! (HTTP Basic), the answer is bounded and timed out like a key fetch, and an active answer is
 //! kept for at most [`KEEP`] (never past the token's `exp`), so a revoked token stops working
-//! within that time. The claims it returns are checked as a JWT's are (`iss`, `aud`, `exp`,
-//! `nbf`, `sub`) by the caller.
+//! within that time. At most [`MAX_IN_FLIGHT`] requests are in flight. The claims it returns
+//! are checked as a JWT's are (`iss`, `aud`, `exp`, `nbf`, `sub`) by the caller.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,6 +16,11 @@ use super::OAuthError;
 
 /// How long an active answer is reused.
 const KEEP: Duration = Duration::from_secs(30);
+/// The most introspection requests in flight: a flood of made-up tokens costs the issuer at
+/// most this many requests at a time, and waits (then 503) beyond it.
+const MAX_IN_FLIGHT: usize = 16;
+/// How long a check waits for a free slot.
+const SLOT_WAIT: Duration = Duration::from_secs(5);
 
 /// Where and as whom to introspect.
 #[derive(Clone)]
@@ -31,6 +36,7 @@ pub(super) struct Introspector {
     settings: IntrospectionSettings,
     /// sha256(token) → the active answer's claims.
     answers: Cache<[u8; 32], Arc<Value>>,
+    slots: tokio::sync::Semaphore,
 }
 
 impl Introspector {
@@ -41,6 +47,7 @@ impl Introspector {
                 .max_capacity(10_000)
                 .time_to_live(KEEP)
                 .build(),
+            slots: tokio::sync::Semaphore::new(MAX_IN_FLIGHT),
         }
     }
 
@@ -60,6 +67,13 @@ impl Introspector {
         {
             return Ok(claims);
         }
+        let busy = || OAuthError::IntrospectionUnavailable {
+            why: format!("over {MAX_IN_FLIGHT} tokens were being checked at once"),
+        };
+        let _slot = tokio::time::timeout(SLOT_WAIT, self.slots.acquire())
+            .await
+            .map_err(|_| busy())?
+            .map_err(|_| busy())?;
         let s = &self.settings;
         let request = client
             .post(s.url.clone())
