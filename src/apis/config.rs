@@ -76,16 +76,24 @@ pub struct SignInFile {
 
 /// The `[oauth]` table of the config file at `path`, if it has one.
 pub fn sign_in(path: &Path) -> Result<Option<SignInFile>, ConfigFileError> {
-    let shown = path.display().to_string();
-    let (text, _) = read_small(path, MAX_CONFIG_BYTES).map_err(|reason| ConfigFileError::Read {
-        path: shown.clone(),
+    let (text, _) = read_config(path)?;
+    Ok(parse_file(&text, &path.display().to_string())?.oauth)
+}
+
+/// The config file's text and metadata, at most [`MAX_CONFIG_BYTES`].
+fn read_config(path: &Path) -> Result<(String, std::fs::Metadata), ConfigFileError> {
+    read_small(path, MAX_CONFIG_BYTES).map_err(|reason| ConfigFileError::Read {
+        path: path.display().to_string(),
         reason,
-    })?;
-    let file: File = toml::from_str(&text).map_err(|e| ConfigFileError::Syntax {
-        path: shown,
+    })
+}
+
+/// The text as TOML of the file's shape (every key known); `path` for the message.
+fn parse_file(text: &str, path: &str) -> Result<File, ConfigFileError> {
+    toml::from_str(text).map_err(|e| ConfigFileError::Syntax {
+        path: path.to_string(),
         reason: e.to_string(),
-    })?;
-    Ok(file.oauth)
+    })
 }
 
 /// One API: an `[[api]]` table, which takes the flags of `dev`, `serve` and `stdio` that are
@@ -180,11 +188,7 @@ pub fn valid_name(name: &str) -> bool {
 /// Reads and checks `path`, resolving every secret reference.
 pub fn load(path: &Path) -> Result<Vec<ApiConfig>, ConfigFileError> {
     let shown = path.display().to_string();
-    let (text, meta) =
-        read_small(path, MAX_CONFIG_BYTES).map_err(|reason| ConfigFileError::Read {
-            path: shown.clone(),
-            reason,
-        })?;
+    let (text, meta) = read_config(path)?;
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let apis = parse(&text, &shown, &dir)?;
     let has_credentials = apis.iter().any(|a| {
@@ -223,10 +227,7 @@ fn readable_by_others(meta: &std::fs::Metadata) -> Option<u32> {
 
 /// Checks the text of a config file; `dir` is where relative paths start.
 pub fn parse(text: &str, path: &str, dir: &Path) -> Result<Vec<ApiConfig>, ConfigFileError> {
-    let file: File = toml::from_str(text).map_err(|e| ConfigFileError::Syntax {
-        path: path.to_string(),
-        reason: e.to_string(),
-    })?;
+    let file = parse_file(text, path)?;
     if file.api.is_empty() {
         return Err(ConfigFileError::Syntax {
             path: path.to_string(),

@@ -58,6 +58,18 @@ pub(super) enum SessionCredentials {
     Unusable(String),
 }
 
+impl SessionCredentials {
+    /// The headers a call sends (none stored: `None`); credentials that cannot be opened
+    /// refuse the call rather than let it go out with the server's.
+    pub(super) fn usable(&self) -> Result<Option<Arc<SessionUpstream>>, super::AuthError> {
+        match self {
+            SessionCredentials::None => Ok(None),
+            SessionCredentials::Ready(u) => Ok(Some(u.clone())),
+            SessionCredentials::Unusable(why) => Err(super::AuthError::Credentials(why.clone())),
+        }
+    }
+}
+
 #[derive(Clone)]
 pub(super) enum SessionOutcome {
     Valid(Arc<SessionData>),

@@ -7,20 +7,19 @@ use std::sync::Arc;
 
 use super::cache::{Cached, SessionCredentials};
 use super::oauth::BearerToken;
-use super::principal::{KeyPrincipal, Principal};
+use super::principal::Principal;
 use super::{Auth, AuthError, secrets};
 use crate::store::StoreError;
 
 impl Auth {
-    /// The principal of a verified bearer token (with the server key presented beside it in
-    /// `--auth both`): the person's features, and their stored upstream credentials. A person
-    /// whose credentials cannot be opened here is refused, as a session's is.
-    pub async fn bearer_principal(
+    /// `principal` (what a verified bearer token grants, [`BearerToken::principal`]) with the
+    /// person's stored upstream credentials. A person whose credentials cannot be opened here
+    /// is refused, as a session's is.
+    pub async fn signed_in(
         &self,
         token: &BearerToken,
-        key: Option<&KeyPrincipal>,
+        mut principal: Principal,
     ) -> Result<Principal, AuthError> {
-        let mut principal = token.principal(key);
         // `sub` is unique within its issuer only.
         let digest = secrets::sha256(&format!("{}\0{}", token.issuer, token.subject));
         let caches = &self.inner.caches;
@@ -28,11 +27,7 @@ impl Auth {
             .lookup(&caches.oauth_users, digest, || self.load_oauth_user(token))
             .await
             .map_err(|e| AuthError::from_store(&e))?;
-        principal.upstream = match &*cached.outcome {
-            SessionCredentials::None => None,
-            SessionCredentials::Ready(u) => Some(u.clone()),
-            SessionCredentials::Unusable(why) => return Err(AuthError::Credentials(why.clone())),
-        };
+        principal.upstream = cached.outcome.usable()?;
         Ok(principal)
     }
 

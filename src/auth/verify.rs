@@ -210,13 +210,7 @@ impl Auth {
         if s.expires_at <= Utc::now() {
             return Err(AuthError::SessionExpired);
         }
-        let upstream = match &s.upstream {
-            SessionCredentials::None => None,
-            SessionCredentials::Ready(u) => Some(u.clone()),
-            SessionCredentials::Unusable(why) => {
-                return Err(AuthError::Credentials(why.clone()));
-            }
-        };
+        let upstream = s.upstream.usable()?;
         Ok(Principal {
             key_id: key.key_id,
             key_label: key.label(),

@@ -132,9 +132,9 @@ impl SignInArgs {
         }
         if scopes.is_empty() {
             for (scope, features) in &self.file_scopes {
-                let text = format!("{scope}={}", features.join(","));
-                let (scope, features) = OAuthSettings::parse_scope(&text)
-                    .map_err(|e| anyhow::anyhow!("[oauth.scopes] {e}"))?;
+                let (scope, features) =
+                    OAuthSettings::scope_entry(scope, features.iter().map(String::as_str))
+                        .map_err(|e| anyhow::anyhow!("[oauth.scopes] {scope:?}: {e}"))?;
                 scopes.insert(scope, features);
             }
         }
@@ -348,6 +348,21 @@ mod tests {
         assert_eq!(
             s.scopes,
             BTreeMap::from([("team:read".into(), vec!["apigate.discover".into()])])
+        );
+        // A file's scope is taken as written, `=` and all.
+        let odd = SignInFile {
+            issuers: vec!["https://idp.example.com".into()],
+            scopes: BTreeMap::from([("api=read".into(), vec![" apigate.discover ".into()])]),
+            ..SignInFile::default()
+        };
+        let s = SignInArgs::default()
+            .over(odd)
+            .settings(listen)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            s.scopes,
+            BTreeMap::from([("api=read".into(), vec!["apigate.discover".into()])])
         );
         // --oauth-scope-features replaces the file's whole table.
         let flags = SignInArgs {

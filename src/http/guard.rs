@@ -339,7 +339,7 @@ async fn bearer_caller(
     // The person's own upstream credentials (stored under issuer and `sub`) come with them.
     let principal = match &state.keys {
         KeyCheck::Database(auth) => auth
-            .bearer_principal(&verified, key.as_ref())
+            .signed_in(&verified, granted)
             .await
             .map_err(auth_error_response)?,
         KeyCheck::Single(_) => granted,

@@ -713,7 +713,7 @@ async fn monitor_event(State(shared): State<Arc<MonitorShared>>, body: String) -
 
 impl FlappingMonitor {
     async fn start() -> FlappingMonitor {
-        let port = crate::support::closed_port();
+        let port = crate::support::free_port();
         let mut m = FlappingMonitor {
             port,
             shared: Arc::new(MonitorShared {

@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
+use crate::support::free_port;
+
 /// The cluster's server URL (user `postgres`, trust authentication), started on first call.
 pub fn url() -> &'static str {
     static URL: OnceLock<String> = OnceLock::new();
@@ -184,11 +186,4 @@ fn owner() -> Option<(u32, u32)> {
          package does), or set DATABASE_URL"
     );
     owner
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port on 127.0.0.1")
 }

@@ -8,7 +8,6 @@
 //! with the status and `WWW-Authenticate` a client acts on.
 
 use std::collections::HashMap;
-use std::net::TcpListener;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -59,14 +58,6 @@ fn form_body(fields: &[(&str, &str)]) -> String {
     url::form_urlencoded::Serializer::new(String::new())
         .extend_pairs(fields)
         .finish()
-}
-
-pub(crate) fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 impl Idp {
@@ -256,12 +247,25 @@ impl Idp {
 /// port chosen up front, so that its /mcp URL (returned, with both processes) is the resource
 /// the provider mints tokens for.
 pub(crate) async fn serve(db: &TestDb, upstream: &Upstream, extra: &[&str]) -> (Idp, Proc, String) {
+    serve_with(db, upstream, |_| {
+        extra.iter().map(|a| a.to_string()).collect()
+    })
+    .await
+}
+
+/// [`serve`] with flags that name the provider (its issuer URL is known once it runs).
+pub(crate) async fn serve_with(
+    db: &TestDb,
+    upstream: &Upstream,
+    extra: impl FnOnce(&Idp) -> Vec<String>,
+) -> (Idp, Proc, String) {
     let port = free_port();
     let resource = format!("http://127.0.0.1:{port}/mcp");
     let idp = Idp::start(&resource).await;
     let spec = spec_path("petstore-3.0.json");
     let listen = format!("127.0.0.1:{port}");
     let up = upstream.url();
+    let extra = extra(&idp);
     let mut args = vec![
         "serve",
         "--spec",
@@ -273,7 +277,7 @@ pub(crate) async fn serve(db: &TestDb, upstream: &Upstream, extra: &[&str]) -> (
         "--oauth-issuer",
         &idp.issuer,
     ];
-    args.extend(extra);
+    args.extend(extra.iter().map(String::as_str));
     let (proc, url) = Proc::spawn_with_env(
         "serve",
         &args,
@@ -747,11 +751,15 @@ async fn token_cost() {
         .await
         .unwrap();
     let t = std::time::Instant::now();
-    auth.bearer_principal(&verified, None).await.unwrap();
+    auth.signed_in(&verified, verified.principal(None))
+        .await
+        .unwrap();
     let first = t.elapsed();
     let t = std::time::Instant::now();
     for _ in 0..n {
-        auth.bearer_principal(&verified, None).await.unwrap();
+        auth.signed_in(&verified, verified.principal(None))
+            .await
+            .unwrap();
     }
     println!(
         "the person's row: first call {first:?}, then {:?}/request (cached)",

@@ -10,7 +10,7 @@ use base64::Engine as _;
 use serde_json::{Value, json};
 
 use crate::db::TestDb;
-use crate::signin::{Idp, free_port, initialize, serve};
+use crate::signin::{Idp, initialize, serve, serve_with};
 use crate::support::*;
 
 /// A raw JSON-RPC POST to `/mcp`: status, the session id it names, body text.
@@ -345,38 +345,20 @@ async fn opaque_tokens_are_checked_by_introspection() {
     let secret_file = dir.path().join("introspection.secret");
     std::fs::write(&secret_file, "apigate-rs-secret\n").unwrap();
     let secret_arg = secret_file.to_str().unwrap().to_string();
-    let port = free_port();
-    let resource = format!("http://127.0.0.1:{port}/mcp");
-    let idp = Idp::start(&resource).await;
-    let introspection = format!("{}/token/introspection", idp.issuer);
-    let spec = spec_path("petstore-3.0.json");
-    let listen = format!("127.0.0.1:{port}");
-    let up = upstream.url();
-    let (mut proc, url) = Proc::spawn_with_env(
-        "serve",
-        &[
-            "serve",
-            "--spec",
-            &spec,
-            "--upstream",
-            &up,
-            "--listen",
-            &listen,
-            "--oauth-issuer",
-            &idp.issuer,
+    let (idp, mut proc, url) = serve_with(&db, &upstream, |idp| {
+        [
             "--oauth-introspection-url",
-            &introspection,
+            &format!("{}/token/introspection", idp.issuer),
             "--oauth-introspection-client-id",
             "apigate-rs",
             "--oauth-introspection-secret-file",
             &secret_arg,
-        ],
-        &[("DATABASE_URL", db.url.as_str())],
-        "apigate serve",
-    )
+        ]
+        .map(String::from)
+        .to_vec()
+    })
     .await;
-    let url = url.trim_end_matches(';').to_string();
-    assert_eq!(url, resource);
+    let resource = url.clone();
 
     // An opaque token from the real flow opens the tools, with the claims its issuer reports.
     let opaque = idp
@@ -439,7 +421,7 @@ async fn opaque_tokens_are_checked_by_introspection() {
     assert!(proc.terminate().await, "{}", proc.log());
 
     // An introspection endpoint that does not answer: 503, never a 500 or a pass.
-    let dead = format!("http://127.0.0.1:{}/introspect", closed_port());
+    let dead = format!("http://127.0.0.1:{}/introspect", free_port());
     let (_idp, mut proc, url) = serve(
         &db,
         &upstream,

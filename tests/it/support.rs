@@ -379,10 +379,13 @@ pub fn header_text(headers: &HeaderMap, name: &str) -> String {
         .to_string()
 }
 
-/// A port of 127.0.0.1 that nothing listens on (one just freed).
-pub fn closed_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
+/// A port of 127.0.0.1 that nothing listens on (one just freed): to start a server on, or to
+/// be refused by.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port on 127.0.0.1")
 }
 
 /// Serves `app` on a fresh port of 127.0.0.1 in the background; returns the address.

@@ -259,7 +259,7 @@ async fn results_match_the_published_output_schemas() {
 /// points it elsewhere.
 #[tokio::test]
 async fn lost_answers_say_where_and_whether_to_retry() {
-    let closed = crate::support::closed_port();
+    let closed = crate::support::free_port();
     let target = format!("http://127.0.0.1:{closed}");
     let server = Server::start(
         engine_args(&spec_path("petstore-3.0.json"), Some(target.clone())),

@@ -651,7 +651,7 @@ async fn a_slow_upstream_times_out() {
 
 #[tokio::test]
 async fn a_closed_port_is_a_connect_error() {
-    let port = crate::support::closed_port();
+    let port = crate::support::free_port();
     let up = upstream(&format!("http://127.0.0.1:{port}"));
     let e = call(&up, &petstore(), "getInventory", json!({}))
         .await

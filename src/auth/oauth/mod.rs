@@ -95,12 +95,21 @@ impl OAuthSettings {
         let (scope, features) = text
             .split_once('=')
             .ok_or_else(|| format!("{text:?}: expected SCOPE=feature,feature"))?;
+        OAuthSettings::scope_entry(scope, features.split(',')).map_err(|e| format!("{text:?}: {e}"))
+    }
+
+    /// One row of the scope table (a flag's, or `[oauth.scopes]`'s): the scope one word, the
+    /// features trimmed, blanks dropped.
+    pub fn scope_entry<'a>(
+        scope: &str,
+        features: impl IntoIterator<Item = &'a str>,
+    ) -> Result<(String, Vec<String>), String> {
         let scope = scope.trim();
         if scope.is_empty() || scope.contains(char::is_whitespace) {
-            return Err(format!("{text:?}: a scope is one word"));
+            return Err("a scope is one word".into());
         }
         let features: Vec<String> = features
-            .split(',')
+            .into_iter()
             .map(str::trim)
             .filter(|f| !f.is_empty())
             .map(String::from)
@@ -111,7 +120,8 @@ impl OAuthSettings {
 
 /// Why a bearer token was refused. Every one is a 401 with `error="invalid_token"` but
 /// [`OAuthError::KeysUnavailable`] and [`OAuthError::IntrospectionUnavailable`] (503: the
-/// issuer's keys could not be fetched and none are cached, or it did not answer) and [`OAuthError::InsufficientScope`] (403).
+/// issuer's keys could not be fetched and none are cached, or it did not answer) and
+/// [`OAuthError::InsufficientScope`] (403).
 #[derive(Debug, thiserror::Error)]
 pub enum OAuthError {
     #[error("the bearer token is not a JWT this server can read: {0}")]
@@ -268,12 +278,7 @@ impl ResourceServer {
             .get("iss")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        let issuer = self
-            .inner
-            .issuers
-            .iter()
-            .find(|i| i.issuer.trim_end_matches('/') == iss.trim_end_matches('/'))
-            .ok_or_else(|| OAuthError::UnknownIssuer(crate::printable::cell(iss, 200)))?;
+        let issuer = self.trusted(iss)?;
         let key = issuer
             .key(&self.inner.client, header.kid.as_deref())
             .await?;
@@ -309,18 +314,22 @@ impl ResourceServer {
         self.read_claims(&issuer.issuer, &data.claims)
     }
 
+    /// The configured issuer `iss` names (compared without a trailing `/`).
+    fn trusted(&self, iss: &str) -> Result<&keys::Issuer, OAuthError> {
+        self.inner
+            .issuers
+            .iter()
+            .find(|i| i.issuer.trim_end_matches('/') == iss.trim_end_matches('/'))
+            .ok_or_else(|| OAuthError::UnknownIssuer(crate::printable::cell(iss, 200)))
+    }
+
     /// An introspection answer's claims, checked as a JWT's are: a trusted `iss` (the only
     /// issuer when the answer names none), an `aud` naming this resource, `exp` (required) and
     /// `nbf` with the skew, a `sub`.
     fn check_introspected(&self, claims: &Value) -> Result<BearerToken, OAuthError> {
         let s = &self.inner.settings;
         let issuer = match claims.get("iss").and_then(Value::as_str) {
-            Some(iss) => s
-                .issuers
-                .iter()
-                .map(|(i, _)| i.as_str())
-                .find(|i| i.trim_end_matches('/') == iss.trim_end_matches('/'))
-                .ok_or_else(|| OAuthError::UnknownIssuer(crate::printable::cell(iss, 200)))?,
+            Some(iss) => self.trusted(iss)?.issuer.as_str(),
             None if s.issuers.len() == 1 => s.issuers[0].0.as_str(),
             None => {
                 return Err(OAuthError::Invalid(

@@ -364,7 +364,7 @@ async fn invalid_upstream_and_spec_urls_are_reported_without_credentials() {
     assert!(!stderr.contains(password), "{stderr}");
 
     // A spec URL nothing answers.
-    let port = crate::support::closed_port();
+    let port = crate::support::free_port();
     let spec_url = format!(
         "http://{SPEC_USER}:{SPEC_PASSWORD}@127.0.0.1:{port}/openapi.json?access_token={SPEC_TOKEN}"
     );
