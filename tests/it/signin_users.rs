@@ -203,6 +203,19 @@ async fn a_signed_in_persons_own_credentials_session_and_audit_follow_their_sub(
         .await
         .unwrap();
     assert_eq!(bad.status(), 400);
+    // Nor under a subject no token could carry: a line break (a forged log or table row), or
+    // over 256 characters.
+    for subject in ["ivy\nadmin", &"s".repeat(300)] {
+        let bad = http
+            .put(format!("{base}/admin/v1/oauth-users/upstream"))
+            .header("x-api-key", &admin)
+            .json(&json!({"issuer": idp.issuer, "subject": subject,
+                "upstream": {"headers": {"X-Api-Token": "t"}}}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(bad.status(), 400, "{subject:?}");
+    }
     assert_eq!(execute_ok(&ivy_client, pets.clone()).await["status"], 200);
     assert_eq!(execute_ok(&jack_client, pets.clone()).await["status"], 200);
     assert_eq!(
