@@ -65,6 +65,19 @@ pub struct EngineArgs {
     #[arg(long, default_value_t = crate::upstream::DEFAULT_MAX_READ_BYTES,
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=MAX_READ_BYTES_CAP))]
     pub max_read_bytes: usize,
+    /// The most memory one `api_execute` call may take: every page it reads (counted after
+    /// its Content-Encoding is undone), its parsed JSON (96 bytes per value beside its text)
+    /// and its `select` result. Past it the call stops early and says where and why
+    /// (`pages.stoppedBecause`, or a note on a cut body); the server goes on.
+    #[arg(long, default_value_t = crate::upstream::DEFAULT_MAX_CALL_BYTES,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1024..=16 * MAX_READ_BYTES_CAP))]
+    pub max_call_bytes: usize,
+    /// The most memory all `api_execute` calls together may take at once, counted as
+    /// --max-call-bytes counts one call's: a call that finds none left stops early and says
+    /// so, and the others go on.
+    #[arg(long, default_value_t = crate::upstream::DEFAULT_MAX_BYTES_IN_FLIGHT,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1024..=64 * MAX_READ_BYTES_CAP))]
+    pub max_bytes_in_flight: usize,
     #[command(flatten)]
     pub binary: BinaryArgs,
     #[command(flatten)]

@@ -178,6 +178,10 @@ impl EngineArgs {
             max_bytes_per_owner: self.binary.max_held_bytes,
         });
         engine.binary.max_image_bytes = self.binary.max_image_bytes;
+        engine.budgets = crate::tools::Budgets {
+            max_call_bytes: self.max_call_bytes,
+            in_flight: crate::upstream::InFlight::new(self.max_bytes_in_flight),
+        };
         // Most of what loading the document took is free now (the spec keeps only what its
         // operations reach): give it back.
         crate::heap::release_freed();

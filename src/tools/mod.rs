@@ -44,6 +44,7 @@ pub use name::{Tool, UnknownTool};
 pub use ops::Planned;
 pub(crate) use ops::Prepared;
 pub use output::Output;
+pub use page::Budgets;
 
 /// The audit log's and the metrics' name for a tool that is not one of the three.
 pub const UNKNOWN_TOOL: &str = "unknown";
@@ -81,6 +82,8 @@ pub struct Engine {
     pub held: crate::held::HeldResponses,
     /// How binary responses come back (`--max-image-bytes`, `--download-dir`).
     pub binary: BinaryOptions,
+    /// The bytes one `api_execute` call and all calls together may hold.
+    pub budgets: Budgets,
     /// Which operations each set of grants may see (discovery's filter), computed once per
     /// set.
     pub(crate) visibility: resolve::Visibility,
@@ -178,6 +181,7 @@ impl Engine {
             upload_dir: None,
             held: crate::held::HeldResponses::in_memory(Default::default()),
             binary: BinaryOptions::default(),
+            budgets: Budgets::default(),
             visibility: resolve::Visibility::default(),
             apis_changed: tokio::sync::watch::Sender::new(()),
         }
@@ -278,7 +282,12 @@ impl Engine {
             Ok(()) => self.principal(caller, token).await,
             Err(e) => Err(e),
         };
-        let mut first = match self.call_once(caller, apis, &principal, tool, args).await {
+        // Every page of the call, its decoding, parse and `select`, within one budget.
+        let mut budget = self.budgets.call();
+        let mut first = match self
+            .call_once(caller, apis, &principal, tool, args, &mut budget)
+            .await
+        {
             Ok(Ran::Done(v)) => return (Ok(v), None),
             Ok(Ran::Page(p)) => p,
             Err(e) => return (Err(e), None),
@@ -289,6 +298,11 @@ impl Engine {
         let mut pages = vec![*first];
         let mut stopped = None;
         while pages.len() < asked {
+            // The last page was cut at the budget: no more.
+            if let Some(over) = budget.over() {
+                stopped = Some(format!("page {}: {over}", pages.len()));
+                break;
+            }
             let last = pages.last().expect("the first page is there");
             let args = match (&last.list, last.next_args(apis, None, 1)) {
                 _ if !last.response.ok => {
@@ -307,9 +321,22 @@ impl Engine {
             };
             let n = pages.len() + 1;
             match self
-                .call_once(caller, apis, &principal, &Ok(Tool::Execute), args)
+                .call_once(
+                    caller,
+                    apis,
+                    &principal,
+                    &Ok(Tool::Execute),
+                    args,
+                    &mut budget,
+                )
                 .await
             {
+                // Cut at the budget: not kept (`next` fetches it again).
+                Ok(Ran::Page(_)) if budget.over().is_some() => {
+                    let over = budget.over().map(ToString::to_string).unwrap_or_default();
+                    stopped = Some(format!("page {n} was not kept: {over}"));
+                    break;
+                }
                 Ok(Ran::Page(p)) if p.response.ok && p.list == last.list => pages.push(*p),
                 Ok(Ran::Page(p)) if p.response.ok => {
                     stopped = Some(format!("page {n} holds no list where page 1 did"));
@@ -329,7 +356,7 @@ impl Engine {
                 }
             }
         }
-        let result = result::finish(apis, pages, stopped);
+        let result = result::finish(apis, pages, stopped, &mut budget);
         // A failed call returns no bytes.
         let binary = binary.filter(|_| result.is_ok());
         (result, binary)
@@ -343,6 +370,7 @@ impl Engine {
         principal: &Result<Principal, ToolError>,
         tool: &Named,
         args: Map<String, Value>,
+        budget: &mut crate::upstream::CallBudget,
     ) -> Result<Ran, ToolError> {
         let started = Instant::now();
         let started_at = chrono::Utc::now();
@@ -359,6 +387,7 @@ impl Engine {
                     args,
                     &call_id.to_string(),
                     &mut trace,
+                    budget,
                 )
                 .await
             }
@@ -479,6 +508,7 @@ impl Engine {
         args: Map<String, Value>,
         call_id: &str,
         trace: &mut Trace,
+        budget: &mut crate::upstream::CallBudget,
     ) -> Result<Ran, ToolError> {
         let tool = match tool {
             Ok(t) => *t,
@@ -576,6 +606,7 @@ impl Engine {
             &mut trace.upstream_status,
             &mut trace.credential_sources,
             &caller.held_owner(),
+            budget,
         )
         .await;
         // 7. Tell the monitor.
@@ -611,6 +642,7 @@ async fn run(
     upstream_status: &mut Option<u16>,
     sources: &mut Vec<String>,
     owner: &str,
+    budget: &mut crate::upstream::CallBudget,
 ) -> Result<Ran, ToolError> {
     match prepared {
         Prepared::Execute(planned) if !planned.dry_run => page::fetch(
@@ -622,6 +654,7 @@ async fn run(
             upstream_status,
             sources,
             owner,
+            budget,
         )
         .await
         .map(|p| Ran::Page(Box::new(p))),

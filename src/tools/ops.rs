@@ -389,8 +389,12 @@ pub(super) fn validate(
 
 /// An invalid `select` as `INVALID_ARGUMENTS` at `/select`, with the parser's position.
 pub(crate) fn select_error(e: &SelectError) -> ToolError {
+    let message = match e.stage {
+        super::select::Stage::Size => format!("`select`: {e}"),
+        _ => format!("`select` {e}; it is a JMESPath expression, e.g. `[].{{id: id, name: name}}`"),
+    };
     ToolError::invalid(
-        format!("`select` {e}; it is a JMESPath expression, e.g. `[].{{id: id, name: name}}`"),
+        message,
         vec![Violation {
             pointer: "/select".into(),
             message: e.to_string(),

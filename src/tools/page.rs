@@ -12,7 +12,31 @@ use super::ops::{Planned, send_failure};
 use super::{Code, Engine, ToolError};
 use crate::apis::Apis;
 use crate::auth::Principal;
-use crate::upstream::{CallArgs, Secrets, UpstreamResponse};
+use crate::upstream::{CallArgs, CallBudget, InFlight, Secrets, UpstreamResponse};
+
+/// The bytes an `api_execute` call may hold (`--max-call-bytes`: every page read, decoded
+/// and parsed, and its `select` result) and all calls together (`--max-bytes-in-flight`).
+#[derive(Debug, Clone)]
+pub struct Budgets {
+    pub max_call_bytes: usize,
+    pub in_flight: InFlight,
+}
+
+impl Default for Budgets {
+    fn default() -> Budgets {
+        Budgets {
+            max_call_bytes: crate::upstream::DEFAULT_MAX_CALL_BYTES,
+            in_flight: InFlight::default(),
+        }
+    }
+}
+
+impl Budgets {
+    /// A new call's budget.
+    pub(crate) fn call(&self) -> CallBudget {
+        CallBudget::new(self.max_call_bytes, Some(self.in_flight.clone()))
+    }
+}
 
 /// One page of an `api_execute` call as the upstream answered it: the body whole (up to
 /// `--max-read-bytes`), before `select` and the budget ([`super::result::finish`]).
@@ -66,7 +90,8 @@ impl Page {
     }
 }
 
-/// Sends a planned `api_execute` request and reads its answer (one page). A binary answer is
+/// Sends a planned `api_execute` request and reads its answer (one page) within the call's
+/// `budget` (a page that would take more is cut, and `budget.over()` says why). A binary answer is
 /// held for `owner` or made an image (`binary_out::deliver`), its bytes kept beside the page.
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn fetch(
@@ -78,6 +103,7 @@ pub(super) async fn fetch(
     upstream_status: &mut Option<u16>,
     sources: &mut Vec<String>,
     owner: &str,
+    budget: &mut CallBudget,
 ) -> Result<Page, ToolError> {
     let api = &apis.list[planned.api];
     let op = &api.spec.operations[planned.op];
@@ -85,7 +111,7 @@ pub(super) async fn fetch(
     *sources = credential_sources(api, &credentials);
     let fetched = api
         .upstream
-        .fetch(&planned.request, &credentials)
+        .fetch_within(&planned.request, &credentials, budget)
         .await
         .map_err(|e| send_failure(api, op, &planned.request, e))?;
     let mut response = fetched.response;

@@ -9,14 +9,22 @@ use serde_json::{Map, Value};
 use super::ops::select_error;
 use super::output::{ExecuteResult, Output, PagesFetched};
 use super::page::Page;
-use super::select::Select;
+use super::select::{Room, Select};
 use super::{ToolError, ToolResult};
 use crate::apis::Apis;
-use crate::upstream::{Cut, fit};
+use crate::upstream::{CallBudget, Cut, fit};
 
 /// The result of a call from its pages (at least one; the later ones are 2xx pages of the
-/// first one's list). `stopped` says why fewer pages than asked were fetched.
-pub fn finish(apis: &Apis, mut pages: Vec<Page>, stopped: Option<String>) -> ToolResult {
+/// first one's list). `stopped` says why fewer pages than asked were fetched. `select` runs
+/// within what is left of the call's `budget`, on the joined body itself (not a copy), and
+/// its result is scrubbed of the call's credentials again: pieces the scrubber passed, joined
+/// or reversed by the expression, are a credential once more.
+pub fn finish(
+    apis: &Apis,
+    mut pages: Vec<Page>,
+    stopped: Option<String>,
+    budget: &mut CallBudget,
+) -> ToolResult {
     let fetched = pages.len();
     let Some(mut last) = pages.pop() else {
         return Err(ToolError::new(super::Code::Internal, "no page was fetched"));
@@ -68,9 +76,14 @@ pub fn finish(apis: &Apis, mut pages: Vec<Page>, stopped: Option<String>) -> Too
     if let Some(s) = select
         && response.ok
     {
+        let room = Room {
+            json_bytes: api.upstream.config().max_read_bytes,
+            memory: budget.left(),
+        };
         response.body = s
-            .apply(&response.body)
+            .apply(std::mem::take(&mut response.body), room)
             .map_err(|e| select_error(&e).with("status", Value::from(response.status)))?;
+        secrets.redact_value(&mut response.body);
         matched_nothing = response.body.is_null();
     }
     let fitted = fit(
@@ -113,6 +126,7 @@ pub fn finish(apis: &Apis, mut pages: Vec<Page>, stopped: Option<String>) -> Too
         resumes = true;
     }
     let note = note(
+        budget.over().map(ToString::to_string),
         matched_nothing,
         whole,
         fitted.truncated,
@@ -169,6 +183,7 @@ fn resume_page(
 
 /// The one sentence a result carries when something is not shown.
 fn note(
+    over: Option<String>,
     matched_nothing: bool,
     whole: bool,
     truncated: bool,
@@ -183,6 +198,12 @@ fn note(
              the body."
                 .into(),
         );
+    }
+    if let Some(over) = over.filter(|_| !whole) {
+        return Some(format!(
+            "The response is cut: {over}. Ask for less (a smaller page size or a filter in \
+             `query`)."
+        ));
     }
     if !whole {
         return Some(

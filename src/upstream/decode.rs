@@ -123,7 +123,7 @@ pub(crate) fn decode_content(
     loop {
         match limited.read(&mut buf) {
             Ok(0) => break,
-            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Ok(n) => extend_within(&mut out, &buf[..n], budget + 1),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             // The encoded bytes were cut at the budget: their decoded beginning is the body.
             Err(_) if raw_truncated => {
@@ -144,6 +144,22 @@ pub(crate) fn decode_content(
         truncated: cut || raw_truncated,
         decoded: true,
     })
+}
+
+/// Appends `bytes` to `buf`, growing it by doubling but never past `most` bytes of capacity:
+/// a body read up to a budget takes the budget, not twice it (`Vec`'s own doubling would
+/// reserve 32 MiB for 16 MiB and one byte).
+pub(super) fn extend_within(buf: &mut Vec<u8>, bytes: &[u8], most: usize) {
+    let need = buf.len() + bytes.len();
+    if need > buf.capacity() {
+        let want = buf
+            .capacity()
+            .saturating_mul(2)
+            .max(need)
+            .min(most.max(need));
+        buf.reserve_exact(want - buf.len());
+    }
+    buf.extend_from_slice(bytes);
 }
 
 /// How UTF-16/32 text is laid out.

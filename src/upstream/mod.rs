@@ -12,6 +12,7 @@
 
 mod binary;
 mod body;
+mod budget;
 mod build;
 mod config;
 mod config_error;
@@ -37,6 +38,7 @@ use crate::spec::{Operation, Spec};
 
 pub use binary::sha256_hex;
 pub(crate) use body::choose_media;
+pub use budget::{CallBudget, DEFAULT_MAX_BYTES_IN_FLIGHT, DEFAULT_MAX_CALL_BYTES, InFlight, Over};
 pub(crate) use build::media_essence;
 pub use build::{CallArgs, PreparedRequest};
 pub use config::{ConfigError, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_READ_BYTES, UpstreamConfig};
@@ -293,15 +295,30 @@ impl Upstream {
         req: &PreparedRequest,
         call: &CallCredentials,
     ) -> Result<Fetched, UpstreamError> {
+        self.fetch_within(req, call, &mut CallBudget::unbounded())
+            .await
+    }
+
+    /// [`Upstream::fetch`] within a call's budget: the bytes read, decoded and parsed are
+    /// taken from `budget`, and reading stops (the body cut, `truncated`) where it refuses
+    /// more; `budget.over()` then says why.
+    pub async fn fetch_within(
+        &self,
+        req: &PreparedRequest,
+        call: &CallCredentials,
+        budget: &mut CallBudget,
+    ) -> Result<Fetched, UpstreamError> {
         let oauth = self
             .oauth
             .as_ref()
             .filter(|_| call.header(&http::header::AUTHORIZATION).is_none());
         let Some(oauth) = oauth else {
-            return self.send_once(req, call).await;
+            return self.send_once(req, call, budget).await;
         };
         let token = oauth.token().await?;
-        let response = self.send_once(req, &with_token(call, &token)).await?;
+        let response = self
+            .send_once(req, &with_token(call, &token), budget)
+            .await?;
         if response.response.status != 401 {
             return Ok(response);
         }
@@ -309,13 +326,14 @@ impl Upstream {
         let token = oauth.token().await?;
         tracing::info!(method = %req.method, url = %redact::redact_url(&req.url),
             "the API refused the OAuth token (401); sending the call once more with a fresh one");
-        self.send_once(req, &with_token(call, &token)).await
+        self.send_once(req, &with_token(call, &token), budget).await
     }
 
     async fn send_once(
         &self,
         req: &PreparedRequest,
         call: &CallCredentials,
+        budget: &mut CallBudget,
     ) -> Result<Fetched, UpstreamError> {
         let started = Instant::now();
         let mut headers = http::HeaderMap::new();
@@ -405,7 +423,7 @@ impl Upstream {
         // body (what the agent is shown is fitted later), and a download comes back whole.
         let limit = self.cfg.max_read_bytes.max(self.cfg.max_body_bytes);
         let may_be_binary = binary::may_be_binary(content_type.as_deref());
-        let (bytes, raw_truncated) = response::read_limited(&mut resp, limit)
+        let (bytes, raw_truncated) = response::read_limited(&mut resp, limit, budget)
             .await
             .map_err(|e| self.map_error(e, &secrets))?;
         // Stop reading: dropping the response closes the connection if bytes are left.
@@ -422,10 +440,40 @@ impl Upstream {
                 read: limit,
             };
             let c = binary::classify(bytes, received, &limits, &secrets);
+            // What was decoded beyond the bytes read (already taken).
+            let held = c.binary.as_ref().map_or(0, |b| b.bytes.len());
+            if budget.take(held.saturating_sub(raw_len)).is_err() {
+                budget.exhaust();
+            }
             (c.shown, c.binary)
         } else {
-            let shown =
-                response::read_response(bytes, received, limit, self.cfg.max_body_bytes, &secrets);
+            // Decoding and parsing take from what is left of the call's budget: a body that
+            // would take more is cut (`budget.over()` says why).
+            let encoded = content_encoding
+                .as_deref()
+                .is_some_and(|e| !e.trim().eq_ignore_ascii_case("identity"));
+            // The decoded bytes and the parse's memory come out of what is left, taken now
+            // (calls at once cannot each count on the same free bytes); what they did not use
+            // goes back.
+            let reserved = budget.reserve_left();
+            let read = if encoded { limit.min(reserved) } else { limit };
+            let room = reserved.saturating_sub(if encoded { read } else { 0 });
+            let mut parse = response::ParseRoom::new(room);
+            let shown = response::read_response(
+                bytes,
+                received,
+                read,
+                self.cfg.max_body_bytes,
+                &secrets,
+                &mut parse,
+            );
+            let used = parse.decoded.saturating_add(parse.cost);
+            budget.give_back(reserved.saturating_sub(used));
+            let decode_cut = encoded && parse.decoded >= read && read < limit;
+            let unpaid = used > reserved && budget.take(used - reserved).is_err();
+            if unpaid || parse.over || decode_cut {
+                budget.exhaust();
+            }
             (shown, None)
         };
         if shown.transformed {

@@ -311,12 +311,16 @@ impl OAuth {
                 message: crate::error_chain(&e.without_url()),
             })?;
         let status = resp.status();
-        let (bytes, _) = super::response::read_limited(&mut resp, MAX_TOKEN_RESPONSE_BYTES)
-            .await
-            .map_err(|e| OAuthError::Unreachable {
-                url: url.clone(),
-                message: crate::error_chain(&e.without_url()),
-            })?;
+        let (bytes, _) = super::response::read_limited(
+            &mut resp,
+            MAX_TOKEN_RESPONSE_BYTES,
+            &mut super::CallBudget::unbounded(),
+        )
+        .await
+        .map_err(|e| OAuthError::Unreachable {
+            url: url.clone(),
+            message: crate::error_chain(&e.without_url()),
+        })?;
         let body: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
         if !status.is_success() {
             return Err(OAuthError::Status {

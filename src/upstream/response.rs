@@ -8,6 +8,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 use url::Url;
 
+use super::budget::CallBudget;
 use super::cut::cut_json;
 use super::decode;
 use super::redact::Secrets;
@@ -125,11 +126,12 @@ pub(crate) fn safe_headers(headers: &http::HeaderMap, url: &Url) -> Map<String, 
     out
 }
 
-/// Reads the body chunk by chunk and stops after `max` bytes. Returns the bytes and whether
-/// more was left unread.
+/// Reads the body chunk by chunk and stops after `max` bytes, or when the call's `budget`
+/// refuses a chunk (it remembers why). Returns the bytes and whether more was left unread.
 pub(crate) async fn read_limited(
     resp: &mut reqwest::Response,
     max: usize,
+    budget: &mut CallBudget,
 ) -> Result<(Vec<u8>, bool), reqwest::Error> {
     let hint = resp
         .content_length()
@@ -140,11 +142,15 @@ pub(crate) async fn read_limited(
     let mut buf = Vec::with_capacity(hint.min(max).min(1 << 20));
     while let Some(chunk) = resp.chunk().await? {
         let room = max - buf.len();
-        if chunk.len() > room {
-            buf.extend_from_slice(&chunk[..room]);
+        let take = chunk.len().min(room);
+        if budget.take(take).is_err() {
             return Ok((buf, true));
         }
-        buf.extend_from_slice(&chunk);
+        if chunk.len() > room {
+            decode::extend_within(&mut buf, &chunk[..room], max);
+            return Ok((buf, true));
+        }
+        decode::extend_within(&mut buf, &chunk, max);
     }
     Ok((buf, false))
 }
@@ -163,6 +169,142 @@ pub struct ShownBody {
     /// What is shown is not the upstream's bytes (a content encoding undone, or text
     /// transcoded): the upstream's `Content-Length` no longer describes it.
     pub transformed: bool,
+}
+
+/// The memory a body's parse may take (what is left of the call's budget), and what it took.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ParseRoom {
+    /// Bytes the parsed body may take: [`VALUE_BYTES`] per JSON value beside its text.
+    pub room: usize,
+    /// Bytes it took.
+    pub cost: usize,
+    /// The body would have taken more: it was cut to the shown budget instead.
+    pub over: bool,
+    /// The bytes its content encoding decoded to (0 without one).
+    pub decoded: usize,
+}
+
+impl ParseRoom {
+    pub(crate) fn new(room: usize) -> ParseRoom {
+        ParseRoom {
+            room,
+            cost: 0,
+            over: false,
+            decoded: 0,
+        }
+    }
+}
+
+/// What one JSON value of a parsed body costs in memory beside its text (a `Value`, its
+/// place in an array or a map).
+pub(crate) const VALUE_BYTES: usize = 96;
+
+/// `bytes` parsed as JSON within `room` bytes of memory, each value counted as it is built
+/// ([`VALUE_BYTES`] plus its text): `Ok(None)` when it would take more (nothing more is built),
+/// `Err` when it is not JSON.
+pub(crate) fn parse_within(
+    bytes: &[u8],
+    room: usize,
+) -> Result<Option<(Value, usize)>, serde_json::Error> {
+    use serde::de::DeserializeSeed;
+    let mut left = room;
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let parsed = Within { left: &mut left }
+        .deserialize(&mut de)
+        .and_then(|v| de.end().map(|()| v));
+    match parsed {
+        Ok(v) => Ok(Some((v, room - left))),
+        Err(_) if left == 0 => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// A JSON value built within what is `left` of a room (`parse_within`).
+struct Within<'a> {
+    left: &'a mut usize,
+}
+
+impl Within<'_> {
+    fn take<E: serde::de::Error>(&mut self, bytes: usize) -> Result<(), E> {
+        match self.left.checked_sub(bytes + VALUE_BYTES) {
+            Some(l) => {
+                *self.left = l;
+                Ok(())
+            }
+            None => {
+                *self.left = 0;
+                Err(E::custom("over the parse budget"))
+            }
+        }
+    }
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Within<'_> {
+    type Value = Value;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Within<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("JSON")
+    }
+    fn visit_bool<E: serde::de::Error>(mut self, v: bool) -> Result<Value, E> {
+        self.take::<E>(0)?;
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E: serde::de::Error>(mut self, v: i64) -> Result<Value, E> {
+        self.take::<E>(0)?;
+        Ok(Value::from(v))
+    }
+    fn visit_u64<E: serde::de::Error>(mut self, v: u64) -> Result<Value, E> {
+        self.take::<E>(0)?;
+        Ok(Value::from(v))
+    }
+    fn visit_f64<E: serde::de::Error>(mut self, v: f64) -> Result<Value, E> {
+        self.take::<E>(0)?;
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+    fn visit_str<E: serde::de::Error>(mut self, v: &str) -> Result<Value, E> {
+        self.take::<E>(v.len())?;
+        Ok(Value::String(v.to_string()))
+    }
+    fn visit_string<E: serde::de::Error>(mut self, v: String) -> Result<Value, E> {
+        self.take::<E>(v.len())?;
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E: serde::de::Error>(mut self) -> Result<Value, E> {
+        self.take::<E>(0)?;
+        Ok(Value::Null)
+    }
+    fn visit_none<E: serde::de::Error>(self) -> Result<Value, E> {
+        self.visit_unit()
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(mut self, mut seq: A) -> Result<Value, A::Error> {
+        self.take::<A::Error>(0)?;
+        let mut out = Vec::new();
+        while let Some(v) = seq.next_element_seed(Within {
+            left: &mut *self.left,
+        })? {
+            out.push(v);
+        }
+        Ok(Value::Array(out))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(mut self, mut map: A) -> Result<Value, A::Error> {
+        self.take::<A::Error>(0)?;
+        let mut out = Map::new();
+        while let Some(k) = map.next_key::<String>()? {
+            self.take::<A::Error>(k.len())?;
+            let v = map.next_value_seed(Within {
+                left: &mut *self.left,
+            })?;
+            out.insert(k, v);
+        }
+        Ok(Value::Object(out))
+    }
 }
 
 /// How a body read from the upstream came: whether reading stopped at the cap (`truncated`:
@@ -184,18 +326,27 @@ pub fn shown_response(
     budget: usize,
     secrets: &Secrets,
 ) -> ShownBody {
-    read_response(raw, received, budget, budget, secrets)
+    read_response(
+        raw,
+        received,
+        budget,
+        budget,
+        secrets,
+        &mut ParseRoom::new(usize::MAX),
+    )
 }
 
 /// [`shown_response`] with the read budget (`--max-read-bytes`: how far the encoding is
 /// undone and text kept, before `select` and [`super::fit`]) apart from the shown budget
-/// (`--max-response-bytes`, which bounds a binary body's base64 form).
+/// (`--max-response-bytes`, which bounds a binary body's base64 form), and the memory the
+/// parsed body may take (`parse`: a body that would take more is cut to the shown budget).
 pub(crate) fn read_response(
     raw: Vec<u8>,
     received: Received<'_>,
     read_budget: usize,
     shown_budget: usize,
     secrets: &Secrets,
+    parse: &mut ParseRoom,
 ) -> ShownBody {
     let raw_len = raw.len();
     let decoded = decode::decode_content(
@@ -204,7 +355,12 @@ pub(crate) fn read_response(
         received.content_encoding,
         read_budget,
     );
-    shown_decoded(decoded, raw_len, received, shown_budget, secrets)
+    if let Ok(d) = &decoded
+        && d.decoded
+    {
+        parse.decoded = d.bytes.len();
+    }
+    shown_decoded_within(decoded, raw_len, received, shown_budget, secrets, parse)
 }
 
 /// [`read_response`] once the content encoding was undone (or failed to be), for a caller that
@@ -217,6 +373,26 @@ pub(crate) fn shown_decoded(
     shown_budget: usize,
     secrets: &Secrets,
 ) -> ShownBody {
+    let mut parse = ParseRoom::new(usize::MAX);
+    shown_decoded_within(
+        decoded,
+        raw_len,
+        received,
+        shown_budget,
+        secrets,
+        &mut parse,
+    )
+}
+
+/// [`shown_decoded`] within a parse room.
+fn shown_decoded_within(
+    decoded: Result<decode::Decoded, decode::DecodeError>,
+    raw_len: usize,
+    received: Received<'_>,
+    shown_budget: usize,
+    secrets: &Secrets,
+    parse: &mut ParseRoom,
+) -> ShownBody {
     let Received {
         truncated: raw_truncated,
         content_type,
@@ -224,11 +400,17 @@ pub(crate) fn shown_decoded(
     } = received;
     match decoded {
         Ok(d) => {
-            let (body, transcoded) =
-                shown_body_transcoded(&d.bytes, d.truncated, content_type, shown_budget, secrets);
+            let (body, transcoded) = shown_body_transcoded(
+                &d.bytes,
+                d.truncated,
+                content_type,
+                shown_budget,
+                secrets,
+                parse,
+            );
             ShownBody {
                 body,
-                truncated: d.truncated,
+                truncated: d.truncated || parse.over,
                 transformed: d.decoded || transcoded,
             }
         }
@@ -264,7 +446,8 @@ pub fn shown_body(
     budget: usize,
     secrets: &Secrets,
 ) -> Value {
-    shown_body_transcoded(bytes, truncated, content_type, budget, secrets).0
+    let mut parse = ParseRoom::new(usize::MAX);
+    shown_body_transcoded(bytes, truncated, content_type, budget, secrets, &mut parse).0
 }
 
 /// [`shown_body`], and whether the text was transcoded.
@@ -274,6 +457,7 @@ fn shown_body_transcoded(
     content_type: Option<&str>,
     budget: usize,
     secrets: &Secrets,
+    parse: &mut ParseRoom,
 ) -> (Value, bool) {
     if bytes.is_empty() {
         return (Value::Null, false);
@@ -296,7 +480,7 @@ fn shown_body_transcoded(
         text = &text[..text.len() - secrets.cut_tail_len(text)];
     }
     let scrubbed = secrets.scrub(text);
-    let mut body = body_value(&scrubbed, truncated, &ct, secrets)
+    let mut body = body_value(&scrubbed, truncated, &ct, secrets, budget, parse)
         .unwrap_or_else(|| binary(bytes, truncated, &ct, budget, holds_secret(bytes, secrets)));
     secrets.redact_value(&mut body);
     (body, utf8.is_some())
@@ -327,21 +511,53 @@ pub(super) fn holds_secret(bytes: &[u8], secrets: &Secrets) -> bool {
 }
 
 /// Parsed JSON, JSON cut to a valid prefix when `truncated`, or text; `None` for content that
-/// is not text (see [`as_text`]).
-fn body_value(bytes: &[u8], truncated: bool, ct: &str, secrets: &Secrets) -> Option<Value> {
+/// is not text (see [`as_text`]). The parse takes at most `parse.room` bytes of memory: a body
+/// that would take more is cut to a valid prefix of the shown `budget` (`parse.over`), and a
+/// `truncated` one is cut to a prefix its worst-case parse fits in.
+fn body_value(
+    bytes: &[u8],
+    truncated: bool,
+    ct: &str,
+    secrets: &Secrets,
+    budget: usize,
+    parse: &mut ParseRoom,
+) -> Option<Value> {
     let first = bytes.iter().find(|b| !b.is_ascii_whitespace()).copied();
     let looks_json = ct.contains("json") || (ct.is_empty() && matches!(first, Some(b'{' | b'[')));
+    // The most a JSON text's parse takes per byte: `[1,1,…]` is a value every two bytes.
+    let worst = |len: usize| len.saturating_mul(VALUE_BYTES / 2 + 1);
+    let prefix = |parse: &ParseRoom| {
+        bytes
+            .len()
+            .min(budget.max(parse.room / (VALUE_BYTES / 2 + 1)))
+    };
     if looks_json {
         let parsed = if truncated {
-            cut_json(bytes, bytes.len(), secrets)
+            let keep = prefix(parse);
+            parse.over |= keep < bytes.len();
+            parse.cost = parse.cost.saturating_add(worst(keep));
+            cut_json(&bytes[..keep], keep, secrets)
         } else {
-            serde_json::from_slice(bytes).ok()
+            match parse_within(bytes, parse.room) {
+                Ok(Some((v, cost))) => {
+                    parse.cost = parse.cost.saturating_add(cost);
+                    Some(v)
+                }
+                Ok(None) => {
+                    parse.over = true;
+                    let keep = bytes.len().min(budget);
+                    parse.cost = parse.cost.saturating_add(worst(keep));
+                    cut_json(&bytes[..keep], keep, secrets)
+                }
+                Err(_) => None,
+            }
         };
         if let Some(v) = parsed {
             return Some(v);
         }
     }
     let mut text = as_text(bytes, truncated)?;
+    parse.cost = parse.cost.saturating_add(text.len());
     if truncated {
         secrets.trim_partial_tail(&mut text);
     }
@@ -581,6 +797,30 @@ mod tests {
         let doc = r#"{"a":"h\u00e9llo \ud83d\ude00 Bearer sk_live_0123"#;
         let v = cut_json(doc.as_bytes(), doc.len() + 2, &secrets).unwrap();
         assert_eq!(v, json!({"a": "h\u{e9}llo \u{1f600} "}));
+    }
+
+    #[test]
+    fn a_parse_takes_at_most_its_room() {
+        let items = format!("[{}]", vec![r#"{"i":1}"#; 1000].join(","));
+        let (v, cost) = parse_within(items.as_bytes(), usize::MAX).unwrap().unwrap();
+        assert_eq!(v.as_array().unwrap().len(), 1000);
+        assert!(cost > 1000 * 2 * VALUE_BYTES, "{cost}");
+        assert!(parse_within(items.as_bytes(), cost - 1).unwrap().is_none());
+        assert_eq!(parse_within(items.as_bytes(), cost).unwrap().unwrap().0, v);
+        assert!(parse_within(b"[1,", 1000).is_err());
+        // Over its room, a body is cut to the shown budget, and says so.
+        let mut parse = ParseRoom::new(10_000);
+        let (v, _) = shown_body_transcoded(
+            items.as_bytes(),
+            false,
+            Some("application/json"),
+            200,
+            &Secrets::default(),
+            &mut parse,
+        );
+        assert!(parse.over, "{v}");
+        let shown = v.as_array().unwrap();
+        assert!(!shown.is_empty() && v.to_string().len() <= 200, "{v}");
     }
 
     #[test]

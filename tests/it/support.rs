@@ -45,6 +45,8 @@ pub fn engine_args(spec: &str, upstream: Option<String>) -> EngineArgs {
         connect_timeout: std::time::Duration::from_secs(2),
         max_response_bytes: 64 * 1024,
         max_read_bytes: apigate::upstream::DEFAULT_MAX_READ_BYTES,
+        max_call_bytes: apigate::upstream::DEFAULT_MAX_CALL_BYTES,
+        max_bytes_in_flight: apigate::upstream::DEFAULT_MAX_BYTES_IN_FLIGHT,
         binary: Default::default(),
         monitor: apigate::cli::monitor::MonitorFlags {
             monitor: None,

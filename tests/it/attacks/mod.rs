@@ -15,6 +15,10 @@
 //! - `roles`: an admin changes only roles whose features it fully holds.
 //! - `session_bounds`: a session's stored headers, monitor rates per key, legacy SSE pinning.
 //! - `token_errors`: the OAuth token endpoint's error answer never shows the client secret.
+//! - `select`: one `select` cannot exhaust memory, call an unknown function after the request,
+//!   or rebuild a scrubbed credential (issue 41, items 1 and 11).
+//! - `pages_memory`: `pages` and many calls at once stay within the call's and the server's
+//!   byte budgets (issue 41, item 2).
 
 mod encoded;
 mod exhaustion;
@@ -22,10 +26,12 @@ mod forged_text;
 mod leaks;
 mod mcp_sessions;
 mod owners;
+mod pages_memory;
 mod privileges;
 mod refusals;
 mod requests;
 mod roles;
+mod select;
 mod session_bounds;
 mod token_errors;
 
