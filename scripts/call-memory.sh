@@ -98,7 +98,8 @@ hwm_mib() { awk '/^VmHWM/ { printf "%.0f", $2 / 1024 }' "/proc/$1/status"; }
 
 # measure NAME ARGUMENTS-JSON: a fresh server, one api_execute call, its peak RSS.
 measure() {
-  local name=$1 args=$2 log="$OUT/apigate-$1.log" port= before after answer
+  local name=$1 args=$2 log="$OUT/apigate-${1%% *}.log" port= before after answer sampler
+  : >"$log"
   # shellcheck disable=SC2086
   APIGATE_RANKER=lexical RUST_LOG=warn prlimit --as="$AS_LIMIT" -- "$BIN" dev --spec "$OUT/spec.json" \
     --upstream "$UPSTREAM_URL" --api-key "$KEY" --listen 127.0.0.1:0 --stateless ${EXTRA:-} >"$log" 2>&1 &
@@ -113,18 +114,27 @@ measure() {
   done
   [[ -n $port ]] || die "apigate did not start"
   before=$(hwm_mib "$SERVER")
+  # The last peak seen, for a server that dies before it can be read.
+  (while hwm_mib "$SERVER" >"$OUT/seen.tmp" 2>/dev/null && [[ -s $OUT/seen.tmp ]]; do
+    mv "$OUT/seen.tmp" "$OUT/seen"
+    sleep 0.05
+  done) &
+  sampler=$!
   answer=$(curl -s -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
     -H 'MCP-Protocol-Version: 2025-11-25' -H "x-api-key: $KEY" "http://127.0.0.1:$port/mcp" \
     -d "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"api_execute\",\"arguments\":$args}}" || true)
   if kill -0 "$SERVER" 2>/dev/null; then
     after=$(hwm_mib "$SERVER")
+    kill "$sampler" 2>/dev/null || true
     local said
     said=$(printf '%s' "$answer" | grep -o '"stoppedBecause\\\?":\\\?"[^"\\]*\|the selection would produce more than [0-9]* bytes[^"\\]*' | head -1 || true)
     printf '| %s | %s MiB | %s MiB | %s |\n' "$name" "$before" "$after" "${said:-answered}"
     kill "$SERVER" && wait "$SERVER" 2>/dev/null || true
   else
     wait "$SERVER" 2>/dev/null || true
-    printf '| %s | %s MiB | — | the server died (%s) |\n' "$name" "$before" "$(tail -1 "$log" | cut -c1-80)"
+    wait "$sampler" 2>/dev/null || true
+    printf '| %s | %s MiB | ≥ %s MiB (last seen) | the server died: %s |\n' "$name" "$before" \
+      "$(cat "$OUT/seen" 2>/dev/null || echo '?')" "$(grep -m1 -o 'memory allocation of [0-9]* bytes failed' "$log" || tail -1 "$log" | cut -c1-80)"
   fi
   SERVER=
 }
