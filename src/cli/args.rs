@@ -66,7 +66,7 @@ pub struct EngineArgs {
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=MAX_READ_BYTES_CAP))]
     pub max_read_bytes: usize,
     /// The most memory one `api_execute` call may take: every page it reads (counted after
-    /// its Content-Encoding is undone), its parsed JSON (96 bytes per value beside its text)
+    /// its Content-Encoding is undone), its parsed JSON (112 bytes per value beside its text)
     /// and its `select` result. Past it the call stops early and says where and why
     /// (`pages.stoppedBecause`, or a note on a cut body); the server goes on.
     #[arg(long, default_value_t = crate::upstream::DEFAULT_MAX_CALL_BYTES,

@@ -165,7 +165,7 @@ impl Room {
 }
 
 /// What one JSON value costs in memory beside its text, as the result is counted.
-pub const VALUE_BYTES: usize = 96;
+pub const VALUE_BYTES: usize = 112;
 
 /// Which bound of [`Room`] a result would pass.
 #[derive(Debug, Clone, Copy, thiserror::Error)]
@@ -383,7 +383,7 @@ fn to_json(v: &jmespath::Variable, used: &mut Used) -> Result<Value, Over> {
         }
         Variable::Object(m) => {
             used.take(2)?;
-            let mut out = serde_json::Map::new();
+            let mut out = serde_json::Map::with_capacity(m.len());
             for (k, item) in m {
                 used.take(escaped_len(k) + 2)?;
                 out.insert(k.clone(), to_json(item, used)?);

@@ -197,7 +197,7 @@ impl ParseRoom {
 
 /// What one JSON value of a parsed body costs in memory beside its text (a `Value`, its
 /// place in an array or a map).
-pub(crate) const VALUE_BYTES: usize = 96;
+pub(crate) const VALUE_BYTES: usize = 112;
 
 /// `bytes` parsed as JSON within `room` bytes of memory, each value counted as it is built
 /// ([`VALUE_BYTES`] plus its text): `Ok(None)` when it would take more (nothing more is built),
@@ -291,18 +291,23 @@ impl<'de> serde::de::Visitor<'de> for Within<'_> {
         })? {
             out.push(v);
         }
+        // No room left over from doubling: the count above is what it holds.
+        out.shrink_to_fit();
         Ok(Value::Array(out))
     }
     fn visit_map<A: serde::de::MapAccess<'de>>(mut self, mut map: A) -> Result<Value, A::Error> {
         self.take::<A::Error>(0)?;
-        let mut out = Map::new();
+        let mut entries = Vec::new();
         while let Some(k) = map.next_key::<String>()? {
             self.take::<A::Error>(k.len())?;
             let v = map.next_value_seed(Within {
                 left: &mut *self.left,
             })?;
-            out.insert(k, v);
+            entries.push((k, v));
         }
+        // A map of exactly its entries (a growing one holds room for four at least).
+        let mut out = Map::with_capacity(entries.len());
+        out.extend(entries);
         Ok(Value::Object(out))
     }
 }

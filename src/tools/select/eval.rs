@@ -18,10 +18,10 @@ use jmespath::{Context, JmespathError, Rcvar, Variable};
 pub(super) const MAX_STEPS: usize = 20_000_000;
 
 /// What a new value costs beside its elements: the shared box holding it.
-const BOX_BYTES: usize = 48;
+const BOX_BYTES: usize = 96;
 
 /// What an element of a new array costs: its reference, and the box of a value made for it.
-const ELEMENT_BYTES: usize = 56;
+const ELEMENT_BYTES: usize = 96;
 
 /// Why a search stopped.
 pub(super) enum Stop {
