@@ -636,8 +636,8 @@ mod tests {
     #[test]
     fn every_node_counts_and_unknown_functions_are_refused() {
         // Ten `@` chained eight times: 15 operators, 95 nodes, 10^8 copies of the body.
-        let ten = format!("[{}]", vec!["@"; 10].join(","));
-        let bomb = vec![ten.as_str(); 8].join("|");
+        let ten = format!("[{}]", ["@"; 10].join(","));
+        let bomb = [ten.as_str(); 8].join("|");
         let s = Select::parse(&bomb).unwrap();
         let body = Value::Array(vec![json!({"id": 1, "name": "a"}); 100]);
         let e = s.apply(body.clone(), Room::json(1 << 20)).unwrap_err();
@@ -695,8 +695,8 @@ mod tests {
 
     #[test]
     fn bombs_inside_the_search_stop_at_the_budget() {
-        let ten = format!("[{}]", vec!["@"; 10].join(","));
-        let chain = vec![ten.as_str(); 6].join("|");
+        let ten = format!("[{}]", ["@"; 10].join(","));
+        let chain = [ten.as_str(); 6].join("|");
         let body = json!({"a": "x".repeat(1000), "list": [1, 2, 3]});
         let room = Room {
             json_bytes: 1 << 20,
@@ -711,7 +711,7 @@ mod tests {
             // Joins of joins.
             format!(
                 "join('', [{}])",
-                vec![format!("join('', [{}])", vec!["a"; 6].join(",")); 6].join(",")
+                vec![format!("join('', [{}])", ["a"; 6].join(",")); 6].join(",")
             ),
             // Flattening shared lists.
             format!("{chain}{}", "[]".repeat(6)),

@@ -117,8 +117,8 @@ async fn a_select_bomb_is_refused_by_the_bytes_it_would_produce() {
     let (upstream, _) = start_upstream().await;
     let (mut dev, url) = start_server(&upstream).await;
     let client = mcp_client(&url, &[("x-api-key", KEY)]).await;
-    let ten = format!("[{}]", vec!["@"; 10].join(","));
-    let bomb = vec![ten.as_str(); 8].join("|");
+    let ten = format!("[{}]", ["@"; 10].join(","));
+    let bomb = [ten.as_str(); 8].join("|");
     assert_eq!(bomb.len(), 175, "{bomb}");
     // Under the old cap: 8 brackets and 7 pipes.
     assert!(bomb.matches(['[', '|']).count() <= 64);
