@@ -9,6 +9,8 @@
 #   select: `[@,@,@,@,@,@,@,@,@,@]` chained eight times with `|` on /items (175 bytes; it
 #           would copy the body 10^8 times when converted to JSON)
 #   pages:  `pages: 10` on /pages
+#   gzip:   `GET /bomb`: 64 MiB of text gzip-encoded (64 KiB on the wire), cut at
+#           --max-read-bytes as it is decoded
 #
 # Each server runs under `prlimit --as=$AS_LIMIT` (default 4 GB), so a server without the
 # budgets dies alone (the row says so) instead of taking the machine down.
@@ -52,27 +54,31 @@ cat >"$OUT/spec.json" <<'JSON'
 {"openapi": "3.0.3", "info": {"title": "Call memory", "version": "1"}, "servers": [{"url": "/"}],
  "paths": {
   "/items": {"get": {"operationId": "listItems", "responses": {"200": {"description": "items"}}}},
+  "/bomb": {"get": {"operationId": "getBomb", "responses": {"200": {"description": "text"}}}},
   "/pages": {"get": {"operationId": "listPages",
     "parameters": [{"name": "page", "in": "query", "schema": {"type": "string"}}],
     "responses": {"200": {"description": "a page"}}}}}}
 JSON
 
 cat >"$OUT/upstream.py" <<'PY'
-import http.server, json, sys, urllib.parse
+import gzip, http.server, json, sys, urllib.parse
 ITEMS = json.dumps([{"id": i, "name": "item %d" % i} for i in range(200)]).encode()
 n = (16 * 1024 * 1024 - 4096 - 2) // 8
 PAGE = b"[" + b'{"i":1},' * (n - 1) + b'{"i":1}]'
+BOMB = gzip.compress(b"a" * (64 * 1024 * 1024))
 class H(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     def log_message(self, *a): pass
     def do_GET(self):
         u = urllib.parse.urlparse(self.path)
-        body, extra = ITEMS, []
+        body, extra, ct = ITEMS, [], "application/json"
+        if u.path == "/bomb":
+            body, extra, ct = BOMB, [("Content-Encoding", "gzip")], "text/plain"
         if u.path == "/pages":
             page = int(urllib.parse.parse_qs(u.query).get("page", ["1"])[0])
             body, extra = PAGE, [("Link", '</pages?page=%d>; rel="next"' % (page + 1))]
         self.send_response(200)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", ct)
         self.send_header("Content-Length", str(len(body)))
         for k, v in extra: self.send_header(k, v)
         self.end_headers()
@@ -145,3 +151,4 @@ echo "binary: $BIN ${EXTRA:-}"
 printf '| call | peak RSS after start-up | peak RSS after the call | the call said |\n|---|---|---|---|\n'
 measure "select bomb (175 bytes)" "{\"operationId\":\"listItems\",\"select\":\"$bomb\"}"
 measure "pages: 10 of 16 MiB" '{"operationId":"listPages","query":{"page":"1"},"pages":10}'
+measure "gzip bomb (64 MiB of text)" '{"operationId":"getBomb"}'
