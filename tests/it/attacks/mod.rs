@@ -5,6 +5,7 @@
 //! - `leaks`: no credential reaches the agent (truncation, URL user-info, /health, binary bodies).
 //! - `encoded`: no credential comes back through a compressed, UTF-16/32 or base64 body.
 //! - `forged_text`: agent- and admin-chosen text cannot forge rows or drive the terminal.
+//! - `files`: the dev upload and download folders (a swapped-in link, hard links, bidi names, bounds).
 //! - `exhaustion`: nothing unauthenticated, or cheap with one key, exhausts the server.
 //! - `mcp_sessions`: an MCP session belongs to the key that opened it.
 //! - `owners`: monitor sessions and approvals belong to their owner.
@@ -18,6 +19,7 @@
 
 mod encoded;
 mod exhaustion;
+mod files;
 mod forged_text;
 mod leaks;
 mod mcp_sessions;
