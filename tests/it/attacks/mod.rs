@@ -11,6 +11,7 @@
 //! - `owners`: monitor sessions and approvals belong to their owner.
 //! - `privileges`: key features, session tokens, method override, lockout, admin actions.
 //! - `refusals`: refused calls spend the key's budget; refusals are audited, boundedly.
+//! - `remote_specs`: a URL spec's `$ref`s stay on its origin; its size is capped; unchanged, not parsed again.
 //! - `requests`: what an agent shapes (form `_method`, a credential's query name, free-form
 //!   query objects, redirects with an identity assertion, hidden operations' schemas).
 //! - `roles`: an admin changes only roles whose features it fully holds.
@@ -26,6 +27,7 @@ mod mcp_sessions;
 mod owners;
 mod privileges;
 mod refusals;
+mod remote_specs;
 mod requests;
 mod roles;
 mod session_bounds;
