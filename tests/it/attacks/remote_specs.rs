@@ -27,6 +27,8 @@ const SECRET: &str = "INTERNAL-SECRET-7f3a9c";
 struct Doc {
     bytes: Arc<Mutex<Vec<u8>>>,
     hits: Arc<AtomicUsize>,
+    /// Sent in 64 KiB chunks without a `Content-Length`.
+    chunked: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Doc {
@@ -47,11 +49,14 @@ async fn serve_doc(State(doc): State<Doc>) -> axum::response::Response {
     use axum::response::IntoResponse;
     doc.hits.fetch_add(1, Ordering::SeqCst);
     let bytes = doc.bytes.lock().unwrap().clone();
-    (
-        [(axum::http::header::CONTENT_TYPE, "application/json")],
-        bytes,
-    )
-        .into_response()
+    let json = [(axum::http::header::CONTENT_TYPE, "application/json")];
+    if doc.chunked.load(Ordering::SeqCst) {
+        let chunks: Vec<Result<Vec<u8>, std::io::Error>> =
+            bytes.chunks(64 << 10).map(|c| Ok(c.to_vec())).collect();
+        let body = axum::body::Body::from_stream(futures::stream::iter(chunks));
+        return (json, body).into_response();
+    }
+    (json, bytes).into_response()
 }
 
 /// Serves `docs` (path → document) on a fresh loopback port; the origin `http://127.0.0.1:P`.
@@ -291,6 +296,16 @@ async fn a_url_spec_over_the_cap_is_refused_and_memory_stays_bounded() {
         before >> 20,
         after >> 20
     );
+    // The same document sent in chunks, without a Content-Length: the read stops at the cap.
+    spec.chunked.store(true, Ordering::SeqCst);
+    let (status, body) = reload(&base).await;
+    let chunked = peak_rss(pid);
+    eprintln!("peak RSS after the chunked 40 MB spec {} MB", chunked >> 20);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["apis"][0]["state"], "kept", "{body}");
+    let message = body["apis"][0]["error"].as_str().unwrap_or_default();
+    assert!(message.contains("--max-spec-bytes"), "{message}");
+    assert!(chunked < before + (100 << 20), "{} MB", chunked >> 20);
     assert!(proc.is_running(), "{}", proc.log());
     assert!(proc.terminate().await, "{}", proc.log());
 }
