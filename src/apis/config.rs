@@ -125,6 +125,11 @@ pub struct ApiConfig {
     /// How often a URL spec is fetched again (`If-None-Match`).
     #[serde(default, deserialize_with = "duration")]
     pub poll: Option<Duration>,
+    /// Origins (`https://host[:port]`) beyond the spec's own that a URL spec's `$ref`s may
+    /// fetch documents from; loopback and private addresses only when the spec itself came
+    /// from one.
+    #[serde(default, deserialize_with = "origins")]
+    pub ref_origins: Vec<url::Origin>,
     /// Per-operation feature rules, as in `--permissions FILE`.
     #[serde(default, rename = "rule")]
     pub rules: Vec<RuleSpec>,
@@ -166,6 +171,14 @@ fn lines<'de, D: serde::Deserializer<'de>>(d: D, sep: &str) -> Result<Vec<String
         .into_iter()
         .map(|(name, value)| format!("{name}{sep}{value}"))
         .collect())
+}
+
+/// A list of origins (`ref-origins`), each `scheme://host[:port]`.
+fn origins<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<url::Origin>, D::Error> {
+    Vec::<String>::deserialize(d)?
+        .iter()
+        .map(|o| crate::spec::parse_origin(o).map_err(serde::de::Error::custom))
+        .collect()
 }
 
 /// A duration as the flags write it (`30s`, `2m`, `500ms`).
@@ -395,6 +408,7 @@ features = ["stripe.refunds"]
 name = "github"
 spec = "https://example.com/github.json"
 poll = "5m"
+ref-origins = ["https://schemas.example.com:443"]
 [api.oauth]
 token-url = "https://auth.example.com/token"
 client-id = "apigate"
@@ -419,6 +433,10 @@ client-secret = "file:stripe.key"
         assert_eq!(stripe.rules.len(), 1);
         assert_eq!(github.spec, "https://example.com/github.json");
         assert_eq!(github.poll, Some(Duration::from_secs(300)));
+        assert_eq!(
+            github.ref_origins,
+            [crate::spec::parse_origin("https://schemas.example.com").unwrap()]
+        );
         let oauth = github.oauth.as_ref().unwrap();
         assert_eq!(oauth.client_secret, "sk_test_123");
         // Debug shows no secret.
@@ -470,6 +488,10 @@ client-secret = "file:stripe.key"
             (
                 "[[api]]\nname = \"a\"\nspec = \"a.json\"\npoll = \"10ms\"\n",
                 "poll: at least 1s",
+            ),
+            (
+                "[[api]]\nname = \"a\"\nspec = \"a.json\"\nref-origins = [\"https://a.example/schemas\"]\n",
+                "is not an origin",
             ),
         ] {
             let e = refused(text);

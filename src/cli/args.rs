@@ -86,6 +86,30 @@ pub struct EngineArgs {
     pub ranking: super::index::RankingArgs,
     #[command(flatten)]
     pub limits: LimitArgs,
+    #[command(flatten)]
+    pub spec_limits: SpecLimitArgs,
+}
+
+/// What loading a spec may read.
+#[derive(Debug, Clone, Copy, clap::Args)]
+pub struct SpecLimitArgs {
+    /// Most bytes of a spec (file or URL) and the documents its `$ref`s name, together; read
+    /// streaming, a larger one is refused before it is parsed (parsed, a document takes up to
+    /// some 30 times its size in memory).
+    #[arg(long, default_value_t = crate::spec::DEFAULT_MAX_SPEC_BYTES,
+          value_parser = clap::value_parser!(u64).range(1..=MAX_SPEC_BYTES_CAP))]
+    pub max_spec_bytes: u64,
+}
+
+/// The most `--max-spec-bytes` may be (1 GiB).
+const MAX_SPEC_BYTES_CAP: u64 = 1 << 30;
+
+impl Default for SpecLimitArgs {
+    fn default() -> Self {
+        SpecLimitArgs {
+            max_spec_bytes: crate::spec::DEFAULT_MAX_SPEC_BYTES,
+        }
+    }
 }
 
 /// The most `--max-read-bytes` may be (1 GiB): a response is held in memory while it is read.

@@ -40,9 +40,16 @@ pub struct DevArgs {
     #[arg(long, value_name = "DIR")]
     pub upload_dir: Option<std::path::PathBuf>,
     /// Also write every binary response to a new file in this folder (a generated name,
-    /// mode 0600, never overwriting) and return its path.
+    /// mode 0600, never overwriting) and return its path. Each file is removed after
+    /// --response-ttl; see --max-download-bytes.
     #[arg(long, value_name = "DIR")]
     pub download_dir: Option<std::path::PathBuf>,
+    /// The most bytes apigate's files in --download-dir hold together: the oldest are removed
+    /// to make room, and a larger answer is not written there (it still comes back as a
+    /// resource link).
+    #[arg(long, default_value_t = crate::tools::binary_out::DEFAULT_MAX_DOWNLOAD_BYTES,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_download_bytes: u64,
 }
 
 #[derive(Debug, clap::Args)]
@@ -162,8 +169,15 @@ pub(crate) async fn run_dev(args: DevArgs) -> anyhow::Result<ExitCode> {
     let mut engine = args.engine.build().await?;
     engine.add_rules(args.access.rules()?);
     if let Some(dir) = &args.download_dir {
-        let dir = crate::tools::binary_out::download_dir(dir)?;
-        tracing::info!(dir = %dir.display(), "binary responses are also written to --download-dir");
+        use crate::tools::binary_out::{DownloadDir, download_dir};
+        let path = download_dir(dir)?;
+        tracing::info!(dir = %path.display(), max_bytes = args.max_download_bytes, "binary responses are also written to --download-dir");
+        let dir = std::sync::Arc::new(DownloadDir::new(
+            path,
+            args.max_download_bytes,
+            args.engine.binary.response_ttl,
+        ));
+        dir.sweep_in_background();
         engine.binary.download_dir = Some(dir);
     }
     let listener = tokio::net::TcpListener::bind(args.http.listen)
@@ -311,6 +325,7 @@ mod tests {
         assert_eq!(d.engine.binary.max_held_bytes, 64 * 1024 * 1024);
         assert_eq!(d.engine.binary.response_ttl, Duration::from_secs(600));
         assert!(d.download_dir.is_none());
+        assert_eq!(d.max_download_bytes, 1 << 30);
         let d = parse(&[
             "--max-read-bytes",
             "1000",

@@ -31,6 +31,7 @@ impl EngineArgs {
             max_response_bytes: None,
             max_read_bytes: None,
             poll: None,
+            ref_origins: Vec::new(),
             rules: Vec::new(),
         })
     }
@@ -55,10 +56,15 @@ impl EngineArgs {
         let mut list = Vec::with_capacity(configs.len());
         for c in &configs {
             let old = previous.and_then(|p| Some(&p.list[p.position(&c.name)?]));
-            let loading = Spec::load_unless(&c.spec, old.map(|o| o.spec.as_ref())).await;
+            let policy = crate::spec::FetchPolicy {
+                max_bytes: self.spec_limits.max_spec_bytes,
+                ref_origins: c.ref_origins.clone(),
+            };
+            let old_spec = old.map(|o| o.spec.as_ref());
+            let loading = Spec::load_unless(&c.spec, old_spec, &policy).await;
             let (spec, loaded) = match (loading, old) {
-                // The same bytes, or the URL answered 304 Not Modified to the previous
-                // version's ETag.
+                // The same bytes (not parsed again), or the URL answered 304 Not Modified to
+                // the previous version's ETag.
                 (Ok(new), Some(old))
                     if new.as_ref().is_none_or(|s| s.sha256 == old.spec.sha256) =>
                 {

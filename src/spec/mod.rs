@@ -11,6 +11,7 @@ pub mod method;
 mod operation;
 mod paths;
 mod refs;
+mod remote;
 mod security;
 mod source;
 mod swagger;
@@ -27,7 +28,9 @@ pub use method::{Method, NotAMethod};
 pub use operation::{Dialect, MediaType, Operation, ParamIn, Parameter, RequestBody, Response};
 pub use paths::match_template;
 pub(crate) use refs::InlineBudget;
+pub use remote::{FetchPolicy, parse_origin};
 pub use security::{KeyIn, SchemeKind, alternatives as security_alternatives};
+pub use source::DEFAULT_MAX_SPEC_BYTES;
 pub(crate) use source::Location;
 
 /// How a caller names an operation.
@@ -63,6 +66,14 @@ pub enum SpecError {
         pointer: String,
         message: String,
     },
+    /// A `$ref` names a document apigate may not fetch (`remote.rs`): refused before any
+    /// connection, so an open and a closed port read alike.
+    #[error("{file}: the $ref to {reference} is not allowed: {why}")]
+    NotAllowed {
+        file: String,
+        reference: String,
+        why: String,
+    },
 }
 
 /// A loaded, normalized document.
@@ -90,6 +101,10 @@ pub struct Spec {
     /// The `ETag` the URL the document came from answered with: a reload asks with
     /// `If-None-Match` (`Spec::load_unless`).
     pub etag: Option<String>,
+    /// The sha256 of the document's own bytes, and the documents its `$ref`s named: a reload
+    /// that reads the same bytes from each parses nothing (`Spec::load_unless`).
+    document_sha256: String,
+    externals: Vec<refs::External>,
     /// What the operations' `$ref`s reach, and `tags`: the rest of the document (`paths`,
     /// examples, unreferenced components) is dropped once the operations are extracted.
     root: Value,
@@ -106,44 +121,56 @@ crate::debug_fields!(|s: Spec| {
 
 impl Spec {
     /// Loads a document from a file path or an `http(s)://` URL, with every document its
-    /// `$ref`s reach.
+    /// `$ref`s reach, under the default [`FetchPolicy`].
     pub async fn load(source: &str) -> Result<Spec, SpecError> {
-        let loaded = Spec::load_unless(source, None).await?;
+        let loaded = Spec::load_unless(source, None, &FetchPolicy::default()).await?;
         loaded.ok_or_else(|| SpecError::Read {
             file: source::public_name(source),
             message: "the server answered 304 Not Modified to a plain GET".into(),
         })
     }
 
-    /// [`Spec::load`], unless `previous` came from the same URL with an `ETag` and the server
-    /// answers `If-None-Match` with 304 Not Modified: then `None` (nothing was downloaded or
-    /// parsed; `previous` is current). A file is always read.
+    /// [`Spec::load`] under `policy`, unless `previous` came from the same place and nothing
+    /// changed: then `None` (`previous` is current), and nothing was parsed. Nothing changed
+    /// when the URL answers `If-None-Match` with 304 Not Modified (nothing downloaded either),
+    /// or when the document's bytes and those of every document its `$ref`s named have the
+    /// sha256 they had.
     pub async fn load_unless(
         source: &str,
         previous: Option<&Spec>,
+        policy: &FetchPolicy,
     ) -> Result<Option<Spec>, SpecError> {
         let location = Location::parse(source)?;
-        let etag = previous
-            .filter(|p| p.source == location.display())
-            .and_then(|p| p.etag.as_deref());
-        let Some(source::Read {
-            value: mut root,
-            sha256,
-            etag,
-        }) = source::read_unless(&location, etag).await?
-        else {
+        let previous = previous.filter(|p| p.source == location.display());
+        let etag = previous.and_then(|p| p.etag.as_deref());
+        let mut fetcher = remote::Fetcher::new(policy);
+        let Some(raw) = source::read_raw(&location, etag, &mut fetcher.budget, None).await? else {
             return Ok(None);
         };
-        let external = refs::bundle_external(&mut root, &location).await?;
+        let sha256 = source::digest(&raw.bytes);
+        if let Some(p) = previous
+            && p.document_sha256 == sha256
+            && unchanged(&location, &p.externals, &mut fetcher).await
+        {
+            tracing::debug!(source = %location.display(), "document unchanged; not parsed again");
+            return Ok(None);
+        }
+        let mut root = source::parse_read(&raw.bytes, &location)?;
+        let (etag, internal) = (raw.etag, raw.from.is_some_and(remote::is_internal));
+        drop(raw.bytes);
+        let externals = refs::bundle_external(&mut root, &location, internal, &mut fetcher).await?;
         let mut spec = Spec::from_value(root, &location.display())?;
         // A document and the documents its `$ref`s name: a change to any is a new version.
-        spec.sha256 = if external.is_empty() {
-            sha256
+        spec.sha256 = if externals.is_empty() {
+            sha256.clone()
         } else {
-            source::digest(format!("{sha256} {}", external.join(" ")).as_bytes())
+            let digests: Vec<&str> = externals.iter().map(|e| e.sha256.as_str()).collect();
+            source::digest(format!("{sha256} {}", digests.join(" ")).as_bytes())
         };
         // A 304 says nothing of the documents `$ref`s name: such a spec is read in full.
-        spec.etag = etag.filter(|_| external.is_empty());
+        spec.etag = etag.filter(|_| externals.is_empty());
+        spec.document_sha256 = sha256;
+        spec.externals = externals;
         Ok(Some(spec))
     }
 
@@ -153,6 +180,7 @@ impl Spec {
         let root = source::parse(bytes, &location)?;
         let mut spec = Spec::from_value(root, name)?;
         spec.sha256 = source::digest(bytes);
+        spec.document_sha256 = spec.sha256.clone();
         Ok(spec)
     }
 
@@ -221,6 +249,8 @@ impl Spec {
             warnings,
             sha256: String::new(),
             etag: None,
+            document_sha256: String::new(),
+            externals: Vec::new(),
             root,
             by_id,
             validators,
@@ -388,6 +418,24 @@ fn count_type_arrays(v: &Value) -> usize {
         Value::Array(items) => items.iter().map(count_type_arrays).sum(),
         _ => 0,
     }
+}
+
+/// Whether every document a spec's `$ref`s named (`externals`) still has the bytes it had,
+/// read again from the same place under the same checks. Any error reads as changed: the full
+/// load that follows reports it.
+async fn unchanged(
+    main: &Location,
+    externals: &[refs::External],
+    fetcher: &mut remote::Fetcher<'_>,
+) -> bool {
+    for e in externals {
+        let fetch = fetcher.referenced(main, &e.base, e.base_internal, &e.location);
+        match tokio::time::timeout(source::FETCH_TIMEOUT, fetch).await {
+            Ok(Ok(raw)) if source::digest(&raw.bytes) == e.sha256 => {}
+            _ => return false,
+        }
+    }
+    true
 }
 
 #[cfg(test)]

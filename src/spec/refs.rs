@@ -9,6 +9,7 @@ use std::collections::{HashMap, HashSet};
 use serde_json::{Map, Value};
 
 use super::SpecError;
+use super::remote::{self, Fetcher};
 use super::source::{self, Location};
 
 /// Where bundled external documents live inside the main one.
@@ -149,14 +150,31 @@ fn split_ref(reference: &str) -> (&str, &str) {
     }
 }
 
+/// A document a spec's `$ref`s named, as loaded: where, which document named it (and whether
+/// that one came from an internal address), and the sha256 of its bytes. A reload reads them
+/// again from the same places, under the same checks, to learn whether anything changed.
+#[derive(Debug, Clone)]
+pub(crate) struct External {
+    pub location: Location,
+    pub base: Location,
+    pub base_internal: bool,
+    pub sha256: String,
+}
+
 /// Loads every document reachable through external `$ref`s and bundles them into `main`
-/// under `x-apigate-external`, rewriting all refs to local ones.
+/// (which came from `location`; `internal`: from an internal address) under
+/// `x-apigate-external`, rewriting all refs to local ones. Every fetch goes through
+/// `fetcher` (which URLs may be named, the byte budget), all within one fetch timeout.
 pub(crate) async fn bundle_external(
     main: &mut Value,
     location: &Location,
-) -> Result<Vec<String>, SpecError> {
-    let mut digests = Vec::new();
-    let mut docs: Vec<(Location, Value)> = vec![(location.clone(), std::mem::take(main))];
+    internal: bool,
+    fetcher: &mut Fetcher<'_>,
+) -> Result<Vec<External>, SpecError> {
+    let deadline = tokio::time::Instant::now() + source::FETCH_TIMEOUT;
+    let mut externals = Vec::new();
+    let mut docs: Vec<(Location, Value, bool)> =
+        vec![(location.clone(), std::mem::take(main), internal)];
     let mut index: HashMap<Location, usize> = HashMap::from([(location.clone(), 0)]);
     let mut next = 0;
     while next < docs.len() {
@@ -167,7 +185,7 @@ pub(crate) async fn bundle_external(
                 wanted.push(doc.to_string());
             }
         });
-        let base = docs[next].0.clone();
+        let (base, base_internal) = (docs[next].0.clone(), docs[next].2);
         for doc in wanted {
             let loc = base.join(&doc)?;
             if index.contains_key(&loc) {
@@ -179,16 +197,31 @@ pub(crate) async fn bundle_external(
                     message: format!("more than {MAX_EXTERNAL_DOCUMENTS} referenced documents"),
                 });
             }
-            let (value, digest) = source::read(&loc).await?;
-            digests.push(digest);
+            let fetch = fetcher.referenced(location, &base, base_internal, &loc);
+            let raw = tokio::time::timeout_at(deadline, fetch)
+                .await
+                .map_err(|_| SpecError::Read {
+                    file: location.display(),
+                    message: format!(
+                        "the documents its $refs name took more than {}s to fetch",
+                        source::FETCH_TIMEOUT.as_secs()
+                    ),
+                })??;
+            let value = source::parse_read(&raw.bytes, &loc)?;
+            externals.push(External {
+                location: loc.clone(),
+                base: base.clone(),
+                base_internal,
+                sha256: source::digest(&raw.bytes),
+            });
             index.insert(loc.clone(), docs.len());
-            docs.push((loc, value));
+            docs.push((loc, value, raw.from.is_some_and(remote::is_internal)));
         }
         next += 1;
     }
     if docs.len() == 1 {
-        *main = docs.pop().map(|(_, v)| v).unwrap_or_default();
-        return Ok(digests);
+        *main = docs.pop().map(|(_, v, _)| v).unwrap_or_default();
+        return Ok(externals);
     }
     let prefix = |i: usize| {
         if i == 0 {
@@ -197,8 +230,8 @@ pub(crate) async fn bundle_external(
             format!("#/{EXTERNAL_KEY}/{i}")
         }
     };
-    let locations: Vec<Location> = docs.iter().map(|(l, _)| l.clone()).collect();
-    for (i, (_, doc)) in docs.iter_mut().enumerate() {
+    let locations: Vec<Location> = docs.iter().map(|(l, _, _)| l.clone()).collect();
+    for (i, (_, doc, _)) in docs.iter_mut().enumerate() {
         rewrite_refs(doc, &mut |r| {
             let (file, frag) = split_ref(r);
             let target = if file.is_empty() {
@@ -211,15 +244,17 @@ pub(crate) async fn bundle_external(
     }
     let mut external = Map::new();
     let mut iter = docs.into_iter();
-    let (_, mut root) = iter.next().unwrap_or((location.clone(), Value::Null));
-    for (i, (_, doc)) in iter.enumerate() {
+    let (_, mut root, _) = iter
+        .next()
+        .unwrap_or((location.clone(), Value::Null, false));
+    for (i, (_, doc, _)) in iter.enumerate() {
         external.insert((i + 1).to_string(), doc);
     }
     if let Value::Object(map) = &mut root {
         map.insert(EXTERNAL_KEY.into(), Value::Object(external));
     }
     *main = root;
-    Ok(digests)
+    Ok(externals)
 }
 
 /// Checks every `$ref` in `root`: refs to nowhere and ref-only cycles are errors (refs inside

@@ -1,5 +1,7 @@
-//! Reading raw documents: from a file path or an `http(s)://` URL (size cap, timeout), parsed
-//! as JSON or YAML into a `serde_json::Value`. Knows nothing about OpenAPI.
+//! Reading raw documents: from a file path or an `http(s)://` URL, within one byte budget per
+//! load (`--max-spec-bytes`, read streaming: never more than the budget in memory) and a
+//! timeout, parsed as JSON or YAML into a `serde_json::Value`. Knows nothing about OpenAPI;
+//! which URLs a `$ref` may name is `remote.rs`'s.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -8,9 +10,9 @@ use serde_json::Value;
 
 use super::SpecError;
 
-/// Largest document apigate reads (file or URL).
-pub(crate) const MAX_DOCUMENT_BYTES: u64 = 64 * 1024 * 1024;
-const FETCH_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long one document may take to fetch; all the documents a spec's `$ref`s name share
+/// one such span too (`refs::bundle_external`).
+pub(crate) const FETCH_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Where a document came from; relative `$ref`s resolve against it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -73,7 +75,7 @@ impl Location {
 }
 
 /// A URL as messages show it: no user info, no query, no fragment.
-fn shown_url(url: &url::Url) -> String {
+pub(crate) fn shown_url(url: &url::Url) -> String {
     let mut shown = url.clone();
     let _ = shown.set_username("");
     let _ = shown.set_password(None);
@@ -111,45 +113,78 @@ fn normalize_path(path: &Path) -> PathBuf {
     out
 }
 
-/// Reads and parses a document, and the sha256 of the bytes read (hex).
-pub async fn read(location: &Location) -> Result<(Value, String), SpecError> {
-    match read_unless(location, None).await? {
-        Some(Read { value, sha256, .. }) => Ok((value, sha256)),
-        None => Err(SpecError::Read {
-            file: location.display(),
-            message: "the server answered 304 Not Modified to a plain GET".into(),
-        }),
-    }
+/// The default of `--max-spec-bytes`: 32 MiB for a spec and every document its `$ref`s name,
+/// together. Parsed, a document of many small schemas takes some 30 times its size.
+pub const DEFAULT_MAX_SPEC_BYTES: u64 = 32 << 20;
+
+/// The bytes one load may still read, out of `max`: the spec and the documents its `$ref`s
+/// name share one budget.
+#[derive(Debug)]
+pub(crate) struct Budget {
+    left: u64,
+    max: u64,
 }
 
-/// A document read: its value, the sha256 of its bytes, and the `ETag` a URL answered with.
-pub(crate) struct Read {
-    pub value: Value,
-    pub sha256: String,
-    pub etag: Option<String>,
+impl Budget {
+    pub fn new(max: u64) -> Budget {
+        Budget { left: max, max }
+    }
+
+    /// The message of a document refused for the budget.
+    fn over(&self, what: &str) -> String {
+        format!(
+            "{what}: a spec and the documents its $refs name may have {} bytes ({} MiB) \
+             together; raise --max-spec-bytes if this document is meant to be that large",
+            self.max,
+            self.max >> 20
+        )
+    }
 }
 
 /// The longest `ETag` kept (a longer one is not sent back).
 const MAX_ETAG_BYTES: usize = 256;
 
-/// [`read`], for a URL asked with `If-None-Match: etag`: `None` when the server answered
-/// 304 Not Modified (the document did not change, and was neither downloaded nor parsed).
-pub(crate) async fn read_unless(
+/// A document's bytes as read, before parsing.
+pub(crate) struct Raw {
+    pub bytes: Vec<u8>,
+    /// The `ETag` a URL answered with.
+    pub etag: Option<String>,
+    /// The address a URL's answer really came from (`remote::is_internal` judges it).
+    pub from: Option<std::net::IpAddr>,
+}
+
+/// Where a `$ref`'s URL may be fetched from: the addresses its host resolved to, all checked.
+/// The fetch connects only to them (no second lookup, no proxy, no redirect).
+pub(crate) struct Pinned {
+    pub host: Option<String>,
+    pub addrs: Vec<std::net::SocketAddr>,
+}
+
+/// Reads a document's bytes within `budget` (with `If-None-Match: etag` for a URL when an
+/// `etag` is known): `None` when the server answered 304 Not Modified (nothing downloaded).
+/// With `pin`, a URL is fetched only from the pinned addresses.
+pub(crate) async fn read_raw(
     location: &Location,
     etag: Option<&str>,
-) -> Result<Option<Read>, SpecError> {
-    let (bytes, etag) = match location {
-        Location::File(path) => (read_file(path, location)?, None),
-        Location::Url(url) => match fetch(url, etag).await? {
-            Some(fetched) => fetched,
-            None => return Ok(None),
-        },
-    };
-    Ok(Some(Read {
-        value: parse(&bytes, location)?,
-        sha256: digest(&bytes),
-        etag,
-    }))
+    budget: &mut Budget,
+    pin: Option<&Pinned>,
+) -> Result<Option<Raw>, SpecError> {
+    match location {
+        Location::File(path) => Ok(Some(Raw {
+            bytes: read_file(path, location, budget)?,
+            etag: None,
+            from: None,
+        })),
+        Location::Url(url) => fetch(url, etag, budget, pin).await,
+    }
+}
+
+/// Parses `bytes`, the document at `location` (logged at debug level: a reload that finds the
+/// same bytes does not come here).
+pub(crate) fn parse_read(bytes: &[u8], location: &Location) -> Result<Value, SpecError> {
+    let value = parse(bytes, location)?;
+    tracing::debug!(source = %location.display(), bytes = bytes.len(), "document parsed");
+    Ok(value)
 }
 
 /// The sha256 of `bytes`, hex.
@@ -158,36 +193,57 @@ pub fn digest(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
-fn read_file(path: &Path, location: &Location) -> Result<Vec<u8>, SpecError> {
+/// Reads the file within `budget`: its size is checked on the open file, and at most one byte
+/// more than the budget is ever read.
+fn read_file(path: &Path, location: &Location, budget: &mut Budget) -> Result<Vec<u8>, SpecError> {
+    use std::io::Read as _;
     let err = |message: String| SpecError::Read {
         file: location.display(),
         message,
     };
-    let meta = std::fs::metadata(path).map_err(|e| err(e.to_string()))?;
-    if meta.len() > MAX_DOCUMENT_BYTES {
-        return Err(err(format!(
-            "{} bytes is over the {MAX_DOCUMENT_BYTES}-byte limit",
-            meta.len()
-        )));
+    let file = std::fs::File::open(path).map_err(|e| err(e.to_string()))?;
+    let len = file.metadata().map_err(|e| err(e.to_string()))?.len();
+    if len > budget.left {
+        return Err(err(budget.over(&format!("{len} bytes"))));
     }
-    std::fs::read(path).map_err(|e| err(e.to_string()))
+    let mut bytes = Vec::with_capacity(len as usize);
+    file.take(budget.left + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| err(e.to_string()))?;
+    if bytes.len() as u64 > budget.left {
+        return Err(err(
+            budget.over("the file grew while it was read; it is over the limit")
+        ));
+    }
+    budget.left -= bytes.len() as u64;
+    Ok(bytes)
 }
 
-/// GETs `url` (with `If-None-Match` when `etag` is known): the body and its `ETag`, or `None`
-/// for 304 Not Modified.
+/// GETs `url` (with `If-None-Match` when `etag` is known) within `budget`, streaming: a
+/// `Content-Length` over the budget is refused before the body is read, and the body stops at
+/// the budget. `None` for 304 Not Modified.
 async fn fetch(
     url: &url::Url,
     etag: Option<&str>,
-) -> Result<Option<(Vec<u8>, Option<String>)>, SpecError> {
+    budget: &mut Budget,
+    pin: Option<&Pinned>,
+) -> Result<Option<Raw>, SpecError> {
     let err = |message: String| SpecError::Read {
         file: shown_url(url),
         message,
     };
-    let client = reqwest::Client::builder()
+    let mut builder = reqwest::Client::builder()
         .timeout(FETCH_TIMEOUT)
-        .connect_timeout(Duration::from_secs(10))
-        .build()
-        .map_err(|e| err(e.to_string()))?;
+        .connect_timeout(Duration::from_secs(10));
+    if let Some(pin) = pin {
+        builder = builder
+            .no_proxy()
+            .redirect(reqwest::redirect::Policy::none());
+        if let Some(host) = &pin.host {
+            builder = builder.resolve_to_addrs(host, &pin.addrs);
+        }
+    }
+    let client = builder.build().map_err(|e| err(e.to_string()))?;
     let mut request = client.get(url.clone());
     if let Some(etag) = etag {
         request = request.header(reqwest::header::IF_NONE_MATCH, etag);
@@ -201,30 +257,47 @@ async fn fetch(
     if etag.is_some() && response.status() == reqwest::StatusCode::NOT_MODIFIED {
         return Ok(None);
     }
+    if pin.is_some() && response.status().is_redirection() {
+        return Err(err(format!(
+            "server answered HTTP {}: a $ref's redirect is not followed; name the document's \
+             own URL",
+            response.status()
+        )));
+    }
     if !response.status().is_success() {
         return Err(err(format!("server answered HTTP {}", response.status())));
     }
+    let from = response.remote_addr().map(|a| a.ip());
     let etag = response
         .headers()
         .get(reqwest::header::ETAG)
         .and_then(|v| v.to_str().ok())
         .filter(|v| v.len() <= MAX_ETAG_BYTES)
         .map(str::to_string);
-    let mut body = Vec::new();
+    let announced = response.content_length();
+    if let Some(len) = announced.filter(|len| *len > budget.left) {
+        return Err(err(
+            budget.over(&format!("the server announces {len} bytes"))
+        ));
+    }
+    let mut body = Vec::with_capacity(announced.unwrap_or(0).min(budget.left) as usize);
     while let Some(chunk) = response.chunk().await.map_err(|e| {
         err(format!(
             "reading the body: {}",
             crate::error_chain(&e.without_url())
         ))
     })? {
-        body.extend_from_slice(&chunk);
-        if body.len() as u64 > MAX_DOCUMENT_BYTES {
-            return Err(err(format!(
-                "body is over the {MAX_DOCUMENT_BYTES}-byte limit"
-            )));
+        if (body.len() + chunk.len()) as u64 > budget.left {
+            return Err(err(budget.over("the body is over the limit")));
         }
+        body.extend_from_slice(&chunk);
     }
-    Ok(Some((body, etag)))
+    budget.left -= body.len() as u64;
+    Ok(Some(Raw {
+        bytes: body,
+        etag,
+        from,
+    }))
 }
 
 /// A source as typed, for a message: user info, query and fragment removed even when it does

@@ -2,11 +2,15 @@
 //! whose bytes really are that type (by magic number) and within `--max-image-bytes` becomes
 //! MCP `image` content; anything else is held (`crate::held`) and comes back as a
 //! `resource_link` the same API key can read with `resources/read`. In `apigate dev`,
-//! `--download-dir` also writes the bytes to a new file with a generated name. The JSON result
+//! `--download-dir` also writes the bytes to a new file with a generated name ([`DownloadDir`]:
+//! apigate's files there hold at most `--max-download-bytes` together, the oldest removed first,
+//! and none outlives `--response-ttl`). The JSON result
 //! always describes the body (`{contentType, bytes, sha256, …}`); the bytes themselves travel
 //! beside it as a [`BinaryOut`], which the MCP adapter turns into a content item.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
@@ -23,7 +27,7 @@ pub struct BinaryOptions {
     /// Larger images are held and linked like any binary response.
     pub max_image_bytes: usize,
     /// `apigate dev --download-dir`: every binary response is also written here.
-    pub download_dir: Option<PathBuf>,
+    pub download_dir: Option<Arc<DownloadDir>>,
 }
 
 impl Default for BinaryOptions {
@@ -86,7 +90,7 @@ pub(super) async fn deliver(
         return None;
     };
     if let Some(dir) = &engine.binary.download_dir {
-        match write_download(dir, body).await {
+        match dir.write(body).await {
             Ok(path) => {
                 out.insert("file".into(), path.display().to_string().into());
             }
@@ -150,6 +154,162 @@ pub fn download_dir(dir: &Path) -> Result<PathBuf, DownloadDirError> {
     Ok(canonical)
 }
 
+/// The default of `--max-download-bytes`: 1 GiB of apigate's files in the download folder.
+pub const DEFAULT_MAX_DOWNLOAD_BYTES: u64 = 1 << 30;
+
+/// The most files apigate keeps in the download folder (empty answers weigh nothing).
+const MAX_DOWNLOAD_FILES: usize = 10_000;
+
+/// Why a download was not written to the folder.
+#[derive(Debug, thiserror::Error)]
+pub enum DownloadError {
+    #[error(
+        "{bytes} bytes is more than --max-download-bytes ({max}) lets the download folder hold; \
+         raise it to keep answers this large as files"
+    )]
+    TooLarge { bytes: u64, max: u64 },
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+/// The download folder of `apigate dev --download-dir`: the files apigate writes there
+/// (`apigate-<16 hex>.<ext>`; nothing else in the folder is counted or touched) hold at most
+/// `max_bytes` together and [`MAX_DOWNLOAD_FILES`] in number, the oldest removed first to make
+/// room, and each is removed once older than `ttl` (`--response-ttl`, as held responses).
+#[derive(Debug)]
+pub struct DownloadDir {
+    path: PathBuf,
+    max_bytes: u64,
+    ttl: Duration,
+    /// One write or sweep at a time, so that the room counted is the room there is.
+    busy: tokio::sync::Mutex<()>,
+}
+
+impl DownloadDir {
+    /// The folder at `path` (already checked by [`download_dir`]).
+    pub fn new(path: PathBuf, max_bytes: u64, ttl: Duration) -> DownloadDir {
+        DownloadDir {
+            path,
+            max_bytes,
+            ttl,
+            busy: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// The folder.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Writes `body` to a new file in the folder, after removing files past their time and,
+    /// oldest first, as many as it takes to stay within the caps. A body larger than the
+    /// whole cap is not written.
+    async fn write(&self, body: &BinaryBody) -> Result<PathBuf, DownloadError> {
+        let bytes = body.bytes.len() as u64;
+        if bytes > self.max_bytes {
+            return Err(DownloadError::TooLarge {
+                bytes,
+                max: self.max_bytes,
+            });
+        }
+        let _one = self.busy.lock().await;
+        let mut files = self.own_files().await?;
+        files.sort_by_key(|f| f.modified);
+        let mut total: u64 = files.iter().map(|f| f.bytes).sum();
+        let mut count = files.len();
+        for f in &files {
+            if total + bytes <= self.max_bytes && count < MAX_DOWNLOAD_FILES {
+                break;
+            }
+            remove(&f.path).await;
+            total -= f.bytes;
+            count -= 1;
+        }
+        Ok(write_download(&self.path, body).await?)
+    }
+
+    /// Removes apigate's files older than the time to live.
+    pub async fn sweep(&self) {
+        let _one = self.busy.lock().await;
+        if let Err(e) = self.own_files().await {
+            tracing::warn!(error = %e, "could not sweep --download-dir");
+        }
+    }
+
+    /// Removes [`DownloadDir::sweep`]'s expired files every so often (a tenth of the time to
+    /// live, between 1 s and 1 min), for as long as the process runs.
+    pub fn sweep_in_background(self: &Arc<DownloadDir>) {
+        let me = self.clone();
+        let every = (self.ttl / 10).clamp(Duration::from_secs(1), Duration::from_secs(60));
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                me.sweep().await;
+            }
+        });
+    }
+
+    /// apigate's files in the folder that are still within their time (the expired ones are
+    /// removed on the way). Only regular files named as [`write_download`] names them.
+    async fn own_files(&self) -> std::io::Result<Vec<OwnFile>> {
+        let now = SystemTime::now();
+        let mut out = Vec::new();
+        let mut entries = tokio::fs::read_dir(&self.path).await?;
+        while let Some(entry) = entries.next_entry().await? {
+            if !is_own_name(&entry.file_name().to_string_lossy()) {
+                continue;
+            }
+            // The entry itself, never what a link points at.
+            let Ok(meta) = entry.metadata().await else {
+                continue;
+            };
+            if !meta.is_file() {
+                continue;
+            }
+            let modified = meta.modified().unwrap_or(now);
+            let path = entry.path();
+            if now.duration_since(modified).unwrap_or_default() >= self.ttl {
+                remove(&path).await;
+                continue;
+            }
+            out.push(OwnFile {
+                path,
+                bytes: meta.len(),
+                modified,
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// One of apigate's files in the download folder.
+struct OwnFile {
+    path: PathBuf,
+    bytes: u64,
+    modified: SystemTime,
+}
+
+/// Removes a file of the download folder; a failure is logged (the next sweep tries again).
+async fn remove(path: &Path) {
+    if let Err(e) = tokio::fs::remove_file(path).await
+        && e.kind() != std::io::ErrorKind::NotFound
+    {
+        tracing::warn!(error = %e, file = %path.display(), "could not remove a download");
+    }
+}
+
+/// Whether `name` is one [`write_download`] gives: `apigate-`, 16 hex digits, `.`, a known
+/// extension.
+fn is_own_name(name: &str) -> bool {
+    let Some((stem, ext)) = name.rsplit_once('.') else {
+        return false;
+    };
+    stem.strip_prefix("apigate-")
+        .is_some_and(|h| h.len() == 16 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+        && !ext.is_empty()
+        && ext.bytes().all(|b| b.is_ascii_lowercase())
+}
+
 /// The most files tried for one download before giving up (a name is random: a clash is
 /// all but impossible).
 const NAME_ATTEMPTS: usize = 4;
@@ -204,6 +364,22 @@ mod tests {
             content_type: ct.into(),
             bytes: bytes::Bytes::from_static(bytes),
             sha256: String::new(),
+        }
+    }
+
+    #[test]
+    fn only_apigates_own_names_are_counted() {
+        assert!(is_own_name("apigate-0123456789abcdef.zip"));
+        assert!(is_own_name("apigate-0123456789abcdef.bin"));
+        for other in [
+            "notes.txt",
+            "apigate-0123.zip",
+            "apigate-0123456789abcdeg.zip",
+            "apigate-0123456789abcdef",
+            "apigate-0123456789abcdef.",
+            "xapigate-0123456789abcdef.zip",
+        ] {
+            assert!(!is_own_name(other), "{other}");
         }
     }
 

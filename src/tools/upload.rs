@@ -55,23 +55,59 @@ fn is_binary_value(v: &Value) -> bool {
 }
 
 /// The folder `{"file": NAME}` reads from (`apigate dev --upload-dir`), so large files need
-/// not pass through the model. Names stay inside it: no absolute path, no `..`, no symbolic
-/// link out.
+/// not pass through the model. Names stay inside it, in one step: each file is opened beneath
+/// the folder's descriptor with `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`, so no
+/// component of the name (not only the last) may be a symbolic link or lead out, whatever is
+/// renamed meanwhile. A file with more than one hard link is refused (it may be an outside
+/// file linked in). Without `openat2` (Linux before 5.6, other systems) the folder is refused
+/// at start-up: there is no safe fallback.
 #[derive(Debug)]
 pub struct UploadDir {
     /// Canonical: no symbolic link, no `..`.
     root: PathBuf,
+    /// The folder, opened once: names are resolved beneath it.
+    #[cfg(target_os = "linux")]
+    fd: rustix::fd::OwnedFd,
 }
 
+/// How many times an open that raced a rename in the folder (`EAGAIN`) is tried again.
+#[cfg(target_os = "linux")]
+const OPEN_ATTEMPTS: usize = 8;
+
 impl UploadDir {
-    /// The folder at `dir`, which must exist.
+    /// The folder at `dir`, which must exist, on a kernel that has `openat2`.
     pub fn new(dir: &Path) -> anyhow::Result<UploadDir> {
         let root = std::fs::canonicalize(dir)
             .map_err(|e| anyhow::anyhow!("--upload-dir {}: {e}", dir.display()))?;
         if !root.is_dir() {
             anyhow::bail!("--upload-dir {}: not a directory", dir.display());
         }
-        Ok(UploadDir { root })
+        UploadDir::open_root(root, dir)
+    }
+
+    #[cfg(target_os = "linux")]
+    fn open_root(root: PathBuf, dir: &Path) -> anyhow::Result<UploadDir> {
+        use rustix::fs::{Mode, OFlags, ResolveFlags, openat2};
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let fd = rustix::fs::open(&root, flags, Mode::empty())
+            .map_err(|e| anyhow::anyhow!("--upload-dir {}: {e}", dir.display()))?;
+        // Fail closed: without openat2 a name could not be resolved safely.
+        openat2(&fd, ".", flags, Mode::empty(), ResolveFlags::BENEATH).map_err(|e| {
+            anyhow::anyhow!(
+                "--upload-dir needs the openat2 system call (Linux 5.6 or later, not blocked by \
+                 a seccomp profile) to open files safely beneath the folder, and it failed \
+                 here: {e}; leave out --upload-dir and send bytes as {{\"base64\": …}}"
+            )
+        })?;
+        Ok(UploadDir { root, fd })
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn open_root(_root: PathBuf, _dir: &Path) -> anyhow::Result<UploadDir> {
+        anyhow::bail!(
+            "--upload-dir needs Linux (openat2, to open files safely beneath the folder); \
+             send bytes as {{\"base64\": …}} instead"
+        )
     }
 
     /// The folder, canonical.
@@ -79,9 +115,44 @@ impl UploadDir {
         &self.root
     }
 
+    /// Opens `name` (already checked to be plain relative components) beneath the folder in
+    /// one step: no symbolic link anywhere on the way, nothing outside.
+    #[cfg(target_os = "linux")]
+    fn open(&self, name: &str) -> Result<std::fs::File, String> {
+        use rustix::fs::{Mode, OFlags, ResolveFlags, openat2};
+        use rustix::io::Errno;
+        // No FIFO to block on (O_NONBLOCK), no terminal to adopt (O_NOCTTY).
+        let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+        let resolve =
+            ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+        for _ in 0..OPEN_ATTEMPTS {
+            return match openat2(&self.fd, name, flags, Mode::empty(), resolve) {
+                Ok(fd) => Ok(std::fs::File::from(fd)),
+                // The kernel saw a rename in the folder while resolving: try again.
+                Err(Errno::AGAIN) => continue,
+                Err(Errno::NOENT | Errno::NOTDIR) => {
+                    Err(format!("the upload folder has no file {name:?}"))
+                }
+                Err(Errno::LOOP | Errno::XDEV) => Err(format!(
+                    "{name:?} is refused: it leads out of the upload folder or through a \
+                     symbolic link (no link is followed there; copy the file in instead)"
+                )),
+                Err(e) => Err(format!("{name:?}: {e}")),
+            };
+        }
+        Err(format!(
+            "{name:?}: the upload folder kept changing while the file was opened; try again"
+        ))
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn open(&self, name: &str) -> Result<std::fs::File, String> {
+        Err(format!("{name:?}: --upload-dir needs Linux"))
+    }
+
     /// The bytes of the regular file `name` inside the folder, at most `cap` of them. Nothing
-    /// is read from a name that leads out of the folder or from a file over `cap` (its size is
-    /// checked before it is opened, and again on the open file).
+    /// is read from a name that leads out of the folder or passes a symbolic link, from a file
+    /// with other hard links, or from a file over `cap` (checked on the open file).
     fn read(&self, name: &str, cap: usize) -> Result<Bytes, String> {
         if name.is_empty() || name.len() > MAX_FILE_NAME_BYTES {
             return Err(format!(
@@ -89,46 +160,35 @@ impl UploadDir {
             ));
         }
         let rel = Path::new(name);
-        let plain = !name.chars().any(char::is_control)
+        let plain = !crate::printable::has_unprintable(name)
             && rel.components().all(|c| matches!(c, Component::Normal(_)));
         if !plain {
             return Err(format!(
                 "{name:?} is refused: give a name inside the upload folder (no absolute path, \
-                 no '.' or '..', no control characters)"
+                 no '.' or '..', no control or bidirectional characters)"
             ));
         }
-        let canonical = std::fs::canonicalize(self.root.join(rel))
-            .map_err(|_| format!("the upload folder has no file {name:?}"))?;
-        if !canonical.starts_with(&self.root) {
-            return Err(format!(
-                "{name:?} is refused: it leads out of the upload folder (a symbolic link)"
-            ));
+        let file = self.open(name)?;
+        let meta = file.metadata().map_err(|e| format!("{name:?}: {e}"))?;
+        if !meta.is_file() {
+            return Err(format!("{name:?} is not a regular file"));
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            if meta.nlink() > 1 {
+                return Err(format!(
+                    "{name:?} is refused: it has {} hard links, and one may be a file outside \
+                     the upload folder; copy the file into the folder instead",
+                    meta.nlink()
+                ));
+            }
         }
         let too_big = |len: u64| {
             format!("{name:?} has {len} bytes, over the limit of {cap} (--max-request-bytes)")
         };
-        let meta = std::fs::metadata(&canonical).map_err(|e| format!("{name:?}: {e}"))?;
-        if !meta.is_file() {
-            return Err(format!("{name:?} is not a regular file"));
-        }
         if meta.len() > cap as u64 {
             return Err(too_big(meta.len()));
-        }
-        let mut options = std::fs::OpenOptions::new();
-        options.read(true);
-        // The checked path must still be a regular file when it is opened: no symbolic link
-        // swapped in (O_NOFOLLOW), no FIFO to block on (O_NONBLOCK).
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
-        }
-        let file = options
-            .open(&canonical)
-            .map_err(|e| format!("{name:?}: {e}"))?;
-        let meta = file.metadata().map_err(|e| format!("{name:?}: {e}"))?;
-        if !meta.is_file() {
-            return Err(format!("{name:?} is not a regular file"));
         }
         let mut bytes = Vec::with_capacity(meta.len().min(cap as u64) as usize);
         file.take(cap as u64 + 1)
@@ -521,7 +581,23 @@ mod tests {
         std::os::unix::fs::symlink(outer.path().join("secret"), inner.join("link")).unwrap();
         let dir = UploadDir::new(&inner).unwrap();
         assert_eq!(&dir.read("ok.bin", 100).unwrap()[..], b"fine");
-        for bad in ["../secret", "/etc/passwd", "./ok.bin", "", "a\nb", "link"] {
+        std::fs::hard_link(outer.path().join("secret"), inner.join("hard")).unwrap();
+        std::fs::create_dir(inner.join("sub")).unwrap();
+        std::fs::write(inner.join("sub/in.bin"), b"deep").unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(inner.join("sub"), inner.join("sublink")).unwrap();
+        assert_eq!(&dir.read("sub/in.bin", 100).unwrap()[..], b"deep");
+        for bad in [
+            "../secret",
+            "/etc/passwd",
+            "./ok.bin",
+            "",
+            "a\nb",
+            "link",
+            "hard",
+            "sublink/in.bin",
+            "ok\u{202e}.bin",
+        ] {
             assert!(dir.read(bad, 100).is_err(), "{bad:?} was read");
         }
         assert!(

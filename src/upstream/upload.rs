@@ -131,7 +131,8 @@ pub(crate) fn is_binary_schema(spec: &Spec, schema: &Value) -> bool {
 
 /// `Err` with the reason when `name` cannot be a part's filename: empty, over
 /// [`MAX_PART_TEXT_BYTES`], or holding a quote, backslash, line break or other control
-/// character (it goes inside `filename="…"`).
+/// character (it goes inside `filename="…"`), or a bidirectional control (it would make the
+/// name read as another, `crate::printable::is_unprintable`).
 pub(crate) fn check_filename(name: &str) -> Result<(), String> {
     if name.is_empty() {
         return Err("empty; leave it out to use the field name".into());
@@ -144,11 +145,11 @@ pub(crate) fn check_filename(name: &str) -> Result<(), String> {
     }
     if let Some(c) = name
         .chars()
-        .find(|c| c.is_control() || matches!(c, '"' | '\\'))
+        .find(|c| crate::printable::is_unprintable(*c) || matches!(c, '"' | '\\'))
     {
         return Err(format!(
-            "holds {c:?}: a filename may not hold quotes, backslashes, line breaks or control \
-             characters"
+            "holds {c:?}: a filename may not hold quotes, backslashes, line breaks, control \
+             characters or bidirectional controls (U+202E makes `gpj.exe` show as `exe.jpg`)"
         ));
     }
     Ok(())
@@ -232,8 +233,11 @@ mod tests {
         let name = |s: &str| check_filename(s).is_ok();
         let media = |s: &str| check_media_type(s).is_ok();
         type Check<'a> = &'a dyn Fn(&str) -> bool;
-        let cases: [(&str, Check, bool); 19] = [
+        let cases: [(&str, Check, bool); 22] = [
             ("report.pdf", &name, true),
+            ("invoice\u{202e}fdp.exe", &name, false),
+            ("a\u{2066}b.pdf", &name, false),
+            ("x\u{200f}.png", &name, false),
             ("a b (1).zip", &name, true),
             ("résumé.txt", &name, true),
             ("", &name, false),

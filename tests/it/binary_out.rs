@@ -388,7 +388,10 @@ async fn the_download_dir_gets_the_exact_bytes_under_a_generated_name() {
     let dir = root.path().join("downloads");
     std::fs::create_dir(&dir).unwrap();
     let mut engine = args(&upstream).build().await.unwrap();
-    engine.binary.download_dir = Some(apigate::tools::binary_out::download_dir(&dir).unwrap());
+    let path = apigate::tools::binary_out::download_dir(&dir).unwrap();
+    engine.binary.download_dir = Some(std::sync::Arc::new(
+        apigate::tools::binary_out::DownloadDir::new(path, 1 << 30, Duration::from_secs(600)),
+    ));
     let server = Server::start_engine(engine, |_| {}, ConnLimits::default()).await;
     let client = server.client().await;
     let mut paths = Vec::new();

@@ -58,6 +58,7 @@ pub fn engine_args(spec: &str, upstream: Option<String>) -> EngineArgs {
         // The semantic tests (`dense.rs`) set the ranking they test.
         ranking: apigate::cli::index::RankingArgs::lexical(),
         limits: Default::default(),
+        spec_limits: Default::default(),
     }
 }
 

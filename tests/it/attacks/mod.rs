@@ -5,11 +5,13 @@
 //! - `leaks`: no credential reaches the agent (truncation, URL user-info, /health, binary bodies).
 //! - `encoded`: no credential comes back through a compressed, UTF-16/32 or base64 body.
 //! - `forged_text`: agent- and admin-chosen text cannot forge rows or drive the terminal.
+//! - `files`: the dev upload and download folders (a swapped-in link, hard links, bidi names, bounds).
 //! - `exhaustion`: nothing unauthenticated, or cheap with one key, exhausts the server.
 //! - `mcp_sessions`: an MCP session belongs to the key that opened it.
 //! - `owners`: monitor sessions and approvals belong to their owner.
 //! - `privileges`: key features, session tokens, method override, lockout, admin actions.
 //! - `refusals`: refused calls spend the key's budget; refusals are audited, boundedly.
+//! - `remote_specs`: a URL spec's `$ref`s stay on its origin; its size is capped; unchanged, not parsed again.
 //! - `requests`: what an agent shapes (form `_method`, a credential's query name, free-form
 //!   query objects, redirects with an identity assertion, hidden operations' schemas).
 //! - `roles`: an admin changes only roles whose features it fully holds.
@@ -22,6 +24,7 @@
 
 mod encoded;
 mod exhaustion;
+mod files;
 mod forged_text;
 mod leaks;
 mod mcp_sessions;
@@ -29,6 +32,7 @@ mod owners;
 mod pages_memory;
 mod privileges;
 mod refusals;
+mod remote_specs;
 mod requests;
 mod roles;
 mod select;
