@@ -15,7 +15,9 @@
 //! - `roles`: an admin changes only roles whose features it fully holds.
 //! - `session_bounds`: a session's stored headers, monitor rates per key, legacy SSE pinning.
 //! - `token_errors`: the OAuth token endpoint's error answer never shows the client secret.
+//! - `api_names`: with several APIs, a caller is never shown an API it has no feature for.
 
+mod api_names;
 mod encoded;
 mod exhaustion;
 mod forged_text;
