@@ -15,6 +15,7 @@
 //! - `roles`: an admin changes only roles whose features it fully holds.
 //! - `session_bounds`: a session's stored headers, monitor rates per key, legacy SSE pinning.
 //! - `token_errors`: the OAuth token endpoint's error answer never shows the client secret.
+//! - `listen_streams`: `subscriptions/listen` streams count under the key's session cap.
 //! - `api_names`: with several APIs, a caller is never shown an API it has no feature for.
 
 mod api_names;
@@ -22,6 +23,7 @@ mod encoded;
 mod exhaustion;
 mod forged_text;
 mod leaks;
+mod listen_streams;
 mod mcp_sessions;
 mod owners;
 mod privileges;
