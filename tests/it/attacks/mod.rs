@@ -16,12 +16,14 @@
 //! - `session_bounds`: a session's stored headers, monitor rates per key, legacy SSE pinning.
 //! - `token_errors`: the OAuth token endpoint's error answer never shows the client secret.
 //! - `listen_streams`: `subscriptions/listen` streams count under the key's session cap.
+//! - `introspection`: made-up opaque tokens cannot lock a known token out of introspection.
 //! - `api_names`: with several APIs, a caller is never shown an API it has no feature for.
 
 mod api_names;
 mod encoded;
 mod exhaustion;
 mod forged_text;
+mod introspection;
 mod leaks;
 mod listen_streams;
 mod mcp_sessions;
