@@ -16,6 +16,7 @@
 //! - `session_bounds`: a session's stored headers, monitor rates per key, legacy SSE pinning.
 //! - `token_errors`: the OAuth token endpoint's error answer never shows the client secret.
 //! - `listen_streams`: `subscriptions/listen` streams count under the key's session cap.
+//! - `public_text`: `/health` and 401/503 answers name no secret, its place, or an issuer URL.
 //! - `introspection`: made-up opaque tokens cannot lock a known token out of introspection.
 //! - `api_names`: with several APIs, a caller is never shown an API it has no feature for.
 
@@ -29,6 +30,7 @@ mod listen_streams;
 mod mcp_sessions;
 mod owners;
 mod privileges;
+mod public_text;
 mod refusals;
 mod requests;
 mod roles;
