@@ -126,7 +126,7 @@ impl Introspector {
 
     /// A count for one more unknown token of `peer`, or `TooManyAttempts` when it has
     /// [`PER_SOURCE`] being checked.
-    fn from_source(&self, peer: Option<IpAddr>) -> Result<Option<SourceSlot<'_>>, OAuthError> {
+    fn count_source(&self, peer: Option<IpAddr>) -> Result<Option<SourceSlot<'_>>, OAuthError> {
         let Some(source) = peer.map(source_of) else {
             return Ok(None);
         };
@@ -164,7 +164,11 @@ impl Introspector {
             return Err(not_active());
         }
         let known = self.known.contains_key(&digest);
-        let _source = if known { None } else { self.from_source(peer)? };
+        let _source = if known {
+            None
+        } else {
+            self.count_source(peer)?
+        };
         let busy = || OAuthError::IntrospectionUnavailable {
             why: format!("over {MAX_IN_FLIGHT} tokens were being checked at once"),
         };
