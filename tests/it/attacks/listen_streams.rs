@@ -7,7 +7,7 @@
 use serde_json::json;
 
 use crate::db::TestDb;
-use crate::support::{Upstream, cli_key, flags, spawn_serve, spec_path};
+use crate::support::{KEY, Server, Upstream, cli_key, engine_args, flags, spawn_serve, spec_path};
 
 /// A `subscriptions/listen` request for `toolsListChanged` with `key`: its status, and the
 /// open stream when it was accepted (read up to the server's acknowledgment). A connection
@@ -120,4 +120,37 @@ async fn one_key_cannot_hold_the_connections_with_listen_streams() {
     assert_eq!(initialize(&url, &other).await, 200, "another key");
     drop(open);
     assert!(proc.terminate().await, "{}", proc.log());
+}
+
+/// A listen stream that carries no notification for the session idle time ends, and its slot
+/// is free again: at `--max-sessions-per-key 1` a second stream is refused while the first is
+/// open and served once it ended.
+#[tokio::test]
+async fn an_idle_listen_stream_ends_and_frees_its_slot() {
+    let upstream = Upstream::start().await;
+    let args = engine_args(&spec_path("petstore-3.0.json"), Some(upstream.url()));
+    let server = Server::start_custom(
+        args,
+        |o| {
+            o.max_sessions_per_key = 1;
+            o.session_idle = std::time::Duration::from_secs(1);
+        },
+        Default::default(),
+    )
+    .await;
+    let url = server.url("/mcp");
+    let (status, first, _) = listen(&url, KEY).await;
+    assert_eq!(status, 200);
+    let (status, _, text) = listen(&url, KEY).await;
+    assert_eq!(status, 429, "{text}");
+    // The first stream ends by itself (the server closes it), well before 30 s.
+    let mut first = first.expect("the first stream is open");
+    let ended = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+        while let Ok(Some(_)) = first.chunk().await {}
+    })
+    .await;
+    assert!(ended.is_ok(), "the idle stream is still open");
+    let (status, again, text) = listen(&url, KEY).await;
+    assert_eq!(status, 200, "{text}");
+    drop(again);
 }
