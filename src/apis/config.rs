@@ -20,11 +20,22 @@ const MAX_SECRET_BYTES: u64 = 64 << 10;
 /// The most APIs one server serves.
 pub const MAX_APIS: usize = 64;
 
-/// Why a config file was refused; each names the file, the API and the key at fault.
+/// Why a config file was refused; each names the file, the API and the key at fault. Its
+/// `Display` is the whole story, for the log and the operator's reload route;
+/// [`ConfigFileError::public`] is what anyone may read on `/health`.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigFileError {
     #[error("{path}: {reason}")]
     Read { path: String, reason: String },
+    /// The text is not TOML of the file's shape: the parser's message quotes the line.
+    #[error("{path}: {reason}")]
+    Toml {
+        path: String,
+        reason: String,
+        line: usize,
+        column: usize,
+    },
+    /// The file's shape is wrong in apigate's own words (no API, too many).
     #[error("{path}: {reason}")]
     Syntax { path: String, reason: String },
     #[error("{path}: api {api:?}: {reason}")]
@@ -32,12 +43,72 @@ pub enum ConfigFileError {
         path: String,
         api: String,
         reason: String,
+        /// The same without values, variable names or paths.
+        public: String,
     },
     #[error(
         "{path} holds credential settings and its group or other users may read it \
          (mode {mode:o}); run `chmod 600 {path}`"
     )]
     Readable { path: String, mode: u32 },
+}
+
+impl ConfigFileError {
+    /// What `/health` may show anyone: the file's name (no folder), the line and column of a
+    /// TOML error, which API and setting, and what kind of problem; never the file's text
+    /// (a broken line may hold a secret), an environment variable's name or a secret file's
+    /// path. The log and `POST /admin/v1/reload` carry the whole message.
+    pub fn public(&self) -> String {
+        match self {
+            ConfigFileError::Read { path, .. } => {
+                format!("{}: the config file cannot be read", file_name(path))
+            }
+            ConfigFileError::Toml {
+                path, line, column, ..
+            } => format!(
+                "{}, line {line}, column {column}: not valid TOML, or a key or value apigate \
+                 does not take there",
+                file_name(path)
+            ),
+            ConfigFileError::Syntax { path, reason } => {
+                format!("{}: {reason}", file_name(path))
+            }
+            ConfigFileError::Api {
+                path, api, public, ..
+            } => format!("{}: api {api:?}: {public}", file_name(path)),
+            ConfigFileError::Readable { path, mode } => format!(
+                "{} holds credential settings and its group or other users may read it (mode \
+                 {mode:o})",
+                file_name(path)
+            ),
+        }
+    }
+}
+
+/// The last component of `path`, as `/health` names a file.
+fn file_name(path: &str) -> String {
+    let name = Path::new(path)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    crate::printable::cell(&name, 100)
+}
+
+/// Why one `[[api]]` table was refused: the whole reason, and the same for anyone to read.
+struct Refusal {
+    reason: String,
+    public: String,
+}
+
+impl Refusal {
+    /// A reason in apigate's own words only, safe to show anyone.
+    fn plain(reason: impl Into<String>) -> Refusal {
+        let reason = reason.into();
+        Refusal {
+            public: reason.clone(),
+            reason,
+        }
+    }
 }
 
 /// The file as written.
@@ -90,9 +161,23 @@ fn read_config(path: &Path) -> Result<(String, std::fs::Metadata), ConfigFileErr
 
 /// The text as TOML of the file's shape (every key known); `path` for the message.
 fn parse_file(text: &str, path: &str) -> Result<File, ConfigFileError> {
-    toml::from_str(text).map_err(|e| ConfigFileError::Syntax {
-        path: path.to_string(),
-        reason: e.to_string(),
+    toml::from_str(text).map_err(|e: toml::de::Error| {
+        let at = e.span().map_or(0, |s| s.start.min(text.len()));
+        let before = text.get(..at).unwrap_or_default();
+        let line = before.matches('\n').count() + 1;
+        let column = before
+            .rsplit('\n')
+            .next()
+            .unwrap_or_default()
+            .chars()
+            .count()
+            + 1;
+        ConfigFileError::Toml {
+            path: path.to_string(),
+            reason: e.to_string(),
+            line,
+            column,
+        }
     })
 }
 
@@ -260,20 +345,20 @@ pub fn parse(text: &str, path: &str, dir: &Path) -> Result<Vec<ApiConfig>, Confi
     let mut out = Vec::with_capacity(file.api.len());
     for table in file.api {
         let shown = crate::printable::cell(&table.name, 64);
-        let fail = |reason: String| ConfigFileError::Api {
+        let fail = |refusal: Refusal| ConfigFileError::Api {
             path: path.to_string(),
             api: shown.clone(),
-            reason,
+            reason: refusal.reason,
+            public: refusal.public,
         };
         if !valid_name(&table.name) {
-            return Err(fail(
+            return Err(fail(Refusal::plain(
                 "a name is 1 to 64 of a-z, 0-9, '_' and '-' (it prefixes operation ids as \
-                 NAME:operationId, so it holds no ':')"
-                    .into(),
-            ));
+                 NAME:operationId, so it holds no ':')",
+            )));
         }
         if !seen.insert(table.name.clone()) {
-            return Err(fail("two [[api]] tables have this name".into()));
+            return Err(fail(Refusal::plain("two [[api]] tables have this name")));
         }
         out.push(resolve(table, dir).map_err(fail)?);
     }
@@ -281,17 +366,34 @@ pub fn parse(text: &str, path: &str, dir: &Path) -> Result<Vec<ApiConfig>, Confi
 }
 
 /// One table's values checked and its secret references replaced by their values.
-fn resolve(mut t: ApiConfig, dir: &Path) -> Result<ApiConfig, String> {
+fn resolve(mut t: ApiConfig, dir: &Path) -> Result<ApiConfig, Refusal> {
     if let Some(u) = &t.upstream
         && let Ok(url) = url::Url::parse(u)
         && (!url.username().is_empty() || url.password().is_some())
     {
-        return Err(
+        return Err(Refusal::plain(
             "upstream: user info in the URL is a secret written inline; put it in \
-             upstream-headers as Authorization = \"env:VAR\""
-                .into(),
-        );
+             upstream-headers as Authorization = \"env:VAR\"",
+        ));
     }
+    // A reference that does not resolve names a variable or a path: for the operator only.
+    let unresolved = |setting: String, reference: &str, e: String| {
+        let public = if reference.starts_with("env:") {
+            "the environment variable its env: reference names is not set; the server's log \
+             says which"
+                .to_string()
+        } else if reference.starts_with("file:") {
+            "the file its file: reference names cannot be read, or others may read it; the \
+             server's log says which"
+                .to_string()
+        } else {
+            e.clone()
+        };
+        Refusal {
+            reason: format!("{setting}: {e}"),
+            public: format!("{setting}: {public}"),
+        }
+    };
     for (key, list, sep) in [
         ("upstream-headers", &mut t.upstream_headers, ": "),
         ("upstream-credentials", &mut t.upstream_credentials, "="),
@@ -300,19 +402,20 @@ fn resolve(mut t: ApiConfig, dir: &Path) -> Result<ApiConfig, String> {
             let Some((name, reference)) = line.split_once(sep) else {
                 continue;
             };
-            let value = secret(reference, dir).map_err(|e| format!("{key}.{name}: {e}"))?;
+            let value = secret(reference, dir)
+                .map_err(|e| unresolved(format!("{key}.{name}"), reference, e))?;
             *line = format!("{name}{sep}{value}");
         }
     }
     if let Some(o) = &mut t.oauth {
-        o.client_secret =
-            secret(&o.client_secret, dir).map_err(|e| format!("oauth.client-secret: {e}"))?;
+        o.client_secret = secret(&o.client_secret, dir)
+            .map_err(|e| unresolved("oauth.client-secret".into(), &o.client_secret, e))?;
     }
     if !(t.spec.starts_with("http://") || t.spec.starts_with("https://")) {
         t.spec = dir.join(&t.spec).display().to_string();
     }
     if t.poll.is_some_and(|p| p < Duration::from_secs(1)) {
-        return Err("poll: at least 1s".into());
+        return Err(Refusal::plain("poll: at least 1s"));
     }
     Ok(t)
 }
@@ -351,6 +454,49 @@ mod tests {
         match parse(text, "apigate.toml", Path::new("/etc/apigate")) {
             Ok(apis) => panic!("accepted: {apis:?}"),
             Err(e) => e.to_string(),
+        }
+    }
+
+    /// The public text of each refusal names the file, the place and the kind of problem;
+    /// the whole message keeps the rest for the operator.
+    #[test]
+    fn public_text_names_no_line_variable_or_path() {
+        let api = "[[api]]\nname = \"gh\"\nspec = \"gh.json\"\n";
+        for (text, hidden, public_has) in [
+            (
+                format!(
+                    "{api}upstream-headers = {{ Authorization = \"Bearer ghp_0123456789abcdef }}\n"
+                ),
+                "ghp_0123456789abcdef",
+                "apigate.toml, line 4, column",
+            ),
+            (
+                format!(
+                    "{api}upstream-headers = {{ Authorization = \"env:NOT_SET_GH_TOKEN_VAR\" }}\n"
+                ),
+                "NOT_SET_GH_TOKEN_VAR",
+                "environment variable",
+            ),
+            (
+                format!(
+                    "{api}upstream-headers = {{ Authorization = \"file:/nowhere/gh-token\" }}\n"
+                ),
+                "/nowhere",
+                "the file its file: reference names",
+            ),
+        ] {
+            let e = parse(
+                &text,
+                "/etc/apigate/apigate.toml",
+                Path::new("/etc/apigate"),
+            )
+            .err()
+            .unwrap_or_else(|| panic!("accepted: {text}"));
+            let public = e.public();
+            assert!(e.to_string().contains(hidden), "{e}");
+            assert!(!public.contains(hidden), "{public}");
+            assert!(!public.contains("/etc/apigate"), "{public}");
+            assert!(public.contains(public_has), "{public}");
         }
     }
 

@@ -219,8 +219,9 @@ pub struct HttpArgs {
     /// Largest request body accepted, in bytes.
     #[arg(long, default_value_t = http::DEFAULT_MAX_BODY_BYTES)]
     pub max_body_bytes: usize,
-    /// Live MCP sessions one API key may hold (Streamable HTTP; legacy SSE streams apart);
-    /// beyond it `initialize` gets 429.
+    /// Live MCP sessions and `subscriptions/listen` streams one API key may hold (Streamable
+    /// HTTP; legacy SSE streams apart); beyond it `initialize` and `subscriptions/listen` get
+    /// 429. A key's listen streams also hold at most half of --max-connections.
     #[arg(long, default_value_t = http::DEFAULT_MAX_SESSIONS_PER_KEY)]
     pub max_sessions_per_key: usize,
     /// Messages a legacy SSE session queues in each direction; beyond it POST /message gets 429.
@@ -254,6 +255,7 @@ impl HttpArgs {
             allowed: self.allowed(),
             max_body_bytes: self.max_body_bytes,
             max_sessions_per_key: self.max_sessions_per_key,
+            max_connections: self.max_connections,
             sse_queue: self.sse_queue,
             ..HttpOptions::new(keys, mode)
         }

@@ -127,8 +127,19 @@ impl Reloader {
                     .config
                     .as_deref()
                     .and_then(std::path::Path::parent)];
+                // Anyone may read /health: a config error shows the file's name, the line
+                // and a category, never the text (a broken line may hold a secret), a
+                // variable's name or a secret file's path. The log and the admin route have
+                // the whole message.
+                let public = match e
+                    .chain()
+                    .find_map(|c| c.downcast_ref::<crate::apis::config::ConfigFileError>())
+                {
+                    Some(config) => config.public(),
+                    None => error.clone(),
+                };
                 let shown =
-                    crate::apis::public_error(&format!("the last reload failed: {error}"), &dirs);
+                    crate::apis::public_error(&format!("the last reload failed: {public}"), &dirs);
                 for api in &mut kept.list {
                     api.loaded.error = Some(shown.clone());
                 }

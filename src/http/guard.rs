@@ -197,12 +197,33 @@ fn oauth_refusal(gate: &OAuthGate, error: Option<&OAuthError>) -> Response {
             ),
             e.to_string(),
         ),
-        Some(
-            e @ (OAuthError::KeysUnavailable { .. } | OAuthError::IntrospectionUnavailable { .. }),
-        ) => (
+        // Why the issuer could not be asked names its JWKS or introspection URL: the log
+        // has it (`bearer_caller`), the caller only learns whose tokens cannot be checked.
+        Some(OAuthError::KeysUnavailable { issuer, .. }) => (
             StatusCode::SERVICE_UNAVAILABLE,
             format!("Bearer resource_metadata=\"{metadata}\""),
-            e.to_string(),
+            format!(
+                "the signing keys of {issuer} could not be fetched; try again shortly (the \
+                 server's log says why)"
+            ),
+        ),
+        Some(e @ OAuthError::TooManyAttempts) => {
+            let mut response = json_error(
+                StatusCode::TOO_MANY_REQUESTS,
+                Code::RateLimited,
+                &e.to_string(),
+            );
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+            return response;
+        }
+        Some(OAuthError::IntrospectionUnavailable { .. }) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("Bearer resource_metadata=\"{metadata}\""),
+            "the token could not be checked with its issuer; try again shortly (the server's \
+             log says why)"
+                .to_string(),
         ),
         Some(e) => (
             StatusCode::UNAUTHORIZED,
@@ -316,7 +337,7 @@ async fn bearer_caller(
     key: Option<&str>,
     peer: Option<std::net::IpAddr>,
 ) -> Result<HttpCaller, Response> {
-    let verified = gate.server.verify(token).await.map_err(|e| {
+    let verified = gate.server.verify_from(token, peer).await.map_err(|e| {
         tracing::info!(error = %e, "bearer token refused");
         oauth_refusal(gate, Some(&e))
     })?;

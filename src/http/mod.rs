@@ -51,8 +51,11 @@ pub struct HttpOptions {
     pub database: Option<crate::auth::Auth>,
     /// Live MCP sessions (Streamable HTTP, and legacy SSE apart) one key may hold.
     pub max_sessions_per_key: usize,
-    /// How long a Streamable HTTP session may go without a request before it is closed.
+    /// How long a Streamable HTTP session may go without a request before it is closed, and
+    /// a `subscriptions/listen` stream without a notification before it is ended.
     pub session_idle: std::time::Duration,
+    /// `--max-connections`: one key's listen streams hold at most half of them.
+    pub max_connections: usize,
     /// Messages a legacy SSE session queues in each direction.
     pub sse_queue: usize,
     /// `POST /admin/v1/reload`: reloads the APIs (absent: the route answers 404).
@@ -85,6 +88,7 @@ impl HttpOptions {
             database: None,
             max_sessions_per_key: sessions::DEFAULT_MAX_SESSIONS_PER_KEY,
             session_idle: sessions::SESSION_IDLE,
+            max_connections: ConnLimits::default().max_connections,
             sse_queue: sse::DEFAULT_QUEUE,
             reload: None,
             oauth: None,
@@ -150,6 +154,7 @@ pub fn router(engine: Arc<Engine>, opts: HttpOptions, shutdown: CancellationToke
             manager.clone(),
             opts.max_sessions_per_key,
             opts.session_idle,
+            opts.max_connections,
         )),
         tool_list: crate::mcp::ToolList::new(&engine),
         reload: opts.reload,

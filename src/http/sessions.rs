@@ -6,10 +6,18 @@
 //! (`tool_list`), and so is a plain `tools/call` of `api_discover` or `api_schema` when no
 //! monitor is configured (`tool_call`). Sessions idle for 5 minutes are closed here too: the gate sees every
 //! request, rmcp only those it serves.
+//!
+//! A `subscriptions/listen` stream (protocol 2026-07-28) holds a connection as a session
+//! does: it counts under the key's `--max-sessions-per-key` with its sessions, one key holds
+//! at most half of `--max-connections` in them (the rest stay for other keys and `/health`),
+//! and a stream that carried nothing but keep-alives for the session idle time (5 minutes)
+//! is ended; the client listens again.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+use futures::StreamExt;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
@@ -43,6 +51,34 @@ pub(crate) struct McpSessions {
     idle: Duration,
     /// session id → the key that opened it and its last request.
     owners: Mutex<HashMap<String, Owned>>,
+    /// The most `subscriptions/listen` streams one key may hold: half of `--max-connections`
+    /// (at least 1), within `max_per_key`.
+    max_listens_per_key: usize,
+    /// key fingerprint → its open `subscriptions/listen` streams.
+    listens: Arc<Mutex<HashMap<String, usize>>>,
+}
+
+/// One open `subscriptions/listen` stream of a key, counted until dropped (the stream ended,
+/// the client went away, or it idled out).
+struct ListenSlot {
+    listens: Arc<Mutex<HashMap<String, usize>>>,
+    key: String,
+}
+
+impl Drop for ListenSlot {
+    fn drop(&mut self) {
+        let mut listens = lock(&self.listens);
+        if let Some(n) = listens.get_mut(&self.key) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                listens.remove(&self.key);
+            }
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 struct Owned {
@@ -65,13 +101,54 @@ impl McpSessions {
         manager: Option<Arc<LocalSessionManager>>,
         max_per_key: usize,
         idle: Duration,
+        max_connections: usize,
     ) -> McpSessions {
+        let max_per_key = max_per_key.max(1);
         McpSessions {
             manager,
-            max_per_key: max_per_key.max(1),
+            max_per_key,
             idle,
             owners: Mutex::default(),
+            max_listens_per_key: (max_connections / 2).clamp(1, max_per_key),
+            listens: Arc::default(),
         }
+    }
+
+    /// The `subscriptions/listen` streams `key` holds.
+    fn listens_for(&self, key: &str) -> usize {
+        lock(&self.listens).get(key).copied().unwrap_or(0)
+    }
+
+    /// A slot for one more listen stream of `key`, or the 429 that refuses it: its sessions
+    /// and streams together are at `--max-sessions-per-key`, or its streams at half of
+    /// `--max-connections`.
+    async fn admit_listen(&self, key: &str) -> Result<ListenSlot, Response> {
+        let sessions = self.live_for(key).await;
+        let mut listens = lock(&self.listens);
+        let streams = listens.get(key).copied().unwrap_or(0);
+        let message = if sessions + streams >= self.max_per_key {
+            format!(
+                "this API key already holds {sessions} MCP sessions and {streams} \
+                 subscriptions/listen streams (--max-sessions-per-key {}): close a stream or \
+                 a session (DELETE /mcp) first",
+                self.max_per_key
+            )
+        } else if streams >= self.max_listens_per_key {
+            format!(
+                "this API key already holds {streams} subscriptions/listen streams, its share \
+                 of --max-connections (--max-sessions-per-key {}): close one first",
+                self.max_per_key
+            )
+        } else {
+            *listens.entry(key.to_string()).or_default() += 1;
+            return Ok(ListenSlot {
+                listens: self.listens.clone(),
+                key: key.to_string(),
+            });
+        };
+        drop(listens);
+        tracing::warn!(key = %key, sessions, streams, "refused a subscriptions/listen stream: the key holds its share");
+        Err(rpc_error(StatusCode::TOO_MANY_REQUESTS, -32000, &message))
     }
 
     /// Closes every session idle for longer than the limit, then again every quarter of it
@@ -204,6 +281,14 @@ pub async fn gate(State(state): State<Arc<AppState>>, request: Request, next: Ne
     {
         return refused;
     }
+    if message.as_ref().is_some_and(is_listen) {
+        let slot = match state.sessions.admit_listen(&key.key_fingerprint).await {
+            Ok(slot) => slot,
+            Err(refused) => return refused,
+        };
+        let response = next.run(request).await;
+        return held_while_open(response, slot, state.sessions.idle);
+    }
     // Stateless, or a live session of this key: a plain `tools/list`, and a plain
     // `tools/call` that cannot wait, are answered here.
     let listable = state.sessions.manager.is_none() || live_session;
@@ -318,6 +403,43 @@ fn uses_session(message: Option<&ClientJsonRpcMessage>, headers: &axum::http::He
     version.is_none_or(|v: ProtocolVersion| v.has_initialize())
 }
 
+fn is_listen(message: &ClientJsonRpcMessage) -> bool {
+    matches!(message, JsonRpcMessage::Request(r) if matches!(r.request, ClientRequest::SubscriptionsListenRequest(_)))
+}
+
+/// The listen stream's response, holding `slot` until its body ends and ended once it has
+/// sent nothing but SSE comments (keep-alives) for `idle`.
+fn held_while_open(response: Response, slot: ListenSlot, idle: Duration) -> Response {
+    let (parts, body) = response.into_parts();
+    let state = (
+        body.into_data_stream(),
+        slot,
+        tokio::time::Instant::now() + idle,
+    );
+    let stream = futures::stream::unfold(state, move |(mut body, slot, deadline)| async move {
+        match tokio::time::timeout_at(deadline, body.next()).await {
+            Ok(Some(Ok(chunk))) => {
+                let deadline = if chunk.starts_with(b":") {
+                    deadline
+                } else {
+                    tokio::time::Instant::now() + idle
+                };
+                Some((Ok(chunk), (body, slot, deadline)))
+            }
+            Ok(Some(Err(e))) => Some((Err(e), (body, slot, deadline))),
+            Ok(None) => None,
+            Err(_) => {
+                tracing::debug!(
+                    idle_secs = idle.as_secs(),
+                    "ending an idle subscriptions/listen stream"
+                );
+                None
+            }
+        }
+    });
+    Response::from_parts(parts, Body::from_stream(stream))
+}
+
 fn is_initialize(message: &ClientJsonRpcMessage) -> bool {
     matches!(message, JsonRpcMessage::Request(r) if matches!(r.request, ClientRequest::InitializeRequest(_)))
 }
@@ -336,7 +458,8 @@ async fn admit_initialize(
     if has_session || state.sessions.manager.is_none() {
         return None;
     }
-    let open = state.sessions.live_for(&key.key_fingerprint).await;
+    let open = state.sessions.live_for(&key.key_fingerprint).await
+        + state.sessions.listens_for(&key.key_fingerprint);
     if open < state.sessions.max_per_key {
         return None;
     }
@@ -349,9 +472,9 @@ async fn admit_initialize(
         StatusCode::TOO_MANY_REQUESTS,
         -32000,
         &format!(
-            "this API key already has {open} open MCP sessions (--max-sessions-per-key {}): \
-             end unused ones with DELETE /mcp and their Mcp-Session-Id, or wait for idle ones \
-             to expire (5 minutes)",
+            "this API key already has {open} open MCP sessions and subscriptions/listen \
+             streams (--max-sessions-per-key {}): end unused sessions with DELETE /mcp and \
+             their Mcp-Session-Id or close a stream, or wait for idle ones to expire (5 minutes)",
             state.sessions.max_per_key
         ),
     ))

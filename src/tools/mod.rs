@@ -529,7 +529,7 @@ impl Engine {
             Some(_) => Value::Object(args.clone()),
             None => Value::Null,
         };
-        let parsed = ops::parse(self, apis, tool, args);
+        let parsed = ops::parse(self, apis, principal, tool, args);
         if let Ok(p) = &parsed {
             trace.operation = p.operation();
         }
@@ -696,7 +696,7 @@ impl Engine {
         args: Map<String, Value>,
     ) -> Result<Planned, ToolError> {
         let apis = self.apis();
-        let parsed = ops::parse(self, &apis, Tool::Execute, args)?;
+        let parsed = ops::parse(self, &apis, principal, Tool::Execute, args)?;
         match ops::prepare(self, &apis, principal, parsed)? {
             Prepared::Execute(planned) => Ok(*planned),
             _ => unreachable!("api_execute prepares an execution"),

@@ -91,10 +91,12 @@ impl Prepared {
 }
 
 /// Types the arguments of `tool` (every violation of its input schema at once) and finds the
-/// operation they name. No permission is checked here.
+/// operation they name among what `principal` may see (`resolve::find`). No permission is
+/// checked here.
 pub fn parse(
     engine: &Engine,
     apis: &Apis,
+    principal: &Principal,
     tool: Tool,
     args: Map<String, Value>,
 ) -> Result<Parsed, ToolError> {
@@ -104,20 +106,20 @@ pub fn parse(
             let args = args::discover(args)?;
             limits.check_discover(&args)?;
             if let Some(name) = &args.api {
-                api_named(apis, name)?;
+                api_named(engine, apis, principal, name)?;
             }
             Ok(Parsed::Discover(args))
         }
         Tool::Schema => {
             let args = args::schema(args)?;
             limits.check_schema(&args)?;
-            let found = find(apis, &args.target)?;
+            let found = find(engine, apis, principal, &args.target)?;
             Ok(Parsed::Schema { args, found })
         }
         Tool::Execute => {
             let args = args::execute(args)?;
             limits.check_execute(&args)?;
-            let found = find(apis, &args.target)?;
+            let found = find(engine, apis, principal, &args.target)?;
             Ok(Parsed::Execute {
                 args: Box::new(args),
                 found,

@@ -31,17 +31,20 @@ impl Found {
     }
 }
 
-/// The position of the API `name`, or `INVALID_ARGUMENTS` at `/api` listing the names.
-pub(super) fn api_named(apis: &Apis, name: &str) -> Result<usize, ToolError> {
+/// The position of the API `name`, or `INVALID_ARGUMENTS` at `/api` listing the names of the
+/// APIs the principal may see (an API it holds no feature for is never named).
+pub(super) fn api_named(
+    engine: &Engine,
+    apis: &Apis,
+    principal: &Principal,
+    name: &str,
+) -> Result<usize, ToolError> {
     apis.position(name).ok_or_else(|| {
-        let names: Vec<&str> = apis
-            .list
-            .iter()
-            .map(|a| a.name.as_str())
-            .filter(|n| !n.is_empty())
-            .collect();
-        let message = if names.is_empty() {
+        let names = seen_apis(engine, apis, principal);
+        let message = if !apis.qualified() {
             "this server serves one API: leave `api` out".to_string()
+        } else if names.is_empty() {
+            format!("there is no API {name:?} this caller may use")
         } else {
             format!(
                 "there is no API {name:?}; the APIs are {}",
@@ -52,6 +55,17 @@ pub(super) fn api_named(apis: &Apis, name: &str) -> Result<usize, ToolError> {
     })
 }
 
+/// The names of the APIs of which the principal may see at least one operation.
+fn seen_apis<'a>(engine: &Engine, apis: &'a Apis, principal: &Principal) -> Vec<&'a str> {
+    let seen = visible(engine, apis, principal, None);
+    apis.list
+        .iter()
+        .enumerate()
+        .filter(|(i, a)| !a.name.is_empty() && (0..a.spec.operations.len()).any(|op| seen(*i, op)))
+        .map(|(_, a)| a.name.as_str())
+        .collect()
+}
+
 fn at(pointer: &str, message: &str) -> Violation {
     Violation {
         pointer: pointer.into(),
@@ -60,14 +74,20 @@ fn at(pointer: &str, message: &str) -> Violation {
 }
 
 /// The operation `target` names: in the API of `api` or of the id's `NAME:` prefix, else in
-/// the one API that has it. An id that several APIs have is ambiguous: the caller names the
-/// API.
-pub(super) fn find(apis: &Apis, target: &Target) -> Result<Option<Found>, ToolError> {
+/// the one API that has it among those the principal may see. An id that several of those
+/// have is ambiguous: the caller names the API. An API the principal holds no feature for
+/// is never counted nor named: a bare id it shares with a visible API is the visible one's.
+pub(super) fn find(
+    engine: &Engine,
+    apis: &Apis,
+    principal: &Principal,
+    target: &Target,
+) -> Result<Option<Found>, ToolError> {
     let name = target.operation_name()?;
     let named = target
         .api
         .as_deref()
-        .map(|n| api_named(apis, n))
+        .map(|n| api_named(engine, apis, principal, n))
         .transpose()?;
     let (prefixed, name) = match name {
         OperationName::Id(id) => {
@@ -88,7 +108,8 @@ pub(super) fn find(apis: &Apis, target: &Target) -> Result<Option<Found>, ToolEr
             vec![at("/api", &message)],
         ));
     }
-    let mut found: Vec<Found> = match named.or(prefixed) {
+    let explicit = named.or(prefixed);
+    let found: Vec<Found> = match explicit {
         Some(api) => vec![api],
         None => (0..apis.list.len()).collect(),
     }
@@ -98,6 +119,16 @@ pub(super) fn find(apis: &Apis, target: &Target) -> Result<Option<Found>, ToolEr
         Some(Found { api, resolved })
     })
     .collect();
+    if explicit.is_some() {
+        return Ok(found.into_iter().next());
+    }
+    // Without an API named: the operations the caller may see, else those of APIs it holds
+    // a feature for (their refusal says which feature is missing); never another API's.
+    let (seen, allowed): (Vec<Found>, Vec<Found>) = found
+        .into_iter()
+        .filter(|f| apis.api_allows(principal, f.at()))
+        .partition(|f| may_see(apis, principal, f.at()));
+    let mut found = if seen.is_empty() { allowed } else { seen };
     if found.len() > 1 {
         let names: Vec<String> = found.iter().map(|f| apis.shown_id(f.at())).collect();
         let message = format!(

@@ -521,12 +521,16 @@ async fn made_up_opaque_tokens_cannot_flood_the_issuer() {
         }
     });
     let statuses = futures::future::join_all(calls).await;
-    // Not active (401), or no slot within 5 s (503); never a 500, never a pass.
+    // Not active (401), over the address's share (429) or no slot within 5 s (503); never a
+    // 500, never a pass.
     assert!(
-        statuses.iter().all(|s| *s == 401 || *s == 503),
+        statuses.iter().all(|s| [401, 429, 503].contains(s)),
         "{statuses:?}"
     );
-    assert!(statuses.contains(&503), "{statuses:?}");
+    assert!(
+        statuses.contains(&503) || statuses.contains(&429),
+        "{statuses:?}"
+    );
     let most = seen.most.load(Ordering::SeqCst);
     assert!(
         (1..=16).contains(&most),

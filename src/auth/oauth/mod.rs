@@ -140,6 +140,11 @@ pub enum OAuthError {
     KeysUnavailable { issuer: String, why: String },
     #[error("the token could not be checked with its issuer ({why}); try again shortly")]
     IntrospectionUnavailable { why: String },
+    #[error(
+        "{} unknown tokens from this address are being checked already; try again shortly",
+        introspect::PER_SOURCE
+    )]
+    TooManyAttempts,
     #[error("the token is not valid for this server: {0}")]
     Invalid(String),
     #[error("the token carries more than {MAX_SCOPES} scopes")]
@@ -246,13 +251,23 @@ impl ResourceServer {
 
     /// Verifies a bearer token and reads what it grants.
     pub async fn verify(&self, token: &str) -> Result<BearerToken, OAuthError> {
+        self.verify_from(token, None).await
+    }
+
+    /// [`ResourceServer::verify`] of a token sent from `peer`: an opaque token the issuer
+    /// never called active counts against its source's share of introspection.
+    pub async fn verify_from(
+        &self,
+        token: &str,
+        peer: Option<std::net::IpAddr>,
+    ) -> Result<BearerToken, OAuthError> {
         if token.len() > MAX_TOKEN_BYTES {
             return Err(OAuthError::TooLarge);
         }
         if let Some(introspector) = &self.inner.introspector
             && token.split('.').count() != 3
         {
-            let claims = introspector.claims(&self.inner.client, token).await?;
+            let claims = introspector.claims(&self.inner.client, token, peer).await?;
             return self.check_introspected(&claims);
         }
         let header = jsonwebtoken::decode_header(token).map_err(|e| {

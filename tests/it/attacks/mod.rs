@@ -1,4 +1,4 @@
-//! Issue 15's and issue 26's attacks, performed for real against a running apigate (real HTTP
+//! Attacks of issues 15, 26 and 41, performed for real against a running apigate (real HTTP
 //! server, real upstream, real Postgres where the mode needs it). Each test failed before its
 //! fix.
 //!
@@ -21,16 +21,24 @@
 //!   or rebuild a scrubbed credential (issue 41, items 1 and 11).
 //! - `pages_memory`: `pages` and many calls at once stay within the call's and the server's
 //!   byte budgets (issue 41, item 2).
+//! - `listen_streams`: `subscriptions/listen` streams count under the key's session cap.
+//! - `public_text`: `/health` and 401/503 answers name no secret, its place, or an issuer URL.
+//! - `introspection`: made-up opaque tokens cannot lock a known token out of introspection.
+//! - `api_names`: with several APIs, a caller is never shown an API it has no feature for.
 
+mod api_names;
 mod encoded;
 mod exhaustion;
 mod files;
 mod forged_text;
+mod introspection;
 mod leaks;
+mod listen_streams;
 mod mcp_sessions;
 mod owners;
 mod pages_memory;
 mod privileges;
+mod public_text;
 mod refusals;
 mod remote_specs;
 mod requests;
