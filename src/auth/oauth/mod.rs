@@ -21,12 +21,15 @@ use chrono::{DateTime, Utc};
 use jsonwebtoken::{Algorithm, Validation};
 use serde_json::Value;
 
-use super::{Features, KeyPrincipal, Principal};
+use super::{Features, KeyPrincipal, Person, Principal};
 
 /// The longest `Authorization` header value read (a JWT with a few hundred claims fits).
 pub const MAX_TOKEN_BYTES: usize = 8 * 1024;
 /// The most scopes a token may carry.
 const MAX_SCOPES: usize = 256;
+/// The longest `sub` taken, in bytes: OpenID Connect's bound (Core §2: at most 255 ASCII
+/// characters). A longer one is refused, never cut: a cut `sub` would make two people one.
+pub const MAX_SUBJECT_BYTES: usize = 255;
 /// Clock skew allowed on `exp` and `nbf`.
 const LEEWAY: Duration = Duration::from_secs(60);
 
@@ -142,6 +145,13 @@ pub enum OAuthError {
     IntrospectionUnavailable { why: String },
     #[error("the token is not valid for this server: {0}")]
     Invalid(String),
+    #[error(
+        "the token's `sub` is {0} bytes, over the {MAX_SUBJECT_BYTES} this server takes; ask \
+         the identity provider for a shorter subject identifier"
+    )]
+    SubjectTooLong(usize),
+    #[error("the token's `sub` holds a NUL character, which no subject identifier may")]
+    SubjectNul,
     #[error("the token carries more than {MAX_SCOPES} scopes")]
     TooManyScopes,
     #[error("the token's scopes grant no use of this server; it needs one of: {}", scopes.join(" "))]
@@ -151,7 +161,10 @@ pub enum OAuthError {
 /// A verified bearer token: who, for which client, with what.
 #[derive(Debug, Clone)]
 pub struct BearerToken {
+    /// The configured issuer the token's `iss` names, exactly as configured.
     pub issuer: String,
+    /// The token's `sub`, exactly (at most [`MAX_SUBJECT_BYTES`], no NUL): an identity, never
+    /// escaped or cut; [`Person::shown`] is for display.
     pub subject: String,
     /// `client_id`, else `azp`: the application acting for the user.
     pub client_id: String,
@@ -164,6 +177,14 @@ pub struct BearerToken {
 }
 
 impl BearerToken {
+    /// The person the token names: its exact issuer and `sub`.
+    pub fn person(&self) -> Person {
+        Person {
+            issuer: self.issuer.clone(),
+            subject: self.subject.clone(),
+        }
+    }
+
     /// The principal a call with this token runs as: the user (`sub`), acting through the
     /// client (`actor` in the audit log: `oauth:CLIENT`), with the token's features, and with
     /// a server key also presented (`--auth both`), only what both grant.
@@ -189,6 +210,7 @@ impl BearerToken {
             read_only,
             expires_at: self.expires_at,
             upstream: None,
+            person: Some(self.person()),
         }
     }
 }
@@ -375,9 +397,19 @@ impl ResourceServer {
                 .and_then(Value::as_str)
                 .map(|v| crate::printable::cell(v, 200))
         };
-        let subject = text("sub")
+        // The exact `sub`: who the person is. Escaping and cutting are for display only.
+        let subject = claims
+            .get("sub")
+            .and_then(Value::as_str)
             .filter(|s| !s.is_empty())
             .ok_or_else(|| OAuthError::Invalid("it has no `sub` claim".into()))?;
+        if subject.len() > MAX_SUBJECT_BYTES {
+            return Err(OAuthError::SubjectTooLong(subject.len()));
+        }
+        if subject.contains('\0') {
+            return Err(OAuthError::SubjectNul);
+        }
+        let subject = subject.to_string();
         let scopes: Vec<String> = match (claims.get("scope"), claims.get("scp")) {
             (Some(Value::String(s)), _) => s.split_whitespace().map(String::from).collect(),
             (_, Some(Value::Array(a))) => a

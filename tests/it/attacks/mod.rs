@@ -5,9 +5,11 @@
 //! - `leaks`: no credential reaches the agent (truncation, URL user-info, /health, binary bodies).
 //! - `encoded`: no credential comes back through a compressed, UTF-16/32 or base64 body.
 //! - `forged_text`: agent- and admin-chosen text cannot forge rows or drive the terminal.
+//! - `held_total`: held responses in Postgres stay within a total bound, whatever the owners.
 //! - `exhaustion`: nothing unauthenticated, or cheap with one key, exhausts the server.
 //! - `mcp_sessions`: an MCP session belongs to the key that opened it.
 //! - `owners`: monitor sessions and approvals belong to their owner.
+//! - `people`: signed-in people stay apart (exact `sub`, own budgets, own downloads).
 //! - `privileges`: key features, session tokens, method override, lockout, admin actions.
 //! - `refusals`: refused calls spend the key's budget; refusals are audited, boundedly.
 //! - `requests`: what an agent shapes (form `_method`, a credential's query name, free-form
@@ -19,9 +21,11 @@
 mod encoded;
 mod exhaustion;
 mod forged_text;
+mod held_total;
 mod leaks;
 mod mcp_sessions;
 mod owners;
+mod people;
 mod privileges;
 mod refusals;
 mod requests;
