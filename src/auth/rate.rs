@@ -217,6 +217,34 @@ mod tests {
     }
 
     #[test]
+    fn a_subject_refused_by_its_own_bucket_spends_nothing_shared() {
+        // Everyone's calls take from the key's bucket too, at once with their own.
+        let l = Limiter::new(
+            RateLimit {
+                per_second: 0.001,
+                burst: 20,
+            },
+            RateLimit {
+                per_second: 0.001,
+                burst: 5,
+            },
+            RateLimit::OFF,
+        );
+        let key = Subject::Key("k".into());
+        let mallory = [Subject::Person("mallory".into()), key.clone()];
+        let refused = (0..100).filter(|_| l.take(&mallory).is_err()).count();
+        assert_eq!(refused, 95);
+        let ivy = [Subject::Person("ivy".into()), key.clone()];
+        for _ in 0..5 {
+            assert!(l.take(&ivy).is_ok());
+        }
+        // Peeking takes nothing.
+        for _ in 0..50 {
+            assert!(l.peek(&[key.clone()]).is_ok());
+        }
+    }
+
+    #[test]
     fn refusal_consumes_nothing() {
         let verify = [Subject::Verify {
             public_id: "abcdefgh".into(),

@@ -29,6 +29,8 @@ pub const MAX_TOKEN_BYTES: usize = 8 * 1024;
 const MAX_SCOPES: usize = 256;
 /// The longest `sub` taken, in bytes: OpenID Connect's bound (Core §2: at most 255 ASCII
 /// characters). A longer one is refused, never cut: a cut `sub` would make two people one.
+/// The tenant, organization and each role are held to the same bound, for the same reason
+/// (the identity assertion tells the upstream who the caller is by them).
 pub const MAX_SUBJECT_BYTES: usize = 255;
 /// Clock skew allowed on `exp` and `nbf`.
 const LEEWAY: Duration = Duration::from_secs(60);
@@ -146,12 +148,13 @@ pub enum OAuthError {
     #[error("the token is not valid for this server: {0}")]
     Invalid(String),
     #[error(
-        "the token's `sub` is {0} bytes, over the {MAX_SUBJECT_BYTES} this server takes; ask \
-         the identity provider for a shorter subject identifier"
+        "the token's `{claim}` is {len} bytes, over the {MAX_SUBJECT_BYTES} this server takes \
+         (it is never cut: a cut value could name someone else); ask the identity provider \
+         for a shorter one"
     )]
-    SubjectTooLong(usize),
-    #[error("the token's `sub` holds a NUL character, which no subject identifier may")]
-    SubjectNul,
+    ClaimTooLong { claim: String, len: usize },
+    #[error("the token's `{claim}` holds a NUL character, which no identifier may")]
+    ClaimNul { claim: String },
     #[error("the token carries more than {MAX_SCOPES} scopes")]
     TooManyScopes,
     #[error("the token's scopes grant no use of this server; it needs one of: {}", scopes.join(" "))]
@@ -391,25 +394,31 @@ impl ResourceServer {
 
     fn read_claims(&self, issuer: &str, claims: &Value) -> Result<BearerToken, OAuthError> {
         let s = &self.inner.settings;
-        let text = |name: &str| {
+        // Identifiers are kept exactly: escaping and cutting are for display only.
+        let exact = |claim: &str, value: &str| -> Result<String, OAuthError> {
+            if value.len() > MAX_SUBJECT_BYTES {
+                return Err(OAuthError::ClaimTooLong {
+                    claim: crate::printable::cell(claim, 64),
+                    len: value.len(),
+                });
+            }
+            if value.contains('\0') {
+                return Err(OAuthError::ClaimNul {
+                    claim: crate::printable::cell(claim, 64),
+                });
+            }
+            Ok(value.to_string())
+        };
+        let text = |name: &str| -> Result<Option<String>, OAuthError> {
             claims
                 .get(name)
                 .and_then(Value::as_str)
-                .map(|v| crate::printable::cell(v, 200))
+                .map(|v| exact(name, v))
+                .transpose()
         };
-        // The exact `sub`: who the person is. Escaping and cutting are for display only.
-        let subject = claims
-            .get("sub")
-            .and_then(Value::as_str)
+        let subject = text("sub")?
             .filter(|s| !s.is_empty())
             .ok_or_else(|| OAuthError::Invalid("it has no `sub` claim".into()))?;
-        if subject.len() > MAX_SUBJECT_BYTES {
-            return Err(OAuthError::SubjectTooLong(subject.len()));
-        }
-        if subject.contains('\0') {
-            return Err(OAuthError::SubjectNul);
-        }
-        let subject = subject.to_string();
         let scopes: Vec<String> = match (claims.get("scope"), claims.get("scp")) {
             (Some(Value::String(s)), _) => s.split_whitespace().map(String::from).collect(),
             (_, Some(Value::Array(a))) => a
@@ -435,17 +444,24 @@ impl ResourceServer {
                 .iter()
                 .filter_map(Value::as_str)
                 .take(MAX_SCOPES)
-                .map(|r| crate::printable::cell(r, 200))
-                .collect(),
+                .map(|r| exact(&s.roles_claim, r))
+                .collect::<Result<_, _>>()?,
             Some(Value::String(r)) => r
                 .split_whitespace()
                 .take(MAX_SCOPES)
-                .map(String::from)
-                .collect(),
+                .map(|r| exact(&s.roles_claim, r))
+                .collect::<Result<_, _>>()?,
             _ => Vec::new(),
         };
-        let client_id = text("client_id")
-            .or_else(|| text("azp"))
+        // The client is a label (the audit's actor), never an identity: shown escaped.
+        let label = |name: &str| {
+            claims
+                .get(name)
+                .and_then(Value::as_str)
+                .map(|v| crate::printable::cell(v, 200))
+        };
+        let client_id = label("client_id")
+            .or_else(|| label("azp"))
             .unwrap_or_else(|| "unknown-client".into());
         let expires_at = claims
             .get("exp")
@@ -457,8 +473,8 @@ impl ResourceServer {
             client_id,
             scopes,
             features,
-            tenant: text(&s.tenant_claim),
-            organization: text(&s.organization_claim),
+            tenant: text(&s.tenant_claim)?,
+            organization: text(&s.organization_claim)?,
             roles,
             expires_at,
         })
