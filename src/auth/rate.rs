@@ -240,7 +240,7 @@ mod tests {
         }
         // Peeking takes nothing.
         for _ in 0..50 {
-            assert!(l.peek(&[key.clone()]).is_ok());
+            assert!(l.peek(std::slice::from_ref(&key)).is_ok());
         }
     }
 
