@@ -10,7 +10,9 @@
 //!   is the exact issuer and `sub`, and a `sub` over 255 bytes is refused (401), never cut.
 //! - 5: bearer calls first spent a token from a bucket of the OAuth client, shared by every
 //!   person of it: one person hammering made another's calls `RATE_LIMITED`. Now a call takes
-//!   from its person's bucket (and a key's, with `--auth both`) at once or from none.
+//!   from its person's bucket (and a key's, with `--auth both`) at once or from none. With
+//!   `--auth both`, a person opening MCP sessions over and over spent the shared key's bucket
+//!   alone: now the person's bucket too, at once.
 //! - 6: with `--auth both` and one agent key, held responses were owned by the key: people
 //!   read each other's downloads. Now the person owns them.
 
@@ -334,4 +336,67 @@ async fn with_one_agent_key_people_do_not_read_each_others_downloads() {
         !sees(&key_only, &uri).await,
         "the bare key reads ivy's download"
     );
+}
+
+#[tokio::test]
+async fn with_one_agent_key_one_person_opening_sessions_does_not_drain_the_key() {
+    let db = TestDb::new().await;
+    let served = serve(
+        &db,
+        &[
+            "--auth",
+            "both",
+            "--session-rate",
+            "0.001",
+            "--session-burst",
+            "5",
+            "--key-rate",
+            "0.001",
+            "--key-burst",
+            "20",
+        ],
+    )
+    .await;
+    let agent = cli_key(&db.url, "agent", "*").await;
+    let agent = agent["key"].as_str().unwrap().to_string();
+    let mallory = format!("Bearer {}", served.token("mallory").await);
+    let mut refused = 0;
+    for _ in 0..40 {
+        let (status, _, _) = initialize(
+            &served.url,
+            &[("authorization", &mallory), ("x-api-key", &agent)],
+        )
+        .await;
+        if status == 429 {
+            refused += 1;
+        }
+    }
+    assert!(
+        refused >= 20,
+        "mallory's sessions were not limited: {refused} refused"
+    );
+    // ivy opens one session and makes four calls: five of her own.
+    let bearer = format!("Bearer {}", served.token("ivy").await);
+    let (status, _, body) = initialize(
+        &served.url,
+        &[("authorization", &bearer), ("x-api-key", &agent)],
+    )
+    .await;
+    assert_eq!(
+        status, 200,
+        "ivy could not open a session while mallory hammered: {body}"
+    );
+    let ivy = mcp_client(
+        &served.url,
+        &[("authorization", &bearer), ("x-api-key", &agent)],
+    )
+    .await;
+    let search = json!({"query": "archive"});
+    for n in 0..3 {
+        let (err, v) = call(&ivy, "api_discover", search.clone()).await;
+        assert!(
+            !err,
+            "ivy's call {n} was refused while mallory hammered: {v}"
+        );
+    }
 }
