@@ -67,6 +67,12 @@ impl AuditBudget {
         }
         let (limiter, subject) = match (entry.key_id, &entry.actor) {
             (Some(id), _) => (&self.keys, id.to_string()),
+            // A signed-in person: their own budget, not their client's (shared by everyone
+            // who signs in through it).
+            (None, Some(label)) if label.starts_with("oauth:") && entry.user_id.is_some() => (
+                &self.keys,
+                format!("{label}\0{}", entry.user_id.as_deref().unwrap_or_default()),
+            ),
             // The bootstrap key and the dev key: verified, but no id.
             (None, Some(label)) if !label.starts_with("key:") => (&self.keys, label.clone()),
             _ => (&self.anonymous, ANONYMOUS.to_string()),

@@ -45,7 +45,7 @@ pub use admin::{
     Revocation, SessionRef,
 };
 pub use features::{Features, PermissionRules, RuleError, RuleSpec};
-pub use principal::{KeyPrincipal, Principal};
+pub use principal::{KeyPrincipal, Person, Principal};
 pub use rate::RateLimit;
 pub(crate) use token_arg::{
     SESSION_TOKEN_HEADER, add_session_token_param, choose_session_token, take_session_token,
@@ -299,24 +299,44 @@ impl Auth {
 
     // ---- rate limits and audit --------------------------------------------------------------------
 
-    /// Takes one call from the key's bucket and, with a session, the session's bucket.
+    /// Takes one call from every bucket of the principal at once (its own, and its key's).
     pub fn check_rate(&self, principal: &Principal) -> Result<(), AuthError> {
         self.take(&principal.rate_subjects())
     }
 
-    /// Takes one call from the bucket of the principal's key only (a tool call does this
-    /// before its session is checked, so a failed session check spends the key's budget).
+    /// The rate check of a call by a fixed principal (dev mode: a key alone): all its buckets.
     pub(crate) fn check_key_rate(&self, principal: &Principal) -> Result<(), AuthError> {
-        let mut subjects = principal.rate_subjects();
-        subjects.retain(|s| matches!(s, Subject::Key(_)));
-        self.take(&subjects)
+        self.take(&principal.rate_subjects())
     }
 
-    /// Takes one call from the principal's session bucket, if it has a session.
+    /// Whether every bucket of `principal` holds a call, without taking it: the first check
+    /// of a tool call, before a session token is looked up. A key that spent its budget (on
+    /// failed session checks, or on its sessions' and people's calls) is refused here; the
+    /// call is taken later, with its session's or person's ([`Auth::check_session_rate`]).
+    pub(crate) fn rate_holds(&self, principal: &Principal) -> Result<(), AuthError> {
+        self.inner
+            .limiter
+            .peek(&principal.rate_subjects())
+            .map_err(|wait| AuthError::RateLimited {
+                retry_after_ms: millis(wait),
+            })
+    }
+
+    /// Spends one call of the key's budget for a session check that failed (a missing, wrong
+    /// or expired token): guessing tokens is limited like any other call of the key.
+    pub(crate) fn spend_key_rate(&self, key: &Principal) {
+        let _ = self.take(&key.rate_subjects());
+    }
+
+    /// Takes one call (one page) from the bucket of the session or person and from its key's,
+    /// together: a call its own budget refuses spends nothing of the key's bucket, which the
+    /// key's other sessions and people share. Nothing for a principal with neither (its key
+    /// was taken by [`Auth::check_key_rate`]).
     pub(crate) fn check_session_rate(&self, principal: &Principal) -> Result<(), AuthError> {
-        let mut subjects = principal.rate_subjects();
-        subjects.retain(|s| matches!(s, Subject::Session(_)));
-        self.take(&subjects)
+        if principal.session_id.is_none() && principal.person.is_none() {
+            return Ok(());
+        }
+        self.take(&principal.rate_subjects())
     }
 
     fn take(&self, subjects: &[Subject]) -> Result<(), AuthError> {

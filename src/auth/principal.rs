@@ -1,6 +1,7 @@
 //! Who is calling: a verified server key ([`KeyPrincipal`]) and the [`Principal`] a call runs
-//! as (the key, or the key plus a session), with what it may do: tools, operations (features,
-//! permission rules, read-only), and the audit entry and rate-limit buckets it is counted in.
+//! as (the key, the key plus a session, or a signed-in [`Person`] with or without a key), with
+//! what it may do: tools, operations (features, permission rules, read-only), and the audit
+//! entry and rate-limit buckets it is counted in.
 
 use std::sync::Arc;
 
@@ -76,11 +77,49 @@ impl KeyPrincipal {
             read_only: self.read_only,
             expires_at: self.expires_at,
             upstream: None,
+            person: None,
         }
     }
 }
 
-/// Who is calling and what they may do: a key alone (dev mode) or a key plus a session.
+/// A person signed in with a bearer token: the exact issuer (as configured) and the exact
+/// `sub` of the token, never escaped or cut. Two people are one only when both are equal byte
+/// for byte; what identifies them anywhere (a rate-limit bucket, the owner of held responses
+/// or of an MCP session, stored credentials) is built from these exact bytes ([`Person::key`]).
+/// Escaping is for display only ([`Person::shown`]).
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Person {
+    pub issuer: String,
+    pub subject: String,
+}
+
+impl Person {
+    /// A fixed-length, one-to-one name of the person: the SHA-256 (hex) of the issuer, a NUL
+    /// (which no issuer URL and no accepted `sub` holds) and the `sub`.
+    pub fn key(&self) -> String {
+        hex::encode(super::secrets::sha256(&format!(
+            "{}\0{}",
+            self.issuer, self.subject
+        )))
+    }
+
+    /// The `sub` as a terminal or a log may show it: control characters escaped, cut.
+    pub fn shown(&self) -> String {
+        crate::printable::cell(&self.subject, 200)
+    }
+}
+
+impl std::fmt::Debug for Person {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Person")
+            .field("issuer", &crate::printable::cell(&self.issuer, 200))
+            .field("subject", &self.shown())
+            .finish()
+    }
+}
+
+/// Who is calling and what they may do: a key alone (dev mode), a key plus a session, or a
+/// signed-in person (with `--auth both`, with the key presented beside the token).
 #[derive(Debug, Clone)]
 pub struct Principal {
     pub key_id: Option<Uuid>,
@@ -101,6 +140,8 @@ pub struct Principal {
     pub expires_at: Option<DateTime<Utc>>,
     /// The session's own upstream credentials, opened (`Debug` shows names only).
     pub upstream: Option<Arc<SessionUpstream>>,
+    /// The person a bearer token names (`user_id` is their exact `sub`).
+    pub person: Option<Person>,
 }
 
 impl Principal {
@@ -203,18 +244,36 @@ impl Principal {
         }
     }
 
+    /// The buckets a call of this principal spends from, the most specific first: a person's
+    /// own (per exact issuer and `sub`, across clients), else the session's; then the key's
+    /// when a key is presented (a person's token alone has none: the OAuth client is shared
+    /// by every person of it, so it is no bucket). All are taken at once or none
+    /// ([`super::rate::Limiter::take`]), so a call refused by its own budget spends nothing
+    /// of a bucket it shares with others.
     pub(super) fn rate_subjects(&self) -> Vec<Subject> {
-        let mut v = vec![Subject::Key(match self.key_id {
-            Some(id) => id.to_string(),
-            None => self.key_label.clone(),
-        })];
-        if let Some(s) = self.session_id {
-            v.push(Subject::Session(s.to_string()));
-        } else if let (Some(user), true) = (&self.user_id, self.key_label.starts_with("oauth:")) {
-            // A bearer token's user is counted like a session: per person, across clients.
-            v.push(Subject::Session(format!("oauth-user:{user}")));
+        let own = match (&self.person, self.session_id) {
+            (Some(person), _) => Some(Subject::Person(person.key())),
+            (None, Some(s)) => Some(Subject::Session(s.to_string())),
+            (None, None) => None,
+        };
+        let key = match (self.key_id, &self.person) {
+            (Some(id), _) => Some(Subject::Key(id.to_string())),
+            (None, Some(_)) => None,
+            (None, None) => Some(Subject::Key(self.key_label.clone())),
+        };
+        own.into_iter().chain(key).collect()
+    }
+
+    /// Who owns the binary responses this principal's calls hold, and so who alone may list
+    /// and read them: the most specific principal of the call. `person:<key>` for a
+    /// signed-in person, `session:<id>` for a user session, else `None` (the connection's key
+    /// owns them, as the transport knows it).
+    pub fn held_owner(&self) -> Option<String> {
+        match (&self.person, self.session_id) {
+            (Some(person), _) => Some(format!("person:{}", person.key())),
+            (None, Some(s)) => Some(format!("session:{s}")),
+            (None, None) => None,
         }
-        v
     }
 }
 

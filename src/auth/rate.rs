@@ -1,5 +1,7 @@
-//! In-process token buckets per server key, per session, and per (public id, source address)
-//! for argon2 verifications. Each instance limits on its own; with N replicas behind a load
+//! In-process token buckets per server key, per session, per signed-in person (exact issuer
+//! and `sub`), and per (public id, source address) for argon2 verifications. A call takes from
+//! all its buckets at once or from none, so a call its own bucket refuses spends nothing of a
+//! bucket it shares with others (a key's, shared by the key's sessions and people). Each instance limits on its own; with N replicas behind a load
 //! balancer the effective limit is at most N times the setting.
 
 use std::collections::HashMap;
@@ -53,6 +55,8 @@ impl Bucket {
 pub(crate) enum Subject {
     Key(String),
     Session(String),
+    /// A signed-in person ([`super::Person::key`]), limited as a session is.
+    Person(String),
     /// argon2id verifications for one public id from one source (cache misses only): a
     /// legitimate key needs one per cache lifetime, so this only bites someone guessing
     /// secrets for a known id, and only at their own address.
@@ -116,13 +120,22 @@ impl Limiter {
     fn limit_for(&self, s: &Subject) -> RateLimit {
         match s {
             Subject::Key(_) => self.key,
-            Subject::Session(_) => self.session,
+            Subject::Session(_) | Subject::Person(_) => self.session,
             Subject::Verify { .. } => self.verify,
         }
     }
 
     /// Takes one token from every subject's bucket, or none and the time until all have one.
     pub(crate) fn take(&self, subjects: &[Subject]) -> Result<(), Duration> {
+        self.reserve(subjects, true)
+    }
+
+    /// Whether every subject's bucket holds a token, taking none.
+    pub(crate) fn peek(&self, subjects: &[Subject]) -> Result<(), Duration> {
+        self.reserve(subjects, false)
+    }
+
+    fn reserve(&self, subjects: &[Subject], take: bool) -> Result<(), Duration> {
         let now = Instant::now();
         let mut buckets = match self.buckets.lock() {
             Ok(b) => b,
@@ -154,6 +167,9 @@ impl Limiter {
         }
         if wait > Duration::ZERO {
             return Err(wait);
+        }
+        if !take {
+            return Ok(());
         }
         for s in subjects {
             if let Some(b) = buckets.get_mut(s) {
@@ -197,6 +213,34 @@ mod tests {
         assert!(l.take(&[Subject::Key("b".into())]).is_ok());
         for _ in 0..100 {
             assert!(l.take(&[Subject::Session("s".into())]).is_ok());
+        }
+    }
+
+    #[test]
+    fn a_subject_refused_by_its_own_bucket_spends_nothing_shared() {
+        // Everyone's calls take from the key's bucket too, at once with their own.
+        let l = Limiter::new(
+            RateLimit {
+                per_second: 0.001,
+                burst: 20,
+            },
+            RateLimit {
+                per_second: 0.001,
+                burst: 5,
+            },
+            RateLimit::OFF,
+        );
+        let key = Subject::Key("k".into());
+        let mallory = [Subject::Person("mallory".into()), key.clone()];
+        let refused = (0..100).filter(|_| l.take(&mallory).is_err()).count();
+        assert_eq!(refused, 95);
+        let ivy = [Subject::Person("ivy".into()), key.clone()];
+        for _ in 0..5 {
+            assert!(l.take(&ivy).is_ok());
+        }
+        // Peeking takes nothing.
+        for _ in 0..50 {
+            assert!(l.peek(std::slice::from_ref(&key)).is_ok());
         }
     }
 

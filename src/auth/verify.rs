@@ -226,6 +226,7 @@ impl Auth {
             read_only: s.read_only || key.read_only,
             expires_at: Some(s.expires_at),
             upstream,
+            person: None,
         })
     }
 

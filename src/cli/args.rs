@@ -128,10 +128,16 @@ pub struct BinaryArgs {
     /// number is seconds).
     #[arg(long, default_value = "10m", value_parser = crate::monitor::parse_duration)]
     pub response_ttl: Duration,
-    /// The most bytes of binary responses held per API key; the oldest go first.
+    /// The most bytes of binary responses held per caller (signed-in person, user session,
+    /// else API key); the oldest go first.
     #[arg(long, default_value_t = crate::held::DEFAULT_MAX_HELD_BYTES,
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=16 * MAX_READ_BYTES_CAP))]
     pub max_held_bytes: usize,
+    /// The most bytes of binary responses held for all keys, sessions and signed-in people
+    /// together (in Postgres, the whole table); anyone's oldest go first.
+    #[arg(long, default_value_t = crate::held::DEFAULT_MAX_HELD_TOTAL_BYTES,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=64 * MAX_READ_BYTES_CAP))]
+    pub max_held_total_bytes: usize,
 }
 
 impl Default for BinaryArgs {
@@ -140,6 +146,7 @@ impl Default for BinaryArgs {
             max_image_bytes: crate::tools::binary_out::DEFAULT_MAX_IMAGE_BYTES,
             response_ttl: crate::held::DEFAULT_RESPONSE_TTL,
             max_held_bytes: crate::held::DEFAULT_MAX_HELD_BYTES,
+            max_held_total_bytes: crate::held::DEFAULT_MAX_HELD_TOTAL_BYTES,
         }
     }
 }

@@ -182,6 +182,7 @@ impl EngineArgs {
         engine.held = crate::held::HeldResponses::in_memory(crate::held::HeldConfig {
             ttl: self.binary.response_ttl,
             max_bytes_per_owner: self.binary.max_held_bytes,
+            max_total_bytes: self.binary.max_held_total_bytes,
         });
         engine.binary.max_image_bytes = self.binary.max_image_bytes;
         engine.budgets = crate::tools::Budgets {

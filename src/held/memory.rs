@@ -1,15 +1,12 @@
 //! Held responses in this process's memory: a moka cache of the bytes (time to live
-//! `--response-ttl`, weighted by size, bounded overall), and per owner the ids in the order they
-//! were held, to drop an owner's oldest beyond `--max-held-bytes`.
+//! `--response-ttl`, weighted by size, bounded by `--max-held-total-bytes` for all owners, least
+//! recently used first), and per owner the ids in the order they were held, to drop an owner's
+//! oldest beyond `--max-held-bytes`.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use super::{Held, HeldConfig, HeldMeta};
-
-/// Owners whose responses the cache holds at its fullest: the bound on all of them together
-/// is this many times the per-owner bound (dev has one key, stdio one client).
-const OWNERS_AT_FULL_SIZE: u64 = 4;
 
 struct Entry {
     owner: String,
@@ -25,7 +22,7 @@ pub(super) struct Memory {
 
 impl Memory {
     pub(super) fn new(cfg: HeldConfig) -> Memory {
-        let max_total = (cfg.max_bytes_per_owner as u64).saturating_mul(OWNERS_AT_FULL_SIZE);
+        let max_total = u64::try_from(cfg.max_total_bytes).unwrap_or(u64::MAX);
         Memory {
             cache: moka::sync::Cache::builder()
                 .time_to_live(cfg.ttl)
@@ -109,6 +106,7 @@ mod tests {
         let m = Memory::new(HeldConfig {
             ttl: Duration::from_secs(60),
             max_bytes_per_owner: 10,
+            max_total_bytes: 40,
         });
         m.hold("a", meta("1", 4), bytes::Bytes::from_static(b"1111"));
         m.hold("a", meta("2", 4), bytes::Bytes::from_static(b"2222"));

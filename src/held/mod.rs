@@ -1,6 +1,8 @@
 //! Binary responses held for MCP `resources/read`: each under an unguessable id
-//! (`apigate://responses/<id>`), for the API key that made the call only, for a limited time
-//! (`--response-ttl`), at most `--max-held-bytes` per key (the oldest are dropped first). Dev
+//! (`apigate://responses/<id>`), for the principal that made the call only (the signed-in
+//! person, else the user session, else the API key: `auth::Principal::held_owner`), for a
+//! limited time (`--response-ttl`), at most `--max-held-bytes` per owner and
+//! `--max-held-total-bytes` for all owners together (the oldest are dropped first). Dev
 //! keeps them in memory ([`memory`], a moka cache with a time to live, weighted by bytes);
 //! production in Postgres (`store::responses`), so that any replica serves a read, expired rows
 //! purged on every write. Knows nothing of MCP or of the tools: it holds bytes for an owner.
@@ -17,8 +19,10 @@ use crate::upstream::BinaryBody;
 
 /// Default time a held response stays readable (`--response-ttl`): 10 minutes.
 pub(crate) const DEFAULT_RESPONSE_TTL: Duration = Duration::from_secs(10 * 60);
-/// Default total of held bytes per API key (`--max-held-bytes`): 64 MiB.
+/// Default total of held bytes per owner (`--max-held-bytes`): 64 MiB.
 pub(crate) const DEFAULT_MAX_HELD_BYTES: usize = 64 * 1024 * 1024;
+/// Default total of held bytes of all owners together (`--max-held-total-bytes`): 256 MiB.
+pub(crate) const DEFAULT_MAX_HELD_TOTAL_BYTES: usize = 256 * 1024 * 1024;
 /// The URI scheme and path of a held response: `apigate://responses/<id>`.
 pub(crate) const URI_PREFIX: &str = "apigate://responses/";
 /// The resource template `resources/templates/list` names.
@@ -30,8 +34,11 @@ const ID_BYTES: usize = 24;
 #[derive(Debug, Clone, Copy)]
 pub struct HeldConfig {
     pub ttl: Duration,
-    /// The most bytes held for one key; a response larger than this is not held at all.
+    /// The most bytes held for one owner; a response larger than this (or than the total)
+    /// is not held at all.
     pub max_bytes_per_owner: usize,
+    /// The most bytes held for all owners together; the oldest of anyone's go first.
+    pub max_total_bytes: usize,
 }
 
 impl Default for HeldConfig {
@@ -39,6 +46,7 @@ impl Default for HeldConfig {
         HeldConfig {
             ttl: DEFAULT_RESPONSE_TTL,
             max_bytes_per_owner: DEFAULT_MAX_HELD_BYTES,
+            max_total_bytes: DEFAULT_MAX_HELD_TOTAL_BYTES,
         }
     }
 }
@@ -47,8 +55,8 @@ impl Default for HeldConfig {
 #[derive(Debug, thiserror::Error)]
 pub enum HeldError {
     #[error(
-        "the response is {size} bytes, more than the {max} bytes held per API key \
-         (--max-held-bytes)"
+        "the response is {size} bytes, more than the {max} bytes held for one caller \
+         (--max-held-bytes, --max-held-total-bytes)"
     )]
     TooLarge { size: usize, max: usize },
     #[error("the held responses are unavailable: {0}")]
@@ -112,14 +120,13 @@ impl HeldResponses {
     }
 
     /// Holds `body` for `owner` under a new id, dropping the owner's oldest responses beyond
-    /// the per-key bound (and, in Postgres, every expired row).
+    /// the per-owner bound, then anyone's oldest beyond the total (and, in Postgres, every
+    /// expired row).
     pub async fn hold(&self, owner: &str, body: &BinaryBody) -> Result<HeldMeta, HeldError> {
         let size = body.bytes.len();
-        if size > self.cfg.max_bytes_per_owner {
-            return Err(HeldError::TooLarge {
-                size,
-                max: self.cfg.max_bytes_per_owner,
-            });
+        let max = self.cfg.max_bytes_per_owner.min(self.cfg.max_total_bytes);
+        if size > max {
+            return Err(HeldError::TooLarge { size, max });
         }
         let ttl = chrono::Duration::from_std(self.cfg.ttl).unwrap_or(chrono::Duration::MAX);
         let meta = HeldMeta {
@@ -141,6 +148,7 @@ impl HeldResponses {
                         &body.bytes,
                         self.cfg.ttl,
                         self.cfg.max_bytes_per_owner,
+                        self.cfg.max_total_bytes,
                     )
                     .await?
             }

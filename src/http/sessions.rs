@@ -450,8 +450,15 @@ async fn admit_initialize(
     key: &HttpCaller,
     has_session: bool,
 ) -> Option<Response> {
-    if let (KeyCheck::Database(auth), Some(principal)) = (&state.keys, &key.key)
-        && let Err(e) = auth.check_rate(&principal.principal())
+    // A signed-in person's new session spends their own bucket with the key's, at once: one
+    // person opening sessions cannot drain a key others share (`--auth both`).
+    let who = key
+        .bearer
+        .clone()
+        .filter(|_| key.key.is_some())
+        .or_else(|| key.key.as_ref().map(|k| k.principal()));
+    if let (KeyCheck::Database(auth), Some(principal)) = (&state.keys, who)
+        && let Err(e) = auth.check_rate(&principal)
     {
         return Some(super::error::auth_error_response(e));
     }

@@ -1,8 +1,11 @@
 //! The MCP side of binary responses: the content item an `api_execute` result gains for its
 //! bytes ([`binary_content`]: `image`, or a `resource_link` to a held response), and the
-//! `resources/*` answers: `resources/read` of a held response for the API key that made the
-//! call, `resources/list` of that key's held responses, one resource template. Another key's
-//! id, an unknown one and an expired one are the same resource-not-found error.
+//! `resources/*` answers: `resources/read` of a held response for the principal that made the
+//! call, `resources/list` of that principal's held responses, one resource template. The
+//! owner is the most specific principal of the call: the person a bearer token names, else
+//! the user session (named by the connection's `x-session-token`), else the API key.
+//! Another owner's id, an unknown one and an expired one are the same resource-not-found
+//! error.
 
 use base64::Engine as _;
 use rmcp::ErrorData;
@@ -12,7 +15,7 @@ use rmcp::model::{
 };
 
 use crate::held::{HeldMeta, URI_TEMPLATE};
-use crate::tools::{BinaryOut, Caller, Engine};
+use crate::tools::{Access, BinaryOut, Caller, Engine};
 
 /// Adds the content item for `out` to a tool result (after its text): MCP `image` content
 /// with the bytes, or a `resource_link` to the held response.
@@ -46,8 +49,9 @@ fn resource(meta: &HeldMeta) -> Resource {
 /// The one error for a response that cannot be read by this caller, whatever the reason.
 fn not_found() -> ErrorData {
     ErrorData::resource_not_found(
-        "no such resource: apigate://responses/<id> names a response to this API key's call, \
-         readable for a limited time",
+        "no such resource: apigate://responses/<id> names a response to a call of this caller \
+         (the signed-in person, else the user session, else the API key), readable for a \
+         limited time; a session's responses are read with its token in x-session-token",
         None,
     )
 }
@@ -57,7 +61,39 @@ fn unavailable(e: crate::held::HeldError) -> ErrorData {
     ErrorData::internal_error("the held responses are unavailable; try again later", None)
 }
 
-/// `resources/read`: the bytes of a held response of the caller's key, as a blob.
+/// Who the caller is, as the owner of held responses: the person of its bearer token, else
+/// the user session its `x-session-token` names (checked as a tool call's is, and a failed
+/// check spends the key's rate budget), else its key.
+async fn owner(engine: &Engine, caller: &Caller) -> Result<String, ErrorData> {
+    if let Some(owner) = caller.bearer.as_ref().and_then(|p| p.held_owner()) {
+        return Ok(owner);
+    }
+    let token = caller
+        .session_token
+        .as_deref()
+        .map(str::trim)
+        .filter(|t| !t.is_empty());
+    if let (Access::Sessions, Some(auth), Some(key), Some(token)) =
+        (&engine.access, &engine.auth, &caller.key, token)
+    {
+        let as_key = key.principal();
+        auth.rate_holds(&as_key)
+            .map_err(|e| ErrorData::invalid_request(e.to_string(), None))?;
+        return match auth.authenticate_session(key, token).await {
+            Ok(session) => Ok(session.held_owner().unwrap_or_else(|| caller.held_owner())),
+            Err(e) => {
+                auth.spend_key_rate(&as_key);
+                Err(ErrorData::invalid_request(
+                    format!("the x-session-token header was refused: {e}"),
+                    None,
+                ))
+            }
+        };
+    }
+    Ok(caller.held_owner())
+}
+
+/// `resources/read`: the bytes of a held response of the caller, as a blob.
 pub async fn read(
     engine: &Engine,
     caller: &Caller,
@@ -65,7 +101,7 @@ pub async fn read(
 ) -> Result<ReadResourceResult, ErrorData> {
     let held = engine
         .held
-        .read(&caller.held_owner(), uri)
+        .read(&owner(engine, caller).await?, uri)
         .await
         .map_err(unavailable)?
         .ok_or_else(not_found)?;
@@ -75,11 +111,11 @@ pub async fn read(
     ]))
 }
 
-/// `resources/list`: the caller's key's held responses, oldest first.
+/// `resources/list`: the caller's held responses, oldest first.
 pub async fn list(engine: &Engine, caller: &Caller) -> Result<ListResourcesResult, ErrorData> {
     let held = engine
         .held
-        .list(&caller.held_owner())
+        .list(&owner(engine, caller).await?)
         .await
         .map_err(unavailable)?;
     Ok(ListResourcesResult::with_all_items(
@@ -92,7 +128,7 @@ pub fn templates() -> ListResourceTemplatesResult {
     ListResourceTemplatesResult::with_all_items(vec![
         ResourceTemplate::new(URI_TEMPLATE, "api-response").with_description(
             "A binary API response an api_execute result linked to (resource_link); readable \
-             by the same API key for a limited time",
+             by the same caller (person, session or API key) for a limited time",
         ),
     ])
 }

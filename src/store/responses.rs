@@ -1,7 +1,9 @@
 //! Queries for `held_responses`: binary API responses held for `resources/read`
-//! (`crate::held`), readable from every replica. A write purges expired rows and drops the
-//! owner's oldest beyond its bound, under a per-owner advisory lock so that two replicas
-//! writing for one key at once cannot both stay under it.
+//! (`crate::held`), readable from every replica. A write purges expired rows, drops the
+//! owner's oldest beyond its bound and then the oldest of anyone's beyond the total bound,
+//! under one advisory lock for all writes so that two replicas writing at once cannot both
+//! stay under a bound (every signed-in person and every session is an owner: without the
+//! total, many owners would add up without limit).
 
 use std::time::Duration;
 
@@ -28,8 +30,9 @@ pub struct Held {
 }
 
 impl Store {
-    /// Holds `bytes` as `meta` for `owner` for `ttl`, then drops the owner's oldest rows while
-    /// its total is over `max_bytes`, and every expired row.
+    /// Holds `bytes` as `meta` for `owner` for `ttl`, then drops every expired row, the
+    /// owner's oldest rows while its total is over `max_bytes`, and the oldest rows of all
+    /// owners while the table's total is over `max_total_bytes`.
     pub(crate) async fn hold_response(
         &self,
         owner: &str,
@@ -37,12 +40,14 @@ impl Store {
         bytes: &[u8],
         ttl: Duration,
         max_bytes: usize,
+        max_total_bytes: usize,
     ) -> Result<(), StoreError> {
         let ttl_ms = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
         let max_bytes = i64::try_from(max_bytes).unwrap_or(i64::MAX);
+        let max_total_bytes = i64::try_from(max_total_bytes).unwrap_or(i64::MAX);
         let mut tx = self.pool.begin().await?;
-        sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended('apigate.held:' || $1, 0))")
-            .bind(owner)
+        // One lock for every write: the total is everyone's.
+        sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended('apigate.held', 0))")
             .execute(&mut *tx)
             .await?;
         sqlx::query("DELETE FROM held_responses WHERE expires_at <= now()")
@@ -71,6 +76,17 @@ impl Store {
         )
         .bind(owner)
         .bind(max_bytes)
+        .execute(&mut *tx)
+        .await?;
+        // The same over every owner's rows: the oldest of anyone's go first.
+        sqlx::query(
+            "DELETE FROM held_responses WHERE id IN (
+                 SELECT id FROM (
+                     SELECT id, sum(size) OVER (ORDER BY seq DESC) AS running
+                     FROM held_responses
+                 ) t WHERE running > $1)",
+        )
+        .bind(max_total_bytes)
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;

@@ -125,11 +125,10 @@ impl Caller {
         ))
     }
 
-    /// Who owns the binary responses this caller's calls hold, and so who may read them: the
-    /// tier-1 API key (`key:<id>` for a key in the database, else the presented key's
-    /// fingerprint), or `local` for a transport with no key (stdio: one client per process).
-    /// Not the user session: `resources/read` carries no `_sessionToken`, and the key is
-    /// what a connection proves.
+    /// Who owns the binary responses of this caller's calls when the call's principal names
+    /// no one more specific ([`Principal::held_owner`]: a person, a user session): the tier-1
+    /// API key (`key:<id>` for a key in the database, else the presented key's fingerprint),
+    /// or `local` for a transport with no key (stdio: one client per process).
     pub(crate) fn held_owner(&self) -> String {
         if let Some(id) = self.key.as_ref().and_then(|k| k.key_id) {
             return format!("key:{id}");
@@ -276,8 +275,9 @@ impl Engine {
         // Every page of the call runs on the same APIs, whatever a reload does meanwhile.
         let apis = self.apis();
         let apis = &*apis;
-        // The key's rate limit is spent before the session is checked, so calls with a
-        // missing or wrong session token are limited like any other call of the key.
+        // The key's rate limit is checked before the session is, and a failed session check
+        // spends it, so calls with a missing or wrong session token are limited like any
+        // other call of the key.
         let principal = match self.take_key_rate(caller) {
             Ok(()) => self.principal(caller, token).await,
             Err(e) => Err(e),
@@ -443,18 +443,20 @@ impl Engine {
         result
     }
 
-    /// Takes one call from the bucket of the key the call comes with (the connection's key in
-    /// production, the fixed principal's otherwise), before anything else is checked.
+    /// The rate check before the session check: a fixed principal (dev) spends its key's
+    /// call here; a person's or a session's key only has to hold one (the call is taken with
+    /// the person's or session's own bucket, in step 3, so that a call refused by its own
+    /// budget spends nothing of the key's, shared with others).
     fn take_key_rate(&self, caller: &Caller) -> Result<(), ToolError> {
         let Some(auth) = &self.auth else {
             return Ok(());
         };
         if let (Access::Sessions, Some(p)) = (&self.access, &caller.bearer) {
-            return auth.check_key_rate(p).map_err(ToolError::from);
+            return auth.rate_holds(p).map_err(ToolError::from);
         }
         match (&self.access, &caller.key) {
             (Access::Fixed(p), _) => auth.check_key_rate(p),
-            (Access::Sessions, Some(key)) => auth.check_key_rate(&key.principal()),
+            (Access::Sessions, Some(key)) => auth.rate_holds(&key.principal()),
             // Refused by the session check below, which names the reason.
             (Access::Sessions, None) => Ok(()),
         }
@@ -479,10 +481,19 @@ impl Engine {
                         "the connection has no verified API key",
                     ));
                 };
-                let token = choose_session_token(token, caller.session_token.as_deref())?;
-                auth.authenticate_session(key, token.as_deref().unwrap_or(""))
-                    .await
-                    .map_err(ToolError::from)
+                let token = choose_session_token(token, caller.session_token.as_deref());
+                let session = match token {
+                    Ok(token) => auth
+                        .authenticate_session(key, token.as_deref().unwrap_or(""))
+                        .await
+                        .map_err(ToolError::from),
+                    Err(e) => Err(e.into()),
+                };
+                // A failed session check spends a call of the key's budget.
+                if session.is_err() {
+                    auth.spend_key_rate(&key.principal());
+                }
+                session
             }
         }
     }
@@ -537,7 +548,7 @@ impl Engine {
         principal
             .may_use_tool(tool.name())
             .map_err(ToolError::from)?;
-        // 3. Rate limit (the session's; the key's was taken before the session check).
+        // 3. Rate limit: the session's or person's bucket and its key's, together.
         if let Some(auth) = &self.auth {
             auth.check_session_rate(principal)
                 .map_err(ToolError::from)?;
@@ -605,7 +616,9 @@ impl Engine {
             call_id,
             &mut trace.upstream_status,
             &mut trace.credential_sources,
-            &caller.held_owner(),
+            &principal
+                .held_owner()
+                .unwrap_or_else(|| caller.held_owner()),
             budget,
         )
         .await;

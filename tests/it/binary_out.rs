@@ -428,8 +428,8 @@ async fn the_download_dir_gets_the_exact_bytes_under_a_generated_name() {
 }
 
 /// Production: replicas share one database. A response held through A is read through B with
-/// the same key (and without a session: the key owns it); another key's read on B is
-/// not-found, and its list is empty.
+/// the same key and session (the session owns it: the key alone does not read it); another
+/// key's read on B is not-found, and its list is empty.
 #[tokio::test]
 async fn a_held_response_is_read_through_a_second_replica() {
     let db = TestDb::new().await;
@@ -448,11 +448,13 @@ async fn a_held_response_is_read_through_a_second_replica() {
     let (uri, ..) = link(&result).expect("link");
     let expected = v["body"]["sha256"].as_str().unwrap().to_string();
 
-    let on_b = b.client(&agent, None).await;
+    let on_b = b.client(&agent, Some(&session)).await;
     let bytes = read(&on_b, &uri).await.expect("read through B");
     assert_eq!(bytes.len(), ZIP_LEN);
     assert_eq!(sha256(&bytes), expected);
     assert_eq!(crate::support::resource_uris(&on_b).await.len(), 1);
+    let key_alone = b.client(&agent, None).await;
+    assert_not_found("the key alone", &key_alone, read(&key_alone, &uri).await);
 
     let foreign = b.client(&other, None).await;
     assert_not_found("another key", &foreign, read(&foreign, &uri).await);

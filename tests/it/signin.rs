@@ -113,7 +113,11 @@ impl Idp {
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .unwrap();
-        let verifier = format!("verifier-{}-0123456789abcdefghijklmnopqrstuvwxyz", user);
+        // PKCE verifiers are 43 to 128 unreserved characters, whatever the user's name holds.
+        let verifier = format!(
+            "verifier-{}-0123456789abcdefghijklmnopqrstuvwxyz",
+            &hex::encode(Sha256::digest(user.as_bytes()))[..32]
+        );
         let challenge = base64::engine::general_purpose::URL_SAFE_NO_PAD
             .encode(Sha256::digest(verifier.as_bytes()));
         let mut cookies: HashMap<String, String> = HashMap::new();

@@ -708,7 +708,11 @@ impl Proc {
 /// `apigate ARGS` with nothing from the test environment, then `defaults` and `env` set (an
 /// empty value removes the variable).
 fn apigate_command(args: &[&str], defaults: &[(&str, &str)], env: &[(&str, &str)]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_apigate"));
+    // `APIGATE_TEST_BIN` runs a copy of the binary (a target directory shared by several
+    // builds may replace the one built with these tests while they run).
+    let bin = std::env::var_os("APIGATE_TEST_BIN")
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_apigate").into());
+    let mut command = Command::new(bin);
     command.args(args);
     for name in [
         "DATABASE_URL",

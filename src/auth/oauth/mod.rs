@@ -21,12 +21,17 @@ use chrono::{DateTime, Utc};
 use jsonwebtoken::{Algorithm, Validation};
 use serde_json::Value;
 
-use super::{Features, KeyPrincipal, Principal};
+use super::{Features, KeyPrincipal, Person, Principal};
 
 /// The longest `Authorization` header value read (a JWT with a few hundred claims fits).
 pub const MAX_TOKEN_BYTES: usize = 8 * 1024;
 /// The most scopes a token may carry.
 const MAX_SCOPES: usize = 256;
+/// The longest `sub` taken, in bytes: OpenID Connect's bound (Core §2: at most 255 ASCII
+/// characters). A longer one is refused, never cut: a cut `sub` would make two people one.
+/// The tenant, organization and each role are held to the same bound, for the same reason
+/// (the identity assertion tells the upstream who the caller is by them).
+pub const MAX_SUBJECT_BYTES: usize = 255;
 /// Clock skew allowed on `exp` and `nbf`.
 const LEEWAY: Duration = Duration::from_secs(60);
 
@@ -147,6 +152,14 @@ pub enum OAuthError {
     TooManyAttempts,
     #[error("the token is not valid for this server: {0}")]
     Invalid(String),
+    #[error(
+        "the token's `{claim}` is {len} bytes, over the {MAX_SUBJECT_BYTES} this server takes \
+         (it is never cut: a cut value could name someone else); ask the identity provider \
+         for a shorter one"
+    )]
+    ClaimTooLong { claim: String, len: usize },
+    #[error("the token's `{claim}` holds a NUL character, which no identifier may")]
+    ClaimNul { claim: String },
     #[error("the token carries more than {MAX_SCOPES} scopes")]
     TooManyScopes,
     #[error("the token's scopes grant no use of this server; it needs one of: {}", scopes.join(" "))]
@@ -156,7 +169,10 @@ pub enum OAuthError {
 /// A verified bearer token: who, for which client, with what.
 #[derive(Debug, Clone)]
 pub struct BearerToken {
+    /// The configured issuer the token's `iss` names, exactly as configured.
     pub issuer: String,
+    /// The token's `sub`, exactly (at most [`MAX_SUBJECT_BYTES`], no NUL): an identity, never
+    /// escaped or cut; [`Person::shown`] is for display.
     pub subject: String,
     /// `client_id`, else `azp`: the application acting for the user.
     pub client_id: String,
@@ -169,6 +185,14 @@ pub struct BearerToken {
 }
 
 impl BearerToken {
+    /// The person the token names: its exact issuer and `sub`.
+    pub fn person(&self) -> Person {
+        Person {
+            issuer: self.issuer.clone(),
+            subject: self.subject.clone(),
+        }
+    }
+
     /// The principal a call with this token runs as: the user (`sub`), acting through the
     /// client (`actor` in the audit log: `oauth:CLIENT`), with the token's features, and with
     /// a server key also presented (`--auth both`), only what both grant.
@@ -194,6 +218,7 @@ impl BearerToken {
             read_only,
             expires_at: self.expires_at,
             upstream: None,
+            person: Some(self.person()),
         }
     }
 }
@@ -384,13 +409,29 @@ impl ResourceServer {
 
     fn read_claims(&self, issuer: &str, claims: &Value) -> Result<BearerToken, OAuthError> {
         let s = &self.inner.settings;
-        let text = |name: &str| {
+        // Identifiers are kept exactly: escaping and cutting are for display only.
+        let exact = |claim: &str, value: &str| -> Result<String, OAuthError> {
+            if value.len() > MAX_SUBJECT_BYTES {
+                return Err(OAuthError::ClaimTooLong {
+                    claim: crate::printable::cell(claim, 64),
+                    len: value.len(),
+                });
+            }
+            if value.contains('\0') {
+                return Err(OAuthError::ClaimNul {
+                    claim: crate::printable::cell(claim, 64),
+                });
+            }
+            Ok(value.to_string())
+        };
+        let text = |name: &str| -> Result<Option<String>, OAuthError> {
             claims
                 .get(name)
                 .and_then(Value::as_str)
-                .map(|v| crate::printable::cell(v, 200))
+                .map(|v| exact(name, v))
+                .transpose()
         };
-        let subject = text("sub")
+        let subject = text("sub")?
             .filter(|s| !s.is_empty())
             .ok_or_else(|| OAuthError::Invalid("it has no `sub` claim".into()))?;
         let scopes: Vec<String> = match (claims.get("scope"), claims.get("scp")) {
@@ -418,17 +459,24 @@ impl ResourceServer {
                 .iter()
                 .filter_map(Value::as_str)
                 .take(MAX_SCOPES)
-                .map(|r| crate::printable::cell(r, 200))
-                .collect(),
+                .map(|r| exact(&s.roles_claim, r))
+                .collect::<Result<_, _>>()?,
             Some(Value::String(r)) => r
                 .split_whitespace()
                 .take(MAX_SCOPES)
-                .map(String::from)
-                .collect(),
+                .map(|r| exact(&s.roles_claim, r))
+                .collect::<Result<_, _>>()?,
             _ => Vec::new(),
         };
-        let client_id = text("client_id")
-            .or_else(|| text("azp"))
+        // The client is a label (the audit's actor), never an identity: shown escaped.
+        let label = |name: &str| {
+            claims
+                .get(name)
+                .and_then(Value::as_str)
+                .map(|v| crate::printable::cell(v, 200))
+        };
+        let client_id = label("client_id")
+            .or_else(|| label("azp"))
             .unwrap_or_else(|| "unknown-client".into());
         let expires_at = claims
             .get("exp")
@@ -440,8 +488,8 @@ impl ResourceServer {
             client_id,
             scopes,
             features,
-            tenant: text(&s.tenant_claim),
-            organization: text(&s.organization_claim),
+            tenant: text(&s.tenant_claim)?,
+            organization: text(&s.organization_claim)?,
             roles,
             expires_at,
         })

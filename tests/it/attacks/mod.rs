@@ -6,9 +6,11 @@
 //! - `encoded`: no credential comes back through a compressed, UTF-16/32 or base64 body.
 //! - `forged_text`: agent- and admin-chosen text cannot forge rows or drive the terminal.
 //! - `files`: the dev upload and download folders (a swapped-in link, hard links, bidi names, bounds).
+//! - `held_total`: held responses in Postgres stay within a total bound, whatever the owners.
 //! - `exhaustion`: nothing unauthenticated, or cheap with one key, exhausts the server.
 //! - `mcp_sessions`: an MCP session belongs to the key that opened it.
 //! - `owners`: monitor sessions and approvals belong to their owner.
+//! - `people`: signed-in people stay apart (exact `sub`, own budgets, own downloads).
 //! - `privileges`: key features, session tokens, method override, lockout, admin actions.
 //! - `refusals`: refused calls spend the key's budget; refusals are audited, boundedly.
 //! - `remote_specs`: a URL spec's `$ref`s stay on its origin; its size is capped; unchanged, not parsed again.
@@ -32,11 +34,13 @@ mod exhaustion;
 mod files;
 mod forged_text;
 mod introspection;
+mod held_total;
 mod leaks;
 mod listen_streams;
 mod mcp_sessions;
 mod owners;
 mod pages_memory;
+mod people;
 mod privileges;
 mod public_text;
 mod refusals;
