@@ -53,6 +53,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     engine.access = Access::Sessions;
     engine.add_rules(args.access.rules()?);
     engine.auth = Some(auth.clone());
+    // What `sessions create` and the admin API check a credential's API against.
+    auth.record_served_apis(&engine.apis().names()).await;
     // Replicas share one database: a response held by one is read through any.
     engine.held = engine.held.in_database(auth.store().clone());
     let listener = tokio::net::TcpListener::bind(args.http.listen)

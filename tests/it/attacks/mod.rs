@@ -1,7 +1,9 @@
-//! Issue 15's and issue 26's attacks, performed for real against a running apigate (real HTTP
+//! Issue 15's, issue 26's and issue 41's attacks, performed for real against a running apigate (real HTTP
 //! server, real upstream, real Postgres where the mode needs it). Each test failed before its
 //! fix.
 //!
+//! - `credential_scope`: a session's or a person's stored upstream credentials reach only the
+//!   API they name, with three APIs served; headers that name none are refused when stored.
 //! - `leaks`: no credential reaches the agent (truncation, URL user-info, /health, binary bodies).
 //! - `encoded`: no credential comes back through a compressed, UTF-16/32 or base64 body.
 //! - `forged_text`: agent- and admin-chosen text cannot forge rows or drive the terminal.
@@ -16,6 +18,7 @@
 //! - `session_bounds`: a session's stored headers, monitor rates per key, legacy SSE pinning.
 //! - `token_errors`: the OAuth token endpoint's error answer never shows the client secret.
 
+mod credential_scope;
 mod encoded;
 mod exhaustion;
 mod forged_text;
