@@ -457,7 +457,6 @@ async fn with_one_api_the_headers_need_no_api() {
             "--json",
         ];
         args.extend(extra);
-        let env = env;
         async move { run_apigate(&args, &env).await }
     };
     let (ok, _, err) = create(&["--api", "github"]).await;
