@@ -17,6 +17,7 @@ fn bench(c: &mut Criterion) {
     let keys = SecretKeys::from_bytes(&[5u8; 32], Some(&[6u8; 32])).unwrap();
     let session = uuid::Uuid::new_v4();
     let up = UpstreamInput {
+        api: Some("github".into()),
         headers: vec![
             (
                 "Authorization".into(),
@@ -44,7 +45,11 @@ fn bench(c: &mut Criterion) {
     g.bench_function("per_call", |b| {
         b.iter(|| {
             let mut call = CallCredentials::default();
-            for (n, v) in black_box(&up).headers() {
+            let to = apigate::auth::session_upstream::CallApi {
+                name: "github",
+                only: false,
+            };
+            for (n, v) in black_box(&up).for_call(to) {
                 call.set_header(n.clone(), v.clone(), "session");
             }
             call
@@ -55,8 +60,7 @@ fn bench(c: &mut Criterion) {
             configured
                 .with(
                     black_box(&up)
-                        .headers()
-                        .iter()
+                        .all_headers()
                         .filter_map(|(_, v)| v.to_str().ok()),
                 )
                 .unwrap()

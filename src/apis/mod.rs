@@ -129,6 +129,11 @@ impl Apis {
         }
     }
 
+    /// The APIs' names, in order (`""` for the one of `--spec`): what stored credentials name.
+    pub fn names(&self) -> Vec<String> {
+        self.list.iter().map(|a| a.name.clone()).collect()
+    }
+
     /// How many operations the APIs have in all.
     pub fn operations(&self) -> usize {
         self.list.iter().map(|a| a.spec.operations.len()).sum()

@@ -297,6 +297,16 @@ impl Auth {
         Ok(n)
     }
 
+    /// Records the names of the APIs this server serves (`""` for the one of `--spec`), at
+    /// start-up and after each reload, so that credentials stored by `apigate sessions create`
+    /// or the admin API are checked against them. A failure is logged: it changes no call.
+    pub async fn record_served_apis(&self, names: &[String]) {
+        if let Err(e) = self.inner.store.record_served_apis(names).await {
+            tracing::warn!(error = %e, "could not record the APIs served; credentials stored \
+                now are checked against the names recorded before");
+        }
+    }
+
     // ---- rate limits and audit --------------------------------------------------------------------
 
     /// Takes one call from every bucket of the principal at once (its own, and its key's).

@@ -142,6 +142,11 @@ pub enum SessionsCommand {
         /// --secret-key-file); replaces a server-wide --upstream-header of the same name
         #[arg(long = "upstream-header", value_name = "NAME: VALUE")]
         upstream_headers: Vec<HeaderArg>,
+        /// The API (an [[api]] name of the config file) the --upstream-headers are for: sent on
+        /// calls to that API only. Required when the server serves several APIs; with one, the
+        /// headers go to it
+        #[arg(long, value_name = "NAME", requires = "upstream_headers")]
+        api: Option<String>,
         /// Print JSON instead of text
         #[arg(long)]
         json: bool,
@@ -371,14 +376,17 @@ pub async fn sessions(admin: &Admin, cmd: SessionsCommand) -> anyhow::Result<Str
             read_only,
             ttl_minutes,
             upstream_headers,
+            api,
             json,
         } => {
             let blank = |list: &[String]| list.iter().all(|v| v.trim().is_empty());
             if blank(&features) && blank(&roles) {
                 anyhow::bail!("{}", no_grants(&user));
             }
-            let upstream =
-                (!upstream_headers.is_empty()).then(|| UpstreamInput::from_args(&upstream_headers));
+            let upstream = match upstream_headers.is_empty() {
+                true => Vec::new(),
+                false => vec![UpstreamInput::from_args(api, &upstream_headers)],
+            };
             let s = admin
                 .create_session(NewSession {
                     user_id: user,
@@ -406,6 +414,7 @@ pub async fn sessions(admin: &Admin, cmd: SessionsCommand) -> anyhow::Result<Str
                         ("roles", list_or_dash(&s.roles)),
                         ("read-only", s.read_only.to_string()),
                         ("upstream headers", list_or_dash(&s.upstream_headers)),
+                        ("for the API", list_or_dash(&s.upstream_apis)),
                     ],
                 )
             })

@@ -69,6 +69,9 @@ impl Reloader {
     ) -> Result<Value, ReloadError> {
         let outcome = self.load_and_swap(trigger).await;
         if let Some(auth) = &self.engine.auth {
+            if outcome.is_ok() {
+                auth.record_served_apis(&self.engine.apis().names()).await;
+            }
             let (target, refused) = match &outcome {
                 Ok(report) => (changed(report), None),
                 Err(_) => (None, Some("RELOAD_FAILED")),

@@ -41,10 +41,12 @@ Sessions live 120 minutes unless created with another lifetime: \
 `apigate sessions create --user U --ttl-minutes N`, or `ttlMinutes` in POST /admin/v1/sessions \
 (at most 43200, 30 days). `apigate sessions list` shows them; `apigate audit` what they did.
 
-A session may carry its user's own upstream credentials (`apigate sessions create \
---upstream-header \"Authorization: Bearer …\"`, or `upstream.headers` in POST /admin/v1/sessions): \
+A session may carry its user's own upstream credentials for one API (`apigate sessions create \
+--api NAME --upstream-header \"Authorization: Bearer …\"`, or `upstream.api` and \
+`upstream.headers` in POST /admin/v1/sessions; `--api` is needed when several APIs are served): \
 they are stored encrypted under the secret key (APIGATE_SECRET_KEY or --secret-key-file; \
-`openssl rand -base64 32`) and replace --upstream-headers of the same name on that session's calls.";
+`openssl rand -base64 32`) and replace --upstream-headers of the same name on that session's \
+calls to that API, and go to no other.";
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let auth = args.access.auth(&args.database_url).await?;
@@ -53,6 +55,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     engine.access = Access::Sessions;
     engine.add_rules(args.access.rules()?);
     engine.auth = Some(auth.clone());
+    // What `sessions create` and the admin API check a credential's API against.
+    auth.record_served_apis(&engine.apis().names()).await;
     // Replicas share one database: a response held by one is read through any.
     engine.held = engine.held.in_database(auth.store().clone());
     let listener = tokio::net::TcpListener::bind(args.http.listen)

@@ -17,10 +17,11 @@ mod invalidation;
 mod oauth_users;
 mod responses;
 mod rows;
+mod served;
 
 use invalidation::notify;
 pub(crate) use invalidation::{Heard, Invalidation, InvalidationListener};
-pub(crate) use oauth_users::OAuthUserRow;
+pub(crate) use oauth_users::{OAuthUserRow, StoredUpstream};
 pub use rows::{AuditEntry, AuditFilter, AuditRow, Decision, RoleRow};
 pub(crate) use rows::{KeyRow, NewKind, NewRow, RevokeTarget, Revoked};
 
@@ -207,11 +208,12 @@ impl Store {
                 expires_at,
                 upstream_headers,
                 upstream_header_names,
+                upstream_apis,
             } => common(
                 "INSERT INTO api_keys (id, features, roles, read_only, created_by, kind, \
                  token_digest, user_id, tenant_id, organization_id, expires_at, \
-                 upstream_headers, upstream_header_names) \
-                 VALUES ($1, $2, $3, $4, $5, 'session', $6, $7, $8, $9, $10, $11, $12) \
+                 upstream_headers, upstream_header_names, upstream_apis) \
+                 VALUES ($1, $2, $3, $4, $5, 'session', $6, $7, $8, $9, $10, $11, $12, $13) \
                  RETURNING *, '{}'::text[] AS role_features",
             )
             .bind(*token_digest)
@@ -220,7 +222,8 @@ impl Store {
             .bind(*organization_id)
             .bind(*expires_at)
             .bind(*upstream_headers)
-            .bind(*upstream_header_names),
+            .bind(*upstream_header_names)
+            .bind(*upstream_apis),
         };
         Ok(query.fetch_one(&self.pool).await?)
     }
@@ -308,12 +311,14 @@ impl Store {
             // A revoked session's upstream credentials are deleted, not just disowned.
             RevokeTarget::SessionId(_) => {
                 "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()), \
-                 upstream_headers = NULL, upstream_header_names = NULL \
+                 upstream_headers = NULL, upstream_header_names = NULL, \
+                 upstream_apis = NULL \
                  WHERE kind = 'session' AND id = $1 RETURNING id, revoked_at"
             }
             RevokeTarget::SessionDigest(_) => {
                 "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()), \
-                 upstream_headers = NULL, upstream_header_names = NULL \
+                 upstream_headers = NULL, upstream_header_names = NULL, \
+                 upstream_apis = NULL \
                  WHERE kind = 'session' AND token_digest = $1 RETURNING id, revoked_at"
             }
         };
@@ -343,9 +348,10 @@ impl Store {
     pub(crate) async fn purge_session_credentials(&self) -> Result<u64, StoreError> {
         let mut tx = self.pool.begin().await?;
         let ids = sqlx::query_as::<_, (Uuid,)>(
-            "UPDATE api_keys SET upstream_headers = NULL, upstream_header_names = NULL \
-             WHERE kind = 'session' \
-             AND (upstream_headers IS NOT NULL OR upstream_header_names IS NOT NULL) \
+            "UPDATE api_keys SET upstream_headers = NULL, upstream_header_names = NULL, \
+             upstream_apis = NULL WHERE kind = 'session' \
+             AND (upstream_headers IS NOT NULL OR upstream_header_names IS NOT NULL \
+             OR upstream_apis IS NOT NULL) \
              AND (expires_at <= now() OR revoked_at IS NOT NULL) RETURNING id",
         )
         .fetch_all(&mut *tx)

@@ -22,6 +22,16 @@ pub(crate) struct OAuthUserRow {
     /// Sealed (`auth/sealed.rs`, bound to `id`).
     pub upstream_headers: Option<Vec<u8>>,
     pub upstream_header_names: Option<Vec<String>>,
+    /// The APIs those headers are for (names only).
+    #[sqlx(default)]
+    pub upstream_apis: Option<Vec<String>>,
+}
+
+/// A person's credentials as stored: sealed, and their header names and APIs for listings.
+pub(crate) struct StoredUpstream<'a> {
+    pub sealed: &'a [u8],
+    pub names: &'a [String],
+    pub apis: &'a [String],
 }
 
 impl Store {
@@ -50,43 +60,66 @@ impl Store {
     }
 
     /// The row id of `subject` of `issuer`, made now if the person has never signed in (the
-    /// operator may store credentials before they do).
+    /// operator may store credentials before they do), and their sealed credentials.
     pub(crate) async fn oauth_user_id(
         &self,
         issuer: &str,
         subject: &str,
-    ) -> Result<Uuid, StoreError> {
-        let (id,) = sqlx::query_as::<_, (Uuid,)>(
+    ) -> Result<(Uuid, Option<Vec<u8>>), StoreError> {
+        let row = sqlx::query_as::<_, (Uuid, Option<Vec<u8>>)>(
             "INSERT INTO oauth_users (id, issuer, subject) VALUES ($1, $2, $3) \
-             ON CONFLICT (issuer, subject) DO UPDATE SET updated_at = now() RETURNING id",
+             ON CONFLICT (issuer, subject) DO UPDATE SET updated_at = now() \
+             RETURNING id, upstream_headers",
         )
         .bind(Uuid::new_v4())
         .bind(issuer)
         .bind(subject)
         .fetch_one(&self.pool)
         .await?;
-        Ok(id)
+        Ok(row)
     }
 
-    /// Stores a person's sealed upstream credentials (sealed for `id`) and the headers' names,
-    /// and announces the change.
+    /// `subject` of `issuer`, if they have a row.
+    pub(crate) async fn find_oauth_user(
+        &self,
+        issuer: &str,
+        subject: &str,
+    ) -> Result<Option<OAuthUserRow>, StoreError> {
+        let row = sqlx::query_as::<_, OAuthUserRow>(
+            "SELECT * FROM oauth_users WHERE issuer = $1 AND subject = $2",
+        )
+        .bind(issuer)
+        .bind(subject)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row)
+    }
+
+    /// Replaces a person's sealed upstream credentials (sealed for `id`; `None` deletes them)
+    /// if they are still `expected` (what the caller read and changed), with the headers'
+    /// names and APIs, and announces the change. `None` when they changed in between.
     pub(crate) async fn set_oauth_user_upstream(
         &self,
         id: Uuid,
-        sealed: &[u8],
-        names: &[String],
-    ) -> Result<OAuthUserRow, StoreError> {
+        expected: Option<&[u8]>,
+        stored: Option<StoredUpstream<'_>>,
+    ) -> Result<Option<OAuthUserRow>, StoreError> {
         let mut tx = self.pool.begin().await?;
         let row = sqlx::query_as::<_, OAuthUserRow>(
-            "UPDATE oauth_users SET upstream_headers = $2, upstream_header_names = $3, \
-             updated_at = now() WHERE id = $1 RETURNING *",
+            "UPDATE oauth_users SET upstream_headers = $3, upstream_header_names = $4, \
+             upstream_apis = $5, updated_at = now() \
+             WHERE id = $1 AND upstream_headers IS NOT DISTINCT FROM $2 RETURNING *",
         )
         .bind(id)
-        .bind(sealed)
-        .bind(names)
-        .fetch_one(&mut *tx)
+        .bind(expected)
+        .bind(stored.as_ref().map(|s| s.sealed))
+        .bind(stored.as_ref().map(|s| s.names))
+        .bind(stored.as_ref().map(|s| s.apis))
+        .fetch_optional(&mut *tx)
         .await?;
-        notify(&mut tx, &Invalidation::OAuthUser(id)).await?;
+        if row.is_some() {
+            notify(&mut tx, &Invalidation::OAuthUser(id)).await?;
+        }
         tx.commit().await?;
         Ok(row)
     }
@@ -101,7 +134,8 @@ impl Store {
         let mut tx = self.pool.begin().await?;
         let row = sqlx::query_as::<_, OAuthUserRow>(
             "UPDATE oauth_users SET upstream_headers = NULL, upstream_header_names = NULL, \
-             updated_at = now() WHERE issuer = $1 AND subject = $2 RETURNING *",
+             upstream_apis = NULL, updated_at = now() WHERE issuer = $1 AND subject = $2 \
+             RETURNING *",
         )
         .bind(issuer)
         .bind(subject)

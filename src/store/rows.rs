@@ -44,6 +44,8 @@ pub(crate) enum NewKind<'a> {
         /// Sealed (`auth/sealed.rs`), never plaintext.
         upstream_headers: Option<&'a [u8]>,
         upstream_header_names: Option<&'a [String]>,
+        /// The APIs the sealed headers are for (names only).
+        upstream_apis: Option<&'a [String]>,
     },
 }
 
@@ -74,6 +76,9 @@ pub(crate) struct KeyRow {
     pub upstream_headers: Option<Vec<u8>>,
     #[sqlx(default)]
     pub upstream_header_names: Option<Vec<String>>,
+    /// The APIs those headers are for (names only).
+    #[sqlx(default)]
+    pub upstream_apis: Option<Vec<String>>,
 }
 
 crate::debug_fields!(KeyRow {

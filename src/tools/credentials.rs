@@ -1,19 +1,30 @@
 //! The credentials one `api_execute` call carries beyond the configured `--upstream-header`s:
-//! the security schemes' credentials the operation needs, the user session's own headers and
-//! the signed identity assertion; and where they came from, for the audit row (never a value).
+//! the security schemes' credentials the operation needs, the user session's own headers (those
+//! stored for the call's API only) and the signed identity assertion; and where they came
+//! from, for the audit row (never a value).
 
 use super::{Code, Engine, ToolError};
-use crate::apis::Api;
+use crate::apis::{Api, Apis};
 use crate::auth::Principal;
+use crate::auth::session_upstream::CallApi;
 use crate::spec::Operation;
 use crate::upstream::{CallCredentials, PreparedRequest};
 
-/// The session's own upstream headers (source `session`), which replace configured
-/// `--upstream-header`s of the same name.
-pub(super) fn session_credentials(principal: &Principal) -> CallCredentials {
+/// Which API a call to `api` (one of `apis`) is, as stored credentials name it.
+pub(super) fn call_api<'a>(apis: &Apis, api: &'a Api) -> CallApi<'a> {
+    CallApi {
+        name: &api.name,
+        only: apis.list.len() == 1,
+    }
+}
+
+/// The session's own upstream headers for the API `to` (source `session`), which replace
+/// configured `--upstream-header`s of the same name. Headers stored for another API never go
+/// out.
+pub(super) fn session_credentials(principal: &Principal, to: CallApi<'_>) -> CallCredentials {
     let mut call = CallCredentials::default();
     if let Some(up) = &principal.upstream {
-        for (name, value) in up.headers() {
+        for (name, value) in up.for_call(to) {
             call.set_header(name.clone(), value.clone(), "session");
         }
     }
@@ -48,6 +59,7 @@ pub(super) fn credential_sources(api: &Api, call: &CallCredentials) -> Vec<Strin
 /// cannot be made is not sent.
 pub(super) fn call_credentials(
     engine: &Engine,
+    apis: &Apis,
     api: &Api,
     principal: &Principal,
     op: &Operation,
@@ -61,7 +73,7 @@ pub(super) fn call_credentials(
     {
         schemes.apply(&requirement, &mut credentials);
     }
-    credentials.extend(&session_credentials(principal));
+    credentials.extend(&session_credentials(principal, call_api(apis, api)));
     if let Some(identity) = &engine.identity {
         let facts = crate::auth::identity::CallFacts {
             call_id,

@@ -499,7 +499,8 @@ pub(super) async fn done(
             if apis.qualified() {
                 operation.operation_id = apis.shown_id(r);
             }
-            if let Some(security) = security_view(api, principal, op) {
+            let to = super::credentials::call_api(apis, api);
+            if let Some(security) = security_view(api, to, principal, op) {
                 operation.security = Some(security);
             }
             let select = super::select::lesson(&operation.responses);
@@ -525,13 +526,18 @@ pub(super) async fn done(
 /// `api_schema`'s `security`: the alternatives the operation accepts (any one will do), each
 /// scheme with where its credential goes and whether apigate supplies it. The agent never
 /// sends credentials itself (it may not set `Authorization`, `Cookie` or a configured header).
-fn security_view(api: &crate::apis::Api, principal: &Principal, op: &Operation) -> Option<Value> {
+fn security_view(
+    api: &crate::apis::Api,
+    to: crate::auth::session_upstream::CallApi<'_>,
+    principal: &Principal,
+    op: &Operation,
+) -> Option<Value> {
     let alternatives = crate::spec::security_alternatives(op.security.as_ref())?;
     let cfg = api.upstream.config();
+    // Only the headers stored for this API count: the others never go to it.
     let session_sets = |name: &str| {
         principal.upstream.as_ref().is_some_and(|u| {
-            u.headers()
-                .iter()
+            u.for_call(to)
                 .any(|(n, _)| n.as_str().eq_ignore_ascii_case(name))
         })
     };

@@ -107,7 +107,8 @@ pub(super) async fn fetch(
 ) -> Result<Page, ToolError> {
     let api = &apis.list[planned.api];
     let op = &api.spec.operations[planned.op];
-    let credentials = call_credentials(engine, api, principal, op, &planned.request, call_id)?;
+    let credentials =
+        call_credentials(engine, apis, api, principal, op, &planned.request, call_id)?;
     *sources = credential_sources(api, &credentials);
     let fetched = api
         .upstream

@@ -140,6 +140,7 @@ async fn cli_commands_print_json_and_tables() {
             read_only: false,
             ttl_minutes: Some(15),
             upstream_headers: vec![],
+            api: None,
             json: true,
         },
     )

@@ -487,9 +487,10 @@ async fn expiry_purges_and_keys_rotate() {
     let new_session = |user: &str| NewSession {
         user_id: user.into(),
         features: vec!["apigate.*".into()],
-        upstream: Some(UpstreamInput {
+        upstream: vec![UpstreamInput {
+            api: None,
             headers: vec![("X-User-Token".into(), format!("tok-{user}"))],
-        }),
+        }],
         ..NewSession::default()
     };
     let a = auth.create_session(new_session("a")).await.unwrap();
@@ -497,7 +498,8 @@ async fn expiry_purges_and_keys_rotate() {
     let key = KeyPrincipal::dev();
     let p = auth.authenticate_session(&key, &a.token).await.unwrap();
     let up = p.upstream.as_ref().unwrap();
-    assert_eq!(up.headers()[0].1.to_str().unwrap(), "tok-a");
+    let first = up.all_headers().next().unwrap();
+    assert_eq!(first.1.to_str().unwrap(), "tok-a");
     assert!(!format!("{p:?}").contains("tok-a"));
 
     // Rotation: the new key current, the old one previous, opens both old sessions; a key

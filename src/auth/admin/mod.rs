@@ -31,6 +31,7 @@ use validate::{
 use super::cache::Caches;
 use super::sealed::{HOW_TO_SET_A_KEY, SecretKeys};
 use super::secrets;
+use super::session_upstream::{ServedApis, SessionUpstream};
 use super::{Features, KeyPrincipal};
 use crate::store::{
     self, AuditEntry, AuditFilter, Decision, Invalidation, RevokeTarget, Store, StoreError,
@@ -168,6 +169,13 @@ impl Admin {
             caches: Some(caches),
             ..self
         }
+    }
+
+    /// Refuses credentials for an API the servers do not serve, and, while they serve several,
+    /// headers that name no API (what the last server to start or reload recorded).
+    async fn fits_served(&self, up: &SessionUpstream) -> Result<(), AdminError> {
+        let served = ServedApis::from_names(self.store.served_apis().await?);
+        up.fits(&served).map_err(AdminError::Invalid)
     }
 
     /// Writes the audit row of an action. The action has happened (or was refused): a row
@@ -378,10 +386,11 @@ impl Admin {
         let tenant_id = non_blank(req.tenant_id.as_deref());
         let organization_id = non_blank(req.organization_id.as_deref());
         let id = Uuid::new_v4();
-        let upstream = match req.upstream.as_ref().filter(|u| !u.is_empty()) {
-            None => None,
-            Some(input) => {
-                let headers = input.check().map_err(AdminError::Invalid)?;
+        let upstream = match req.upstream.iter().any(|u| !u.is_empty()) {
+            false => None,
+            true => {
+                let headers = SessionUpstream::check(&req.upstream).map_err(AdminError::Invalid)?;
+                self.fits_served(&headers).await?;
                 let Some(keys) = &self.keys else {
                     return Err(AdminError::Invalid(format!(
                         "upstream credentials cannot be stored with a session: no secret key is \
@@ -392,7 +401,7 @@ impl Admin {
                     tracing::error!(error = %e, "sealing a session's upstream headers failed");
                     AdminError::Internal
                 })?;
-                Some((sealed, headers.names()))
+                Some((sealed, headers.names(), headers.apis()))
             }
         };
         let token = secrets::generate_session_token();
@@ -412,8 +421,9 @@ impl Admin {
                     tenant_id,
                     organization_id,
                     expires_at,
-                    upstream_headers: upstream.as_ref().map(|(s, _)| s.as_slice()),
-                    upstream_header_names: upstream.as_ref().map(|(_, n)| n.as_slice()),
+                    upstream_headers: upstream.as_ref().map(|(s, _, _)| s.as_slice()),
+                    upstream_header_names: upstream.as_ref().map(|(_, n, _)| n.as_slice()),
+                    upstream_apis: upstream.as_ref().map(|(_, _, a)| a.as_slice()),
                 },
             })
             .await?;
@@ -430,6 +440,7 @@ impl Admin {
             features: row.features,
             read_only: row.read_only,
             upstream_headers: row.upstream_header_names.unwrap_or_default(),
+            upstream_apis: row.upstream_apis.unwrap_or_default(),
         })
     }
 

@@ -104,11 +104,15 @@ pub struct NewSession {
     /// Default [`super::DEFAULT_SESSION_TTL_MINUTES`]; at most [`super::MAX_SESSION_TTL_MINUTES`].
     #[serde(default)]
     pub ttl_minutes: Option<u32>,
-    /// The user's own upstream credentials, `{"headers": {"Authorization": "Bearer …"}}`:
-    /// stored sealed, sent on this session's calls in place of configured headers of the same
-    /// name, never returned.
-    #[serde(default)]
-    pub upstream: Option<UpstreamInput>,
+    /// The user's own upstream credentials, `{"api": "github", "headers": {"Authorization":
+    /// "Bearer …"}}` (or a list of such, one per API): stored sealed, sent on this session's
+    /// calls to that API only, in place of its configured headers of the same name, never
+    /// returned. Without `api`, for the one API the server serves (refused with several).
+    #[serde(
+        default,
+        deserialize_with = "crate::auth::session_upstream::one_or_many"
+    )]
+    pub upstream: Vec<UpstreamInput>,
     #[serde(skip)]
     pub created_by: Option<String>,
 }
@@ -128,6 +132,8 @@ pub struct CreatedSession {
     pub read_only: bool,
     /// The names of the upstream headers the session carries (never their values).
     pub upstream_headers: Vec<String>,
+    /// The APIs those headers are for (none: the one API served).
+    pub upstream_apis: Vec<String>,
 }
 
 crate::debug_fields!(CreatedSession {
@@ -159,6 +165,8 @@ pub(crate) struct SessionInfo {
     /// The names of the upstream headers the session carries (never their values; none once
     /// it is revoked or expired and purged).
     pub upstream_headers: Vec<String>,
+    /// The APIs those headers are for (none: the one API served).
+    pub upstream_apis: Vec<String>,
 }
 
 impl SessionInfo {
@@ -183,6 +191,7 @@ impl SessionInfo {
             last_used_at: r.last_used_at,
             created_by: r.created_by,
             upstream_headers: r.upstream_header_names.unwrap_or_default(),
+            upstream_apis: r.upstream_apis.unwrap_or_default(),
         }
     }
 }

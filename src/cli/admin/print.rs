@@ -72,6 +72,7 @@ pub(super) fn sessions_table(page: &SessionPage) -> String {
             ("LAST USED", |s| minute(s.last_used_at)),
             ("STATUS", |s| s.status.to_string()),
             ("UPSTREAM HEADERS", |s| list_or_dash(&s.upstream_headers)),
+            ("FOR APIS", |s| list_or_dash(&s.upstream_apis)),
         ],
     );
     more(&mut out, page.next_cursor.as_deref());
@@ -89,6 +90,7 @@ pub(super) fn oauth_users_table(page: &OAuthUserPage) -> String {
             ("FIRST SEEN", |u| minute(u.first_seen)),
             ("LAST SEEN", |u| minute(u.last_seen)),
             ("UPSTREAM HEADERS", |u| list_or_dash(&u.upstream_headers)),
+            ("FOR APIS", |u| list_or_dash(&u.upstream_apis)),
         ],
     );
     more(&mut out, page.next_cursor.as_deref());

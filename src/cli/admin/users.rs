@@ -37,9 +37,10 @@ pub enum UsersCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Store a person's own upstream credentials: sent on the calls they make with their tokens,
-    /// in place of server-wide headers of the same name. Stored encrypted (needs
-    /// APIGATE_SECRET_KEY or --secret-key-file); the person may not have signed in yet
+    /// Store a person's own upstream credentials for one API: sent on the calls they make to it
+    /// with their tokens, in place of server-wide headers of the same name; their other APIs'
+    /// are kept. Stored encrypted (needs APIGATE_SECRET_KEY or --secret-key-file); the person
+    /// may not have signed in yet
     SetUpstream {
         /// The issuer of the person's tokens (their `iss`, as given to serve --oauth-issuer)
         #[arg(long)]
@@ -50,11 +51,16 @@ pub enum UsersCommand {
         /// A header, "Name: value" (repeatable)
         #[arg(long = "upstream-header", value_name = "NAME: VALUE", required = true)]
         upstream_headers: Vec<HeaderArg>,
+        /// The API (an [[api]] name of the config file) the headers are for: sent on calls to
+        /// that API only. Required when the server serves several APIs; with one, the headers
+        /// go to it
+        #[arg(long, value_name = "NAME")]
+        api: Option<String>,
         /// Print JSON instead of text
         #[arg(long)]
         json: bool,
     },
-    /// Delete a person's upstream credentials
+    /// Delete a person's upstream credentials: all of them, or with --api those for one API
     ClearUpstream {
         /// The issuer of the person's tokens (their `iss`)
         #[arg(long)]
@@ -62,6 +68,9 @@ pub enum UsersCommand {
         /// The person's `sub`
         #[arg(long)]
         subject: String,
+        /// Only the credentials for this API (needs the secret key, which opens the others)
+        #[arg(long, value_name = "NAME")]
+        api: Option<String>,
         /// Print JSON instead of text
         #[arg(long)]
         json: bool,
@@ -98,41 +107,64 @@ pub async fn users(admin: Admin, cmd: UsersCommand) -> anyhow::Result<String> {
             issuer,
             subject,
             upstream_headers,
+            api,
             json,
         } => {
+            let given = upstream_headers.len();
+            let for_api = for_api(api.as_deref());
             let user = admin
                 .set_oauth_user_upstream(OAuthUserUpstream {
                     issuer,
                     subject,
-                    upstream: UpstreamInput::from_args(&upstream_headers),
+                    upstream: UpstreamInput::from_args(api, &upstream_headers),
                 })
                 .await
                 .context("cannot store the person's upstream credentials")?;
             shown(json, &user, |u| {
                 format!(
-                    "stored {} upstream header(s) for {} of {}: {}\n",
-                    u.upstream_headers.len(),
+                    "stored {given} upstream header(s) for {} of {}{for_api}; they hold: {}{}\n",
                     u.subject,
                     u.issuer,
-                    u.upstream_headers.join(", ")
+                    u.upstream_headers.join(", "),
+                    apis_held(&u.upstream_apis),
                 )
             })
         }
         UsersCommand::ClearUpstream {
             issuer,
             subject,
+            api,
             json,
         } => {
+            let for_api = for_api(api.as_deref());
             let user = admin
-                .clear_oauth_user_upstream(&OAuthUserRef { issuer, subject })
+                .clear_oauth_user_upstream(&OAuthUserRef {
+                    issuer,
+                    subject,
+                    api,
+                })
                 .await
                 .context("cannot delete the person's upstream credentials")?;
             shown(json, &user, |u| {
                 format!(
-                    "deleted the upstream credentials of {} of {}\n",
+                    "deleted the upstream credentials of {} of {}{for_api}\n",
                     u.subject, u.issuer
                 )
             })
         }
+    }
+}
+
+/// " for the API NAME", or nothing.
+fn for_api(api: Option<&str>) -> String {
+    api.map(|a| format!(" for the API {}", a.trim()))
+        .unwrap_or_default()
+}
+
+/// " (for the APIs a, b)", or nothing when the headers name no API.
+fn apis_held(apis: &[String]) -> String {
+    match apis {
+        [] => String::new(),
+        apis => format!(" (for the APIs {})", apis.join(", ")),
     }
 }

@@ -2,6 +2,8 @@
 //! server, real upstream, real Postgres where the mode needs it). Each test failed before its
 //! fix.
 //!
+//! - `credential_scope`: a session's or a person's stored upstream credentials reach only the
+//!   API they name, with three APIs served; headers that name none are refused when stored.
 //! - `leaks`: no credential reaches the agent (truncation, URL user-info, /health, binary bodies).
 //! - `encoded`: no credential comes back through a compressed, UTF-16/32 or base64 body.
 //! - `forged_text`: agent- and admin-chosen text cannot forge rows or drive the terminal.
@@ -29,6 +31,7 @@
 //! - `api_names`: with several APIs, a caller is never shown an API it has no feature for.
 
 mod api_names;
+mod credential_scope;
 mod encoded;
 mod exhaustion;
 mod files;
