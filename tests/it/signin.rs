@@ -294,6 +294,21 @@ pub(crate) async fn serve_with(
     (idp, proc, url)
 }
 
+/// `serve`'s flags for the introspection endpoint `url`, client `apigate-rs`, its secret in
+/// `secret_file`.
+pub(crate) fn introspection_flags(url: &str, secret_file: &std::path::Path) -> Vec<String> {
+    [
+        "--oauth-introspection-url",
+        url,
+        "--oauth-introspection-client-id",
+        "apigate-rs",
+        "--oauth-introspection-secret-file",
+        &secret_file.to_string_lossy(),
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
 /// A raw `initialize` on `/mcp` with these headers: status, `WWW-Authenticate`, body.
 pub(crate) async fn initialize(url: &str, headers: &[(&str, &str)]) -> (u16, String, Value) {
     let mut request = reqwest::Client::new()

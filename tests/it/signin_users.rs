@@ -10,7 +10,7 @@ use base64::Engine as _;
 use serde_json::{Value, json};
 
 use crate::db::TestDb;
-use crate::signin::{Idp, initialize, serve, serve_with};
+use crate::signin::{Idp, initialize, introspection_flags, serve_with};
 use crate::support::*;
 
 /// A raw JSON-RPC POST to `/mcp`: status, the session id it names, body text.
@@ -357,18 +357,8 @@ async fn opaque_tokens_are_checked_by_introspection() {
     let dir = tempfile::tempdir().unwrap();
     let secret_file = dir.path().join("introspection.secret");
     std::fs::write(&secret_file, "apigate-rs-secret\n").unwrap();
-    let secret_arg = secret_file.to_str().unwrap().to_string();
     let (idp, mut proc, url) = serve_with(&db, &upstream, |idp| {
-        [
-            "--oauth-introspection-url",
-            &format!("{}/token/introspection", idp.issuer),
-            "--oauth-introspection-client-id",
-            "apigate-rs",
-            "--oauth-introspection-secret-file",
-            &secret_arg,
-        ]
-        .map(String::from)
-        .to_vec()
+        introspection_flags(&format!("{}/token/introspection", idp.issuer), &secret_file)
     })
     .await;
     let resource = url.clone();
@@ -435,19 +425,8 @@ async fn opaque_tokens_are_checked_by_introspection() {
 
     // An introspection endpoint that does not answer: 503, never a 500 or a pass.
     let dead = format!("http://127.0.0.1:{}/introspect", free_port());
-    let (_idp, mut proc, url) = serve(
-        &db,
-        &upstream,
-        &[
-            "--oauth-introspection-url",
-            &dead,
-            "--oauth-introspection-client-id",
-            "apigate-rs",
-            "--oauth-introspection-secret-file",
-            &secret_arg,
-        ],
-    )
-    .await;
+    let (_idp, mut proc, url) =
+        serve_with(&db, &upstream, |_| introspection_flags(&dead, &secret_file)).await;
     let (status, _, body) =
         initialize(&url, &[("authorization", "Bearer opaque-0123456789")]).await;
     assert_eq!(status, 503, "{body}");
@@ -500,18 +479,9 @@ async fn made_up_opaque_tokens_cannot_flood_the_issuer() {
     let secret_file = dir.path().join("introspection.secret");
     std::fs::write(&secret_file, "s3cret\n").unwrap();
     let introspection = format!("http://{slow}/introspect");
-    let (_idp, mut proc, url) = serve(
-        &db,
-        &upstream,
-        &[
-            "--oauth-introspection-url",
-            &introspection,
-            "--oauth-introspection-client-id",
-            "apigate-rs",
-            "--oauth-introspection-secret-file",
-            secret_file.to_str().unwrap(),
-        ],
-    )
+    let (_idp, mut proc, url) = serve_with(&db, &upstream, |_| {
+        introspection_flags(&introspection, &secret_file)
+    })
     .await;
     let calls = (0..40).map(|i| {
         let url = url.clone();

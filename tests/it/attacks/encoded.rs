@@ -70,17 +70,6 @@ fn spec() -> Value {
     echo_spec("Encoded echo", summary, "/bomb", bomb)
 }
 
-/// The spec as a file of its own for each server (tests run at the same time).
-fn spec_file() -> String {
-    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("attacks-encoded");
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(format!("encoded-echo-{}-{n}.json", std::process::id()));
-    std::fs::write(&path, spec().to_string()).unwrap();
-    path.to_string_lossy().into_owned()
-}
-
 async fn start_echo() -> SocketAddr {
     let app = Router::new()
         .route("/api/echo", get(echo))
@@ -297,7 +286,10 @@ fn decoded_payloads(shown: &Value) -> Vec<Vec<u8>> {
 /// static `X-Api-Key`; Basic user info on `--upstream` and the same `X-Api-Key`.
 async fn servers(addr: SocketAddr) -> Vec<(Server, Vec<String>)> {
     let mut out = Vec::new();
-    let mut args = engine_args(&spec_file(), Some(format!("http://{addr}")));
+    let mut args = engine_args(
+        &super::spec_file("encoded-echo", &spec()),
+        Some(format!("http://{addr}")),
+    );
     args.upstream_headers = vec![
         format!("Authorization: Bearer {TOKEN}"),
         format!("X-Api-Key: {API_KEY}"),
@@ -309,7 +301,7 @@ async fn servers(addr: SocketAddr) -> Vec<(Server, Vec<String>)> {
     ));
     let password_in_url = utf8_percent_encode(API_PASSWORD, NON_ALPHANUMERIC).to_string();
     let mut args = engine_args(
-        &spec_file(),
+        &super::spec_file("encoded-echo", &spec()),
         Some(format!("http://{API_USER}:{password_in_url}@{addr}")),
     );
     args.upstream_headers = vec![format!("X-Api-Key: {API_KEY}")];

@@ -10,7 +10,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use crate::db::TestDb;
-use crate::signin::{initialize, serve_with};
+use crate::signin::{initialize, introspection_flags, serve_with};
 use crate::support::{Upstream, poll, serve_app};
 
 /// What the proxy saw: introspection requests of made-up tokens in flight now, and in all.
@@ -107,21 +107,11 @@ async fn a_flood_of_made_up_opaque_tokens_does_not_lock_out_a_known_token() {
     let dir = tempfile::tempdir().unwrap();
     let secret_file = dir.path().join("introspection.secret");
     std::fs::write(&secret_file, "apigate-rs-secret\n").unwrap();
-    let secret_arg = secret_file.to_str().unwrap().to_string();
     let seen = Arc::new(Seen::default());
     let target = Arc::new(OnceLock::new());
     let proxy = slow_issuer(target.clone(), seen.clone()).await;
     let (idp, mut proc, url) = serve_with(&db, &upstream, |_| {
-        [
-            "--oauth-introspection-url",
-            &format!("http://{proxy}/introspect"),
-            "--oauth-introspection-client-id",
-            "apigate-rs",
-            "--oauth-introspection-secret-file",
-            &secret_arg,
-        ]
-        .map(String::from)
-        .to_vec()
+        introspection_flags(&format!("http://{proxy}/introspect"), &secret_file)
     })
     .await;
     target

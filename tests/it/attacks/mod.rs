@@ -82,6 +82,18 @@ fn echo_spec(title: &str, echo_summary: &str, path: &str, operation: Value) -> V
     })
 }
 
+/// `spec` as a file of its own for each server (tests run at the same time), named
+/// `NAME-<pid>-<n>.json` in the folder `attacks-NAME`.
+fn spec_file(name: &str, spec: &Value) -> String {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("attacks-{name}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{name}-{}-{n}.json", std::process::id()));
+    std::fs::write(&path, spec.to_string()).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
 /// An optional string query parameter.
 fn query_param(name: &str) -> Value {
     json!({"name": name, "in": "query", "schema": {"type": "string"}})

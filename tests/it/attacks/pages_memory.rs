@@ -41,16 +41,6 @@ fn spec() -> Value {
     })
 }
 
-fn spec_file() -> String {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let n = N.fetch_add(1, Ordering::SeqCst);
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("attacks-pages");
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(format!("pages-{}-{n}.json", std::process::id()));
-    std::fs::write(&path, spec().to_string()).unwrap();
-    path.to_string_lossy().into_owned()
-}
-
 /// `[{"i":1},{"i":1},…]`, `PAGE_BYTES` long.
 fn page_body() -> bytes::Bytes {
     let item = br#"{"i":1},"#;
@@ -90,7 +80,7 @@ async fn start_upstream() -> String {
 }
 
 async fn start_server(upstream: &str, extra: &[&str]) -> (Proc, String) {
-    let spec = spec_file();
+    let spec = super::spec_file("pages", &spec());
     let (dev, url) = spawn_dev(&spec, Some(upstream), extra, &[]).await;
     let pid = dev.child.id().expect("the server runs").to_string();
     let limited = std::process::Command::new("prlimit")

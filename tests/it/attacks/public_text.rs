@@ -11,7 +11,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::db::TestDb;
-use crate::signin::{initialize, serve, serve_with};
+use crate::signin::{initialize, introspection_flags, serve, serve_with};
 use crate::support::{KEY, Proc, Upstream, dev_config, free_port, get_json, spec_path};
 
 /// A GitHub-shaped token: what must never show.
@@ -143,21 +143,9 @@ async fn a_refused_bearer_token_names_no_introspection_or_jwks_url() {
     let dir = tempfile::tempdir().unwrap();
     let secret_file = dir.path().join("introspection.secret");
     std::fs::write(&secret_file, "apigate-rs-secret\n").unwrap();
-    let secret_arg = secret_file.to_str().unwrap().to_string();
     let dead = format!("http://127.0.0.1:{}/private-introspect", free_port());
-    let (_idp, mut proc, url) = serve_with(&db, &upstream, |_| {
-        [
-            "--oauth-introspection-url",
-            &dead,
-            "--oauth-introspection-client-id",
-            "apigate-rs",
-            "--oauth-introspection-secret-file",
-            &secret_arg,
-        ]
-        .map(String::from)
-        .to_vec()
-    })
-    .await;
+    let (_idp, mut proc, url) =
+        serve_with(&db, &upstream, |_| introspection_flags(&dead, &secret_file)).await;
     let (status, challenge, body) =
         initialize(&url, &[("authorization", "Bearer opaque-0123456789")]).await;
     assert_eq!(status, 503, "{body}");

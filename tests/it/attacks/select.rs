@@ -46,16 +46,6 @@ fn spec() -> Value {
     })
 }
 
-fn spec_file() -> String {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let n = N.fetch_add(1, Ordering::SeqCst);
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("attacks-select");
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(format!("select-{}-{n}.json", std::process::id()));
-    std::fs::write(&path, spec().to_string()).unwrap();
-    path.to_string_lossy().into_owned()
-}
-
 /// The upstream: 200 items, a POST counter, and the credential echoed in 4-character pieces
 /// and reversed.
 async fn start_upstream() -> (String, Arc<AtomicUsize>) {
@@ -90,7 +80,7 @@ async fn start_upstream() -> (String, Arc<AtomicUsize>) {
 
 /// `apigate dev` against the upstream with the credential, its address space limited.
 async fn start_server(upstream: &str) -> (Proc, String) {
-    let spec = spec_file();
+    let spec = super::spec_file("select", &spec());
     let header = format!("Authorization: Bearer {TOKEN}");
     let (dev, url) = spawn_dev(&spec, Some(upstream), &["--upstream-header", &header], &[]).await;
     let pid = dev.child.id().expect("the server runs").to_string();
