@@ -76,6 +76,29 @@ impl EngineArgs {
                         },
                     )
                 }
+                // A new version that sends to an origin the running one never sent to, with no
+                // `upstream` fixing where calls go: its configured and stored credentials would
+                // follow the document to that host. Kept until the operator says so.
+                (Ok(Some(spec)), Some(old))
+                    if c.upstream.is_none() && moved(old, &spec).is_some() =>
+                {
+                    let new_origins = moved(old, &spec).unwrap_or_default();
+                    tracing::warn!(api = %c.name, origins = %new_origins, "reload: the document's servers moved to another origin; the previous version keeps serving");
+                    (
+                        old.spec.clone(),
+                        Loaded {
+                            error: Some(
+                                "the new version of the document sends calls to an origin the \
+                                 running one does not (the log names it); the previous version \
+                                 serves, so that credentials do not follow a document to a new \
+                                 host: set `upstream` (or --upstream) to the origin calls should \
+                                 go to, or restart apigate to accept the document's servers"
+                                    .into(),
+                            ),
+                            ..old.loaded.clone()
+                        },
+                    )
+                }
                 (Ok(Some(spec)), _) => {
                     log_warnings(&c.name, &spec);
                     (Arc::new(spec), Loaded::now())
@@ -327,4 +350,17 @@ fn shown_target(url: &str) -> String {
         ),
         Err(_) => "a relative server URL (give --upstream)".into(),
     }
+}
+
+/// The origins `spec` would send to that `old` never did (comma-separated), if any.
+fn moved(old: &Api, spec: &Spec) -> Option<String> {
+    let cfg = old.upstream.config();
+    let before = crate::upstream::server_origins(cfg, &old.spec);
+    let after = crate::upstream::server_origins(cfg, spec);
+    let new: Vec<&str> = after
+        .iter()
+        .filter(|o| !before.contains(*o))
+        .map(String::as_str)
+        .collect();
+    (!new.is_empty()).then(|| new.join(", "))
 }

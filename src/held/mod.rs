@@ -82,14 +82,20 @@ pub struct HeldResponses {
 #[derive(Clone)]
 enum Backend {
     Memory(Arc<memory::Memory>),
-    Database(Store),
+    /// The store, and the reads of it that may run at once ([`DATABASE_READS`]).
+    Database(Store, Arc<tokio::sync::Semaphore>),
 }
+
+/// The held responses read from Postgres at once: reads beyond it wait their turn, so that
+/// many `resources/read`s cannot take every connection of the pool from the tool calls and
+/// `/health`.
+const DATABASE_READS: usize = 2;
 
 impl std::fmt::Debug for HeldResponses {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let backend = match self.backend {
             Backend::Memory(_) => "memory",
-            Backend::Database(_) => "database",
+            Backend::Database(..) => "database",
         };
         f.debug_struct("HeldResponses")
             .field("cfg", &self.cfg)
@@ -111,7 +117,10 @@ impl HeldResponses {
     pub fn in_database(&self, store: Store) -> HeldResponses {
         HeldResponses {
             cfg: self.cfg,
-            backend: Backend::Database(store),
+            backend: Backend::Database(
+                store,
+                Arc::new(tokio::sync::Semaphore::new(DATABASE_READS)),
+            ),
         }
     }
 
@@ -140,7 +149,7 @@ impl HeldResponses {
         };
         match &self.backend {
             Backend::Memory(m) => m.hold(owner, meta.clone(), body.bytes.clone()),
-            Backend::Database(store) => {
+            Backend::Database(store, _) => {
                 store
                     .hold_response(
                         owner,
@@ -164,7 +173,11 @@ impl HeldResponses {
         };
         Ok(match &self.backend {
             Backend::Memory(m) => m.read(owner, id),
-            Backend::Database(store) => store.read_response(owner, id).await?,
+            Backend::Database(store, reads) => {
+                // Never closed: a failed acquire cannot happen, and would only mean no wait.
+                let _turn = reads.acquire().await.ok();
+                store.read_response(owner, id).await?
+            }
         })
     }
 
@@ -172,7 +185,7 @@ impl HeldResponses {
     pub async fn list(&self, owner: &str) -> Result<Vec<HeldMeta>, HeldError> {
         Ok(match &self.backend {
             Backend::Memory(m) => m.list(owner),
-            Backend::Database(store) => store.list_responses(owner).await?,
+            Backend::Database(store, _) => store.list_responses(owner).await?,
         })
     }
 }

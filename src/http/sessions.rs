@@ -276,10 +276,26 @@ pub async fn gate(State(state): State<Arc<AppState>>, request: Request, next: Ne
                 .unwrap_or(false);
         }
     }
+    let session_token = request
+        .headers()
+        .get(crate::auth::SESSION_TOKEN_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(str::to_string);
     if message.as_ref().is_some_and(is_initialize)
-        && let Some(refused) = admit_initialize(&state, &key, session.is_some()).await
+        && let Some(refused) =
+            admit_initialize(&state, &key, session.is_some(), session_token.as_deref()).await
     {
         return refused;
+    }
+    if message.as_ref().is_some_and(is_read_resource) {
+        // The answer's bytes in flight stay held until its body has been sent.
+        let hold = crate::mcp::ReadHold::default();
+        let mut request = request;
+        request.extensions_mut().insert(hold.clone());
+        let response = next.run(request).await;
+        return held_until_sent(response, hold);
     }
     if message.as_ref().is_some_and(is_listen) {
         let slot = match state.sessions.admit_listen(&key.key_fingerprint).await {
@@ -440,6 +456,20 @@ fn held_while_open(response: Response, slot: ListenSlot, idle: Duration) -> Resp
     Response::from_parts(parts, Body::from_stream(stream))
 }
 
+fn is_read_resource(message: &ClientJsonRpcMessage) -> bool {
+    matches!(message, JsonRpcMessage::Request(r) if matches!(r.request, ClientRequest::ReadResourceRequest(_)))
+}
+
+/// `response`, keeping `guard` until its body has been sent (or dropped).
+fn held_until_sent<G: Send + Sync + 'static>(response: Response, guard: G) -> Response {
+    let (parts, body) = response.into_parts();
+    let stream = futures::stream::unfold(
+        (body.into_data_stream(), guard),
+        |(mut body, guard)| async move { body.next().await.map(|chunk| (chunk, (body, guard))) },
+    );
+    Response::from_parts(parts, Body::from_stream(stream))
+}
+
 fn is_initialize(message: &ClientJsonRpcMessage) -> bool {
     matches!(message, JsonRpcMessage::Request(r) if matches!(r.request, ClientRequest::InitializeRequest(_)))
 }
@@ -449,18 +479,27 @@ async fn admit_initialize(
     state: &AppState,
     key: &HttpCaller,
     has_session: bool,
+    session_token: Option<&str>,
 ) -> Option<Response> {
-    // A signed-in person's new session spends their own bucket with the key's, at once: one
-    // person opening sessions cannot drain a key others share (`--auth both`).
-    let who = key
-        .bearer
-        .clone()
-        .filter(|_| key.key.is_some())
-        .or_else(|| key.key.as_ref().map(|k| k.principal()));
-    if let (KeyCheck::Database(auth), Some(principal)) = (&state.keys, who)
-        && let Err(e) = auth.check_rate(&principal)
-    {
-        return Some(super::error::auth_error_response(e));
+    // A signed-in person's new session, or one opened with a user session's
+    // `x-session-token`, spends that person's or session's own bucket with the key's, at
+    // once: one person opening sessions cannot drain a key others share.
+    if let KeyCheck::Database(auth) = &state.keys {
+        let who = match (&key.bearer, &key.key, session_token) {
+            (Some(person), Some(_), _) => Some(person.clone()),
+            (None, Some(k), Some(token)) => match auth.authenticate_session(k, token).await {
+                Ok(session) => Some(session),
+                // A wrong token is refused at its first tool call; here it spends the key's.
+                Err(_) => Some(k.principal()),
+            },
+            (_, Some(k), None) => Some(k.principal()),
+            (_, None, _) => None,
+        };
+        if let Some(principal) = who
+            && let Err(e) = auth.check_rate(&principal)
+        {
+            return Some(super::error::auth_error_response(e));
+        }
     }
     if has_session || state.sessions.manager.is_none() {
         return None;

@@ -5,7 +5,7 @@
 
 mod resources;
 
-pub(crate) use resources::binary_content;
+pub(crate) use resources::{ReadHold, binary_content};
 
 use std::sync::{Arc, Mutex};
 
@@ -397,7 +397,11 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let caller = self.caller(&context.extensions);
-        resources::read(&self.engine, &caller, &request.uri)
+        let hold = context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|p| p.extensions.get::<resources::ReadHold>());
+        resources::read(&self.engine, &caller, &request.uri, hold)
             .await
             .map(Into::into)
     }

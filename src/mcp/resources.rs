@@ -7,12 +7,16 @@
 //! Another owner's id, an unknown one and an expired one are the same resource-not-found
 //! error.
 
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
 use base64::Engine as _;
 use rmcp::ErrorData;
 use rmcp::model::{
     CallToolResult, ContentBlock, ListResourceTemplatesResult, ListResourcesResult,
     ReadResourceResult, Resource, ResourceContents, ResourceTemplate,
 };
+use tokio::sync::OwnedSemaphorePermit;
 
 use crate::held::{HeldMeta, URI_TEMPLATE};
 use crate::tools::{Access, BinaryOut, Caller, Engine};
@@ -93,11 +97,35 @@ async fn owner(engine: &Engine, caller: &Caller) -> Result<String, ErrorData> {
     Ok(caller.held_owner())
 }
 
-/// `resources/read`: the bytes of a held response of the caller, as a blob.
+/// What one `resources/read` answer holds in memory, per byte of the response: the bytes,
+/// their base64, the JSON-RPC message carrying it, and its frame on the wire.
+const READ_COPIES: usize = 4;
+
+/// How long a `resources/read` waits for the server's bytes in flight to come free.
+const READ_WAIT: Duration = Duration::from_secs(30);
+
+/// The server's bytes in flight a `resources/read` answer holds, kept by the HTTP layer until
+/// the answer is sent (`http::sessions` puts one in the request's extensions): without it
+/// (stdio, legacy SSE) they are given back once the answer is built.
+#[derive(Debug, Clone, Default)]
+pub struct ReadHold(Arc<Mutex<Option<OwnedSemaphorePermit>>>);
+
+impl ReadHold {
+    fn keep(&self, permit: OwnedSemaphorePermit) {
+        if let Ok(mut slot) = self.0.lock() {
+            *slot = Some(permit);
+        }
+    }
+}
+
+/// `resources/read`: the bytes of a held response of the caller, as a blob. The answer's
+/// memory (its bytes about [`READ_COPIES`] times) is taken from the server's bytes in flight
+/// (`--max-bytes-in-flight`), so many reads at once wait their turn instead of adding up.
 pub async fn read(
     engine: &Engine,
     caller: &Caller,
     uri: &str,
+    hold: Option<&ReadHold>,
 ) -> Result<ReadResourceResult, ErrorData> {
     let held = engine
         .held
@@ -105,6 +133,28 @@ pub async fn read(
         .await
         .map_err(unavailable)?
         .ok_or_else(not_found)?;
+    let in_flight = &engine.budgets.in_flight;
+    let cost = held.bytes.len().saturating_mul(READ_COPIES);
+    let Some(permit) = in_flight.hold(cost, READ_WAIT).await else {
+        tracing::warn!(
+            bytes = held.bytes.len(),
+            "resources/read waited too long for bytes in flight"
+        );
+        return Err(ErrorData::internal_error(
+            format!(
+                "the server holds its most bytes in flight ({} bytes, --max-bytes-in-flight) \
+                 and this response of {} bytes did not fit within {} s: try again when other \
+                 reads and calls have finished",
+                in_flight.limit(),
+                held.bytes.len(),
+                READ_WAIT.as_secs()
+            ),
+            None,
+        ));
+    };
+    if let Some(hold) = hold {
+        hold.keep(permit);
+    }
     let blob = base64::engine::general_purpose::STANDARD.encode(&held.bytes);
     Ok(ReadResourceResult::new(vec![
         ResourceContents::blob(blob, held.meta.uri()).with_mime_type(held.meta.content_type),

@@ -186,35 +186,41 @@ pub enum Over {
 /// of a multi-select, key of a hash, function, argument and operator counts.
 pub(crate) const MAX_NODES: usize = 128;
 
-/// The functions JMESPath has (`jmespath::Runtime::register_builtin_functions`).
-const FUNCTIONS: [&str; 26] = [
-    "abs",
-    "avg",
-    "ceil",
-    "contains",
-    "ends_with",
-    "floor",
-    "join",
-    "keys",
-    "length",
-    "map",
-    "min",
-    "max",
-    "max_by",
-    "min_by",
-    "merge",
-    "not_null",
-    "reverse",
-    "sort",
-    "sort_by",
-    "starts_with",
-    "sum",
-    "to_array",
-    "to_number",
-    "to_string",
-    "type",
-    "values",
+/// The functions JMESPath has (`jmespath::Runtime::register_builtin_functions`), with the
+/// fewest and most arguments each takes (`merge` and `not_null` take any number from one).
+const FUNCTIONS: [(&str, usize, usize); 26] = [
+    ("abs", 1, 1),
+    ("avg", 1, 1),
+    ("ceil", 1, 1),
+    ("contains", 2, 2),
+    ("ends_with", 2, 2),
+    ("floor", 1, 1),
+    ("join", 2, 2),
+    ("keys", 1, 1),
+    ("length", 1, 1),
+    ("map", 2, 2),
+    ("min", 1, 1),
+    ("max", 1, 1),
+    ("max_by", 2, 2),
+    ("min_by", 2, 2),
+    ("merge", 1, usize::MAX),
+    ("not_null", 1, usize::MAX),
+    ("reverse", 1, 1),
+    ("sort", 1, 1),
+    ("sort_by", 2, 2),
+    ("starts_with", 2, 2),
+    ("sum", 1, 1),
+    ("to_array", 1, 1),
+    ("to_number", 1, 1),
+    ("to_string", 1, 1),
+    ("type", 1, 1),
+    ("values", 1, 1),
 ];
+
+/// The names of [`FUNCTIONS`], for a message.
+fn function_names() -> String {
+    FUNCTIONS.map(|(name, ..)| name).join(", ")
+}
 
 /// Counts the nodes of `ast` into `nodes` and refuses more than [`MAX_NODES`], and functions
 /// JMESPath does not have. Recursion is bounded by [`MAX_OPERATORS`] (checked before).
@@ -262,16 +268,28 @@ fn check(ast: &jmespath::ast::Ast, nodes: &mut usize) -> Result<(), SelectError>
             check(&kv.value, nodes)
         }),
         Ast::Function { name, args, .. } => {
-            if !FUNCTIONS.contains(&name.as_str()) {
-                return Err(SelectError {
-                    stage: Stage::Syntax,
-                    offset: at,
-                    reason: format!(
-                        "unknown function {}(): JMESPath's functions are {}",
-                        name.chars().take(40).collect::<String>(),
-                        FUNCTIONS.join(", ")
-                    ),
-                });
+            let refuse = |reason: String| SelectError {
+                stage: Stage::Syntax,
+                offset: at,
+                reason,
+            };
+            let Some(&(_, fewest, most)) = FUNCTIONS.iter().find(|(f, ..)| f == name) else {
+                return Err(refuse(format!(
+                    "unknown function {}(): JMESPath's functions are {}",
+                    name.chars().take(40).collect::<String>(),
+                    function_names()
+                )));
+            };
+            if args.len() < fewest || args.len() > most {
+                let takes = match (fewest, most) {
+                    (n, m) if n == m => format!("{n}"),
+                    (n, _) => format!("at least {n}"),
+                };
+                return Err(refuse(format!(
+                    "{name}() takes {takes} argument{}, not {}",
+                    if fewest == 1 { "" } else { "s" },
+                    args.len()
+                )));
             }
             args.iter().try_for_each(|a| check(a, nodes))
         }
@@ -681,12 +699,27 @@ mod tests {
             assert_eq!(e.stage, Stage::Syntax, "{text}");
             assert!(e.reason.contains("unknown function"), "{text}: {e}");
         }
-        for f in FUNCTIONS {
-            let text = format!("{f}(@)");
+        for (f, fewest, _) in FUNCTIONS {
+            let args = vec!["@"; fewest].join(", ");
+            let text = format!("{f}({args})");
             if let Err(e) = Select::parse(&text) {
                 assert!(!e.reason.contains("unknown"), "{text}: {e}");
             }
         }
+        // The wrong number of arguments is refused when compiled too, before any request.
+        for (text, says) in [
+            ("length(@, @)", "length() takes 1 argument, not 2"),
+            ("sort_by(@)", "sort_by() takes 2 arguments, not 1"),
+            ("to_number(`1`, `2`)", "to_number() takes 1 argument, not 2"),
+            ("merge()", "merge() takes at least 1 argument, not 0"),
+            ("a[?contains(b)]", "contains() takes 2 arguments, not 1"),
+        ] {
+            let e = Select::parse(text).unwrap_err();
+            assert_eq!(e.stage, Stage::Syntax, "{text}");
+            assert_eq!(e.reason, says, "{text}");
+        }
+        assert!(Select::parse("merge(a, b, c)").is_ok());
+        assert!(Select::parse("not_null(a, b, c)").is_ok());
         // A small selection of a big body is fine.
         let big = json!({"items": vec![json!({"id": 1}); 10_000]});
         let s = Select::parse("items[:2].id").unwrap();

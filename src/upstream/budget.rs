@@ -41,6 +41,24 @@ impl InFlight {
     pub fn available(&self) -> usize {
         self.kib.available_permits().saturating_mul(1024)
     }
+
+    /// Holds `bytes` of the server's bytes in flight until the permit is dropped, waiting at
+    /// most `wait` for them (first come, first served): `None` when they did not come free in
+    /// time, or are more than the whole bound.
+    pub async fn hold(
+        &self,
+        bytes: usize,
+        wait: std::time::Duration,
+    ) -> Option<OwnedSemaphorePermit> {
+        if bytes > self.limit {
+            return None;
+        }
+        let kib = u32::try_from(bytes.div_ceil(1024)).ok()?;
+        tokio::time::timeout(wait, self.kib.clone().acquire_many_owned(kib))
+            .await
+            .ok()?
+            .ok()
+    }
 }
 
 impl Default for InFlight {

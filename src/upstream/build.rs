@@ -188,6 +188,17 @@ pub(crate) fn prepare(
     })
 }
 
+/// Every origin the operations of `spec` send to under `cfg` (operations whose server is not
+/// usable are left out): what a reload compares, so that a document that moves its servers
+/// cannot take configured or stored credentials to another host.
+pub fn server_origins(cfg: &UpstreamConfig, spec: &Spec) -> std::collections::BTreeSet<String> {
+    spec.operations
+        .iter()
+        .filter_map(|op| server(cfg, spec, op).ok())
+        .map(|(origin, _)| origin)
+        .collect()
+}
+
 /// The origin (`scheme://host:port`, no user info) and base path (no trailing `/`) for `op`.
 ///
 /// The spec's first server applies (operation, path item, then document level; Swagger 2.0

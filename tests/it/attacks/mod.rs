@@ -8,6 +8,7 @@
 //! - `encoded`: no credential comes back through a compressed, UTF-16/32 or base64 body.
 //! - `forged_text`: agent- and admin-chosen text cannot forge rows or drive the terminal.
 //! - `files`: the dev upload and download folders (a swapped-in link, hard links, bidi names, bounds).
+//! - `held_reads`: many `resources/read`s of a big held response wait for bytes in flight.
 //! - `held_total`: held responses in Postgres stay within a total bound, whatever the owners.
 //! - `exhaustion`: nothing unauthenticated, or cheap with one key, exhausts the server.
 //! - `mcp_sessions`: an MCP session belongs to the key that opened it.
@@ -20,6 +21,7 @@
 //!   query objects, redirects with an identity assertion, hidden operations' schemas).
 //! - `roles`: an admin changes only roles whose features it fully holds.
 //! - `session_bounds`: a session's stored headers, monitor rates per key, legacy SSE pinning.
+//! - `shares`: one user session's `initialize`s spend its own bucket, not only its key's.
 //! - `token_errors`: the OAuth token endpoint's error answer never shows the client secret.
 //! - `select`: one `select` cannot exhaust memory, call an unknown function after the request,
 //!   or rebuild a scrubbed credential (issue 41, items 1 and 11).
@@ -36,6 +38,7 @@ mod encoded;
 mod exhaustion;
 mod files;
 mod forged_text;
+mod held_reads;
 mod held_total;
 mod introspection;
 mod leaks;
@@ -52,6 +55,7 @@ mod requests;
 mod roles;
 mod select;
 mod session_bounds;
+mod shares;
 mod token_errors;
 
 use std::collections::HashMap;

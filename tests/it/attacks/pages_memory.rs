@@ -10,8 +10,6 @@
 //!   small `--max-bytes-in-flight`: each ends with a result (a budget reason where it stopped),
 //!   never the process.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use axum::Router;
 use axum::extract::Query;
 use axum::http::header;

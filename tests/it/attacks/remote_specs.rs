@@ -7,6 +7,7 @@
 //! is downloaded again on reload but not parsed again. All against `apigate dev --config` (the
 //! real binary) and specs served over real HTTP.
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -354,5 +355,81 @@ async fn an_unchanged_document_is_not_parsed_again() {
         || async { (parses(&proc) == 2).then_some(()) },
     )
     .await;
+    assert!(proc.terminate().await, "{}", proc.log());
+}
+
+/// The red team's third break: an `[[api]]` with a URL spec, no `upstream` and a configured
+/// `Authorization` sent to wherever the document's `servers` say. A new version of the
+/// document naming another origin took the credential there at its next poll or reload.
+/// Now the running version keeps serving (and says why, without the origin, in `/health`):
+/// the other origin never sees a request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reloaded_document_cannot_move_the_credential_to_another_origin() {
+    let good = Upstream::start().await;
+    let evil = Upstream::start().await;
+    let pets = |server: &str| {
+        json!({
+            "openapi": "3.0.3",
+            "info": {"title": "pets", "version": "1"},
+            "servers": [{"url": format!("{server}/v2")}],
+            "paths": {"/pet/{petId}": {"get": {
+                "operationId": "getPetById",
+                "parameters": [{"name": "petId", "in": "path", "required": true,
+                    "schema": {"type": "integer"}}],
+                "responses": {"200": {"description": "a pet"}}
+            }}}
+        })
+    };
+    let doc = Doc::default();
+    doc.set(&pets(&good.url()));
+    let origin = serve_docs(&[("/pets.json", &doc)]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("apigate.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[api]]\nname = \"pets\"\nspec = \"{origin}/pets.json\"\n\
+             upstream-headers = {{ Authorization = \"env:PETS_AUTH\" }}\n"
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let token = "Bearer pets-secret-token-4d1b7e";
+    let (mut proc, url) = Proc::spawn_with_env(
+        "dev",
+        &dev_config(&config),
+        &[("PETS_AUTH", token)],
+        "apigate dev:",
+    )
+    .await;
+    let base = url.trim_end_matches("/mcp").to_string();
+    let client = mcp_client(&url, &[("x-api-key", KEY)]).await;
+    let get_pet = json!({"operationId": "getPetById", "pathParams": {"petId": 1}});
+    let (err, _) = call(&client, "api_execute", get_pet.clone()).await;
+    assert!(!err);
+    assert_eq!(good.requests().len(), 1);
+
+    // The document now sends calls to another origin.
+    doc.set(&pets(&evil.url()));
+    let (status, body) = reload(&base).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["apis"][0]["state"], "kept", "{body}");
+    let (error, health) = last_error(&base).await;
+    let error = error.as_str().unwrap_or_default();
+    assert!(
+        error.contains("an origin the running one does not"),
+        "{health}"
+    );
+    assert!(!health.contains(&evil.url()), "{health}");
+
+    let (err, _) = call(&client, "api_execute", get_pet).await;
+    assert!(!err);
+    assert!(evil.requests().is_empty(), "the other origin was called");
+    let sent = good.requests();
+    assert_eq!(sent.len(), 2);
+    assert!(
+        sent.iter()
+            .all(|r| crate::support::header_text(&r.headers, "authorization") == token)
+    );
     assert!(proc.terminate().await, "{}", proc.log());
 }

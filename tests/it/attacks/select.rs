@@ -146,18 +146,26 @@ async fn a_select_bomb_is_refused_by_the_bytes_it_would_produce() {
 }
 
 #[tokio::test]
-async fn an_unknown_function_is_refused_before_the_request() {
+async fn an_unknown_function_or_arity_is_refused_before_the_request() {
     let (upstream, posts) = start_upstream().await;
     let (_dev, url) = start_server(&upstream).await;
     let client = mcp_client(&url, &[("x-api-key", KEY)]).await;
-    for select in [
-        "nosuch(@)",
-        "items[?starts_with(name, 'a')].{n: eval(name)}",
+    for (select, says) in [
+        ("nosuch(@)", "unknown function"),
+        (
+            "items[?starts_with(name, 'a')].{n: eval(name)}",
+            "unknown function",
+        ),
+        // The wrong number of arguments is known before the request too (the red team's
+        // instances: each POST was sent, then the agent got INVALID_ARGUMENTS).
+        ("length(@, @)", "length() takes 1 argument, not 2"),
+        ("sort_by(@)", "sort_by() takes 2 arguments, not 1"),
+        ("to_number(`1`, `2`)", "to_number() takes 1 argument, not 2"),
     ] {
         let args = json!({"operationId": "createThing", "body": {"a": 1}, "select": select});
         let r = crate::support::execute_err(&client, args, "INVALID_ARGUMENTS").await;
         let message = r["error"].as_str().unwrap_or_default();
-        assert!(message.contains("unknown function"), "{select}: {message}");
+        assert!(message.contains(says), "{select}: {message}");
     }
     assert_eq!(
         posts.load(Ordering::SeqCst),
