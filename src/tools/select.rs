@@ -820,6 +820,8 @@ mod tests {
                     (Some("syntax"), _) => false,
                     // An unknown function is refused when compiled, before any request.
                     (Some("unknown-function"), Err(e)) => e.reason.contains("unknown function"),
+                    // So is a wrong number of arguments.
+                    (Some("invalid-arity"), Err(e)) => e.reason.contains("argument"),
                     (_, Ok(s)) => s.apply(given.clone(), Room::json(1 << 24)).is_err(),
                     (_, Err(_)) => false,
                 };

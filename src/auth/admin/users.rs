@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::validate::{keep_page, non_blank, offset_cursor, page_size, printable_id};
-use super::{Admin, AdminError, HOW_TO_SET_A_KEY, MAX_ID_CHARS};
+use super::{Admin, AdminError, HOW_TO_SET_A_KEY};
 use crate::auth::session_upstream::{SessionUpstream, UpstreamInput, checked_api_name};
 use crate::store::{OAuthUserRow, StoredUpstream};
 
@@ -105,10 +105,12 @@ fn checked(issuer: &str, subject: &str) -> Result<(String, String), AdminError> 
              {MAX_ISSUER_CHARS} characters"
         )));
     }
-    let subject = subject.trim();
-    if subject.is_empty() || subject.chars().count() > MAX_ID_CHARS {
+    // Exactly as tokens carry it (a person is the exact issuer and `sub`): not trimmed, and
+    // within the bound a token's `sub` is taken at.
+    let max = crate::auth::oauth::MAX_SUBJECT_BYTES;
+    if subject.trim().is_empty() || subject.len() > max {
         return Err(AdminError::Invalid(format!(
-            "subject must be the person's `sub`: 1 to {MAX_ID_CHARS} characters"
+            "subject must be the person's `sub`, exactly: 1 to {max} bytes"
         )));
     }
     printable_id("subject", subject)?;
