@@ -62,6 +62,16 @@ impl EngineArgs {
             };
             let old_spec = old.map(|o| o.spec.as_ref());
             let loading = Spec::load_unless(&c.spec, old_spec, &policy).await;
+            // With no `upstream` fixing where calls go, the origins a new version would send
+            // to that the running one never did (its credentials would follow the document).
+            let moved_to = match (&loading, old) {
+                (Ok(Some(spec)), Some(old))
+                    if c.upstream.is_none() && spec.sha256 != old.spec.sha256 =>
+                {
+                    moved(old, spec)
+                }
+                _ => None,
+            };
             let (spec, loaded) = match (loading, old) {
                 // The same bytes (not parsed again), or the URL answered 304 Not Modified to
                 // the previous version's ETag.
@@ -79,10 +89,8 @@ impl EngineArgs {
                 // A new version that sends to an origin the running one never sent to, with no
                 // `upstream` fixing where calls go: its configured and stored credentials would
                 // follow the document to that host. Kept until the operator says so.
-                (Ok(Some(spec)), Some(old))
-                    if c.upstream.is_none() && moved(old, &spec).is_some() =>
-                {
-                    let new_origins = moved(old, &spec).unwrap_or_default();
+                (Ok(Some(_)), Some(old)) if moved_to.is_some() => {
+                    let new_origins = moved_to.unwrap_or_default();
                     tracing::warn!(api = %c.name, origins = %new_origins, "reload: the document's servers moved to another origin; the previous version keeps serving");
                     (
                         old.spec.clone(),

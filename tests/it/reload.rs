@@ -407,27 +407,30 @@ struct Listen {
     seen: String,
 }
 
+/// A `subscriptions/listen` request (protocol 2026-07-28) to `url` with `key`, for changes
+/// of the tool list.
+pub(crate) fn listen_request(url: &str, key: &str) -> reqwest::RequestBuilder {
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "listener", "version": "1"},
+    });
+    reqwest::Client::new()
+        .post(url)
+        .header("x-api-key", key)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "subscriptions/listen")
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 7, "method": "subscriptions/listen",
+            "params": {"notifications": {"toolsListChanged": true}, "_meta": meta}}),
+        )
+}
+
 impl Listen {
     /// Opens the stream and waits for the server's acknowledgment.
     async fn open(url: &str) -> Listen {
-        let meta = json!({
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {},
-            "io.modelcontextprotocol/clientInfo": {"name": "listener", "version": "1"},
-        });
-        let response = reqwest::Client::new()
-            .post(url)
-            .header("x-api-key", KEY)
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", "2026-07-28")
-            .header("mcp-method", "subscriptions/listen")
-            .json(
-                &json!({"jsonrpc": "2.0", "id": 7, "method": "subscriptions/listen",
-                "params": {"notifications": {"toolsListChanged": true}, "_meta": meta}}),
-            )
-            .send()
-            .await
-            .unwrap();
+        let response = listen_request(url, KEY).send().await.unwrap();
         assert_eq!(response.status(), 200);
         let mut listen = Listen {
             response,

@@ -13,23 +13,7 @@ use crate::support::{KEY, Server, Upstream, cli_key, engine_args, flags, spawn_s
 /// open stream when it was accepted (read up to the server's acknowledgment). A connection
 /// the server closed at once is status 0.
 async fn listen(url: &str, key: &str) -> (u16, Option<reqwest::Response>, String) {
-    let meta = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "listener", "version": "1"},
-    });
-    let sent = reqwest::Client::new()
-        .post(url)
-        .header("x-api-key", key)
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "subscriptions/listen")
-        .json(
-            &json!({"jsonrpc": "2.0", "id": 7, "method": "subscriptions/listen",
-            "params": {"notifications": {"toolsListChanged": true}, "_meta": meta}}),
-        )
-        .send()
-        .await;
+    let sent = crate::reload::listen_request(url, key).send().await;
     let Ok(mut response) = sent else {
         return (0, None, String::new());
     };
