@@ -286,10 +286,12 @@ pub(crate) fn coerce(root: &Value, op: &Operation, args: &mut Value) {
             let s = s.trim();
             let converted = match ty.as_deref() {
                 Some("integer") => s.parse::<i64>().ok().map(Value::from),
-                Some("number") => s
-                    .parse::<f64>()
-                    .ok()
-                    .and_then(|f| serde_json::Number::from_f64(f).map(Value::Number)),
+                // `"10"` stays the integer 10: as f64 it would go out as `10.0`.
+                Some("number") => s.parse::<i64>().ok().map(Value::from).or_else(|| {
+                    s.parse::<f64>()
+                        .ok()
+                        .and_then(|f| serde_json::Number::from_f64(f).map(Value::Number))
+                }),
                 Some("boolean") => match s {
                     "true" => Some(Value::Bool(true)),
                     "false" => Some(Value::Bool(false)),

@@ -62,6 +62,8 @@ pub struct Planned {
     pub select: Option<Select>,
     /// How many pages to follow (1 unless `pages` was given, GET only).
     pub pages: usize,
+    /// Items of the first page's list left out (`skipItems`).
+    pub skip_items: usize,
 }
 
 impl Planned {
@@ -219,6 +221,7 @@ fn plan(
         dry_run,
         select,
         pages,
+        skip_items,
     } = args;
     // Before anything is sent: a bad expression or page count costs no request.
     let select = select
@@ -226,19 +229,21 @@ fn plan(
         .map(Select::parse)
         .transpose()
         .map_err(|e| select_error(&e))?;
-    if let Some(n) = pages
-        && op.method != Method::Get
-    {
-        return Err(ToolError::invalid(
-            format!(
-                "`pages` follows the pages of a list and works with GET only; {} is {}",
-                op.id, op.method
-            ),
-            vec![Violation {
-                pointer: "/pages".into(),
-                message: format!("GET only, and {} is {} (pages: {n})", op.id, op.method),
-            }],
-        ));
+    for (name, n) in [("pages", pages), ("skipItems", skip_items)] {
+        if let Some(n) = n
+            && op.method != Method::Get
+        {
+            return Err(ToolError::invalid(
+                format!(
+                    "`{name}` works on the pages of a list, with GET only; {} is {}",
+                    op.id, op.method
+                ),
+                vec![Violation {
+                    pointer: format!("/{name}"),
+                    message: format!("GET only, and {} is {} ({name}: {n})", op.id, op.method),
+                }],
+            ));
+        }
     }
     let media = media_choices(op, call.content_type.as_deref(), call.accept.as_deref());
     if !media.is_empty() {
@@ -349,6 +354,7 @@ fn plan(
         dry_run,
         select,
         pages: pages.unwrap_or(1).max(1),
+        skip_items: skip_items.unwrap_or(0),
     })
 }
 

@@ -21,6 +21,7 @@ mod monitor_browser;
 mod monitor_e2e;
 mod oauth;
 mod operator;
+mod paging;
 mod pg_cluster;
 mod production;
 mod reload;
