@@ -23,6 +23,7 @@ mod oauth;
 mod operator;
 mod pg_cluster;
 mod production;
+mod real_bodies;
 mod reload;
 mod responses;
 mod scheme_credentials;
