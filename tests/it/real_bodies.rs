@@ -210,7 +210,11 @@ async fn stripe_takes_a_file_part_for_its_plain_string_file_field() {
     let mut dry = args.clone();
     dry["dryRun"] = json!(true);
     let shown = execute_ok(&client, dry).await;
-    assert_eq!(shown["request"]["body"]["file"]["bytes"], pdf.len(), "{shown}");
+    assert_eq!(
+        shown["request"]["body"]["file"]["bytes"],
+        pdf.len(),
+        "{shown}"
+    );
     assert_eq!(shown["request"]["body"]["file"]["filename"], "receipt.pdf");
     assert!(upstream.requests().is_empty());
 
@@ -366,7 +370,12 @@ async fn slack_token_comes_from_the_configured_credential_never_from_the_agent()
     let server = server(SLACK, &upstream, &[&auth]).await;
     let client = server.client().await;
 
-    let schema = call_ok(&client, "api_schema", json!({"operationId": "chat_postMessage"})).await;
+    let schema = call_ok(
+        &client,
+        "api_schema",
+        json!({"operationId": "chat_postMessage"}),
+    )
+    .await;
     let asked: Vec<&str> = strings(&schema["parameters"], "name");
     assert!(!asked.contains(&"token"), "{asked:?}");
     assert_eq!(
