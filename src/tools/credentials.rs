@@ -144,11 +144,13 @@ pub(super) fn scheme_supplied(
 pub(super) struct CredentialParamUse<'a> {
     pub param: &'a Parameter,
     pub why: CredentialParam,
-    /// A credential configured for this call stands for it: one of the operation's security
-    /// alternatives is supplied (any configured credential, when the operation names none),
-    /// or a configured header of its own name is. The agent is not asked for it and may not
-    /// set it; no second copy is made (the configured credential goes where its
-    /// configuration, or its scheme, puts it).
+    /// A credential configured for this call stands for it: a configured header of its own
+    /// name (sent there); else, on an operation with a security requirement, one of its
+    /// alternatives is supplied (the API gets the credential its security asks for, and the
+    /// parameter is another spelling of it: Slack's `token` beside `Authorization`); else, on
+    /// one without, for a header, any credential configured for the API. A query parameter
+    /// no scheme places stays the agent's there: no flag could send it. The agent is not
+    /// asked for a supplied one and may not set it; no second copy is made.
     pub supplied: bool,
 }
 
@@ -162,37 +164,41 @@ pub(super) fn credential_params<'a>(
     principal: &Principal,
     op: &'a Operation,
 ) -> Vec<CredentialParamUse<'a>> {
-    let to = call_api(apis, api);
-    let mut accepted = None;
-    let mut out = Vec::new();
-    for p in &op.parameters {
-        let Some(why) = api.spec.credential_param(op, p) else {
-            continue;
-        };
-        let accepted = *accepted.get_or_insert_with(|| {
-            match crate::spec::security_alternatives(op.security.as_ref()) {
-                Some(alts) if !alts.is_empty() => alts
-                    .iter()
-                    .any(|alt| alt.iter().all(|s| scheme_supplied(api, principal, to, s))),
-                _ => {
-                    let cfg = api.upstream.config();
-                    !cfg.headers.is_empty()
-                        || api.upstream.oauth().is_some()
-                        || principal
-                            .upstream
-                            .as_ref()
-                            .is_some_and(|u| u.for_call(to).next().is_some())
-                }
-            }
-        });
-        let own = p.location == ParamIn::Header && header_configured(api, principal, to, &p.name);
-        out.push(CredentialParamUse {
-            param: p,
-            why,
-            supplied: own || accepted,
-        });
+    let found: Vec<(&Parameter, CredentialParam)> = op
+        .parameters
+        .iter()
+        .filter_map(|p| Some((p, api.spec.credential_param(op, p)?)))
+        .collect();
+    if found.is_empty() {
+        return Vec::new();
     }
-    out
+    let to = call_api(apis, api);
+    // Whether the credential the operation's security asks for goes out (`None`: it names
+    // none), and whether any credential goes to the API.
+    let accepted = crate::spec::security_alternatives(op.security.as_ref())
+        .filter(|alts| !alts.is_empty())
+        .map(|alts| {
+            alts.iter()
+                .any(|alt| alt.iter().all(|s| scheme_supplied(api, principal, to, s)))
+        });
+    let any = !api.upstream.config().headers.is_empty()
+        || api.upstream.oauth().is_some()
+        || principal
+            .upstream
+            .as_ref()
+            .is_some_and(|u| u.for_call(to).next().is_some());
+    found
+        .into_iter()
+        .map(|(param, why)| {
+            let header = param.location == ParamIn::Header;
+            let own = header && header_configured(api, principal, to, &param.name);
+            CredentialParamUse {
+                param,
+                why,
+                supplied: own || accepted.unwrap_or(header && any),
+            }
+        })
+        .collect()
 }
 
 /// How many of an operation's security alternatives a missing credential's error names.

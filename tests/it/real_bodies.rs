@@ -574,3 +574,36 @@ async fn stripe_list_parameters_take_one_value_and_bodies_stay_strict() {
     assert_eq!(pointers(&r), ["/body/expand"], "{r}");
     assert!(upstream.requests().is_empty(), "nothing was sent");
 }
+
+/// GitHub's real `POST /orgs/{org}/packages/{package_type}/{package_name}/restore` takes a
+/// `token` query parameter ("package token") and its spec declares no security at all: with
+/// GitHub's `Authorization` configured, that `token` is still the agent's to give (no flag
+/// could send a query credential no scheme places), and it reaches the URL.
+#[tokio::test]
+async fn a_query_token_no_scheme_places_stays_the_agents() {
+    let upstream = Recorder::start().await;
+    let server = server(
+        "github-rest-3.0.json",
+        &upstream,
+        &["Authorization: Bearer ghp_16C7e42F292c6912E7710c838347Ae178B4a"],
+    )
+    .await;
+    let client = server.client().await;
+    let id = "packages/restore-package-for-org";
+    let schema = call_ok(&client, "api_schema", json!({"operationId": id})).await;
+    assert!(
+        strings(&schema["parameters"], "name").contains(&"token"),
+        "{schema}"
+    );
+    let r = execute_ok(
+        &client,
+        json!({"operationId": id, "dryRun": true, "query": {"token": "pkg-restore-1"},
+               "pathParams": {"org": "octo-org", "package_type": "npm", "package_name": "hello"}}),
+    )
+    .await;
+    let url = r["request"]["url"].as_str().unwrap();
+    assert!(
+        url.ends_with("/orgs/octo-org/packages/npm/hello/restore?token=pkg-restore-1"),
+        "{url}"
+    );
+}
