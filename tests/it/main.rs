@@ -24,6 +24,7 @@ mod operator;
 mod paging;
 mod pg_cluster;
 mod production;
+mod real_bodies;
 mod reload;
 mod responses;
 mod scheme_credentials;
