@@ -10,6 +10,7 @@
 #   redact_response  upstream::shown_body (scrub, cut, decode a response) with planted credentials
 #   decode_response  upstream::shown_response on compressed, UTF-16/32 and base64 bodies and bombs
 #   select           tools::select on generated expressions: a result never passes its byte bound
+#   paging           tools::paging on responses of every convention's markers: next queries of declared parameters only
 #
 # Only stable Rust is needed: cargo-fuzz passes -Z flags (-Zsanitizer=address, sanitizer
 # coverage), which stable rustc accepts under RUSTC_BOOTSTRAP=1.
@@ -27,7 +28,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-ALL=(spec_load execute_request path_match sanitize_args redact_response decode_response select)
+ALL=(spec_load execute_request path_match sanitize_args redact_response decode_response select paging)
 WHICH=${1:-all}
 SECONDS_EACH=${2:-600}
 TARGET_DIR=${FUZZ_TARGET_DIR:-$ROOT/fuzz/target}

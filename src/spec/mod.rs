@@ -465,7 +465,9 @@ mod tests {
             let bytes = std::fs::read(&path).expect("read");
             let whole = source::parse(&bytes, &Location::File(path.clone())).expect("parse");
             let spec = Spec::from_value(whole.clone(), &name).expect("load");
-            assert!(spec.root.get("paths").is_none(), "{name}");
+            // Unless a `$ref` reaches into them (Azure's graphrbac points `x-ms-pageable` there).
+            let into_paths = String::from_utf8_lossy(&bytes).contains("\"#/paths/");
+            assert!(into_paths || spec.root.get("paths").is_none(), "{name}");
             for op in &spec.operations {
                 let budget = InlineBudget { depth: 3 };
                 for schema in op.schemas() {

@@ -15,7 +15,7 @@ mod ops;
 pub mod output;
 mod overview;
 mod page;
-mod paging;
+pub mod paging;
 mod resolve;
 mod result;
 pub mod select;
@@ -319,6 +319,14 @@ impl Engine {
                 }
                 (_, Some(paging::Next::Unmapped(c))) => {
                     stopped = Some(format!("page {}: {}", pages.len(), c.says()));
+                    break;
+                }
+                _ if last.response.truncated => {
+                    stopped = Some(format!(
+                        "page {} is longer than this server reads (--max-read-bytes), so its \
+                         next page is not known: ask for smaller pages",
+                        pages.len()
+                    ));
                     break;
                 }
                 (None, _) => {

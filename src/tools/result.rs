@@ -139,8 +139,9 @@ pub fn finish(
         Some(_) => c.pointer.is_empty(),
         None => list.as_deref() == Some(c.pointer.as_str()),
     };
+    let get = op.method == crate::spec::Method::Get;
     let (next, resumes) = match &fitted.cut {
-        Some(c) if item_wise && listed(c) && c.total == total_items => {
+        Some(c) if get && item_wise && listed(c) && c.total == total_items => {
             let (k, index) = locate(&spans, c.shown);
             let span = &spans[k];
             let (query, skip) = paging::resume(

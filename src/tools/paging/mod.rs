@@ -23,7 +23,7 @@ const MAX_SHOWN: usize = 512;
 
 /// What a response says of the page after it.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Next {
+pub enum Next {
     /// The query of the next page.
     Query(Map<String, Value>),
     /// No page after this one.
@@ -72,7 +72,7 @@ impl Continuation {
 
 /// How a page is started at one of its items (after a cut).
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Resume {
+pub enum Resume {
     /// The cursor `param` set to the `key` of the item before (Stripe's `starting_after`).
     AfterItem {
         param: &'static str,
@@ -86,7 +86,7 @@ pub(crate) enum Resume {
 
 /// The paging of one page: by which convention, what is next, how to resume inside it.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Paging {
+pub struct Paging {
     /// The convention's (or extension's) name; `none` when the response shows nothing.
     pub by: &'static str,
     pub next: Next,
@@ -112,13 +112,13 @@ impl Seen<'_> {
 }
 
 /// The pointer of a page's item list the operation's pagination extension names, if any.
-pub(crate) fn declared_list(op: &Operation) -> Option<String> {
+pub fn declared_list(op: &Operation) -> Option<String> {
     extensions::declared(op)?.ok()?.results
 }
 
 /// The paging of a 2xx response to `request` (sent with the query `sent`), whose item list
 /// is at `list`.
-pub(crate) fn paging(
+pub fn paging(
     op: &Operation,
     request: &Url,
     sent: &Map<String, Value>,
@@ -263,7 +263,7 @@ const PAGE_CHOOSERS: [&str; 12] = [
 
 /// The query and `skipItems` that start a page fetched with `query` (and `skipped` items
 /// skipped) at its item `index`; `before` is the cursor (`key`) of the item just before it.
-pub(crate) fn resume(
+pub fn resume(
     how: &Resume,
     query: &Map<String, Value>,
     skipped: usize,
