@@ -3,11 +3,14 @@
 //! (draft 2020-12) validates them as the document means, lenient coercion of string-typed
 //! scalars, and validation reporting every violation with its JSON pointer.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use super::operation::{Operation, ParamIn};
 use super::refs::{self, follow};
+use super::security::SchemeKind;
 
 /// One reason the arguments do not match the operation's schema.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -28,9 +31,10 @@ pub fn section(location: ParamIn) -> &'static str {
 }
 
 /// The JSON Schema of `{pathParams, query, headers, body}` for `op`, with `$ref`s as in the
-/// document. Header parameters are never required here: configured upstream credentials may
-/// supply them (the request builder checks what is still missing).
-pub fn schema(op: &Operation) -> Value {
+/// document. Header parameters, and query parameters that are credentials
+/// ([`super::security::credential_param`]), are never required here: configured upstream
+/// credentials may supply them (the request builder checks what is still missing).
+pub fn schema(op: &Operation, schemes: &BTreeMap<String, SchemeKind>) -> Value {
     let mut properties = Map::new();
     let mut required = Vec::new();
     for location in [ParamIn::Path, ParamIn::Query, ParamIn::Header] {
@@ -46,7 +50,10 @@ pub fn schema(op: &Operation) -> Value {
         let mut req = Vec::new();
         for p in &params {
             props.insert(p.name.clone(), p.schema.clone());
-            if p.required && location != ParamIn::Header {
+            if p.required
+                && location != ParamIn::Header
+                && super::security::credential_param(schemes, op, p).is_none()
+            {
                 req.push(Value::String(p.name.clone()));
             }
         }
@@ -159,8 +166,12 @@ pub(crate) struct ArgsValidator {
 impl ArgsValidator {
     /// Bundles the operation's argument schema against `root`, normalizes and compiles it.
     /// Patterns the regex engine rejects are dropped rather than failing the whole operation.
-    pub fn build(root: &Value, op: &Operation) -> ArgsValidator {
-        let mut bundled = refs::bundle_schema(root, &schema(op));
+    pub fn build(
+        root: &Value,
+        schemes: &BTreeMap<String, SchemeKind>,
+        op: &Operation,
+    ) -> ArgsValidator {
+        let mut bundled = refs::bundle_schema(root, &schema(op, schemes));
         normalize(&mut bundled);
         let compile = |s: &Value| {
             jsonschema::options()
@@ -269,9 +280,12 @@ fn strip_key(v: &mut Value, key: &str) {
     }
 }
 
-/// Turns string values of scalar parameters into the number or boolean their schema asks for
-/// (`"42"` → `42` for an integer path parameter), since agents often send path and query
-/// values as strings. Leaves anything it cannot convert for validation to report.
+/// Loosens path, query and header values (the wire is text there, so the request is the same)
+/// into what their schema asks for, since agents write them either way: `"42"` → `42` for an
+/// integer, `"true"` → `true` for a boolean, `5` → `"5"` for a string, and one value where
+/// the schema is a list of scalars → a list of one (`status: "available"` for petstore's
+/// `findByStatus`), each item loosened the same way. Anything it cannot convert is left for
+/// validation to report. Bodies are never touched: there the JSON is what is sent.
 pub(crate) fn coerce(root: &Value, op: &Operation, args: &mut Value) {
     for p in &op.parameters {
         let Some(slot) = args
@@ -281,26 +295,59 @@ pub(crate) fn coerce(root: &Value, op: &Operation, args: &mut Value) {
             continue;
         };
         let (schema, _) = follow(root, &p.schema);
-        let ty = schema_type(schema);
-        if let Value::String(s) = slot {
-            let s = s.trim();
-            let converted = match ty.as_deref() {
-                Some("integer") => s.parse::<i64>().ok().map(Value::from),
-                Some("number") => s
+        match schema_type(schema).as_deref() {
+            Some("array") => {
+                let items = schema.get("items").map(|i| follow(root, i).0);
+                let Some(item_type) = items.and_then(schema_type).filter(|t| is_scalar(t)) else {
+                    continue;
+                };
+                if is_scalar_value(slot) {
+                    let one = std::mem::take(slot);
+                    *slot = Value::Array(vec![one]);
+                }
+                if let Value::Array(list) = slot {
+                    list.iter_mut().for_each(|v| coerce_scalar(&item_type, v));
+                }
+            }
+            Some(t) => coerce_scalar(t, slot),
+            None => {}
+        }
+    }
+}
+
+fn is_scalar(ty: &str) -> bool {
+    matches!(ty, "string" | "integer" | "number" | "boolean")
+}
+
+fn is_scalar_value(v: &Value) -> bool {
+    matches!(v, Value::String(_) | Value::Number(_) | Value::Bool(_))
+}
+
+/// `v` as the scalar type `ty` asks for, when the text on the wire is the same.
+fn coerce_scalar(ty: &str, v: &mut Value) {
+    let converted = match (ty, &*v) {
+        ("integer", Value::String(s)) => s.trim().parse::<i64>().ok().map(Value::from),
+        // `"10"` stays the integer 10: as f64 it would go out as `10.0`.
+        ("number", Value::String(s)) => {
+            s.trim().parse::<i64>().ok().map(Value::from).or_else(|| {
+                s.trim()
                     .parse::<f64>()
                     .ok()
-                    .and_then(|f| serde_json::Number::from_f64(f).map(Value::Number)),
-                Some("boolean") => match s {
-                    "true" => Some(Value::Bool(true)),
-                    "false" => Some(Value::Bool(false)),
-                    _ => None,
-                },
-                _ => None,
-            };
-            if let Some(c) = converted {
-                *slot = c;
-            }
+                    .filter(|f| f.is_finite())
+                    .and_then(|f| serde_json::Number::from_f64(f).map(Value::Number))
+            })
         }
+        ("boolean", Value::String(s)) => match s.trim() {
+            "true" => Some(Value::Bool(true)),
+            "false" => Some(Value::Bool(false)),
+            _ => None,
+        },
+        ("string", Value::Number(n)) => Some(Value::String(n.to_string())),
+        ("string", Value::Bool(b)) => Some(Value::String(b.to_string())),
+        _ => None,
+    };
+    if let Some(c) = converted {
+        *v = c;
     }
 }
 
@@ -319,6 +366,91 @@ fn schema_type(schema: &Value) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each row: a query parameter's schema, the value given, the value validated and sent.
+    #[test]
+    fn parameters_are_loosened_where_the_wire_is_text_and_bodies_are_not() {
+        let rows = [
+            // petstore findByStatus
+            (
+                json!({"type": "array", "items": {"type": "string", "enum": ["available"]}}),
+                json!("available"),
+                json!(["available"]),
+            ),
+            (
+                json!({"type": "array", "items": {"type": "string"}}),
+                json!(["a", "b"]),
+                json!(["a", "b"]),
+            ),
+            (
+                json!({"type": "array", "items": {"type": "integer"}}),
+                json!("5"),
+                json!([5]),
+            ),
+            (
+                json!({"type": "array", "items": {"type": "integer"}}),
+                json!(["5", 6]),
+                json!([5, 6]),
+            ),
+            (
+                json!({"type": "array", "items": {"type": "string"}}),
+                json!(5),
+                json!(["5"]),
+            ),
+            (
+                json!({"type": "array", "items": {"$ref": "#/components/schemas/Id"}}),
+                json!("7"),
+                json!([7]),
+            ),
+            // A list of objects takes no single value; a non-scalar stays for validation.
+            (
+                json!({"type": "array", "items": {"type": "object"}}),
+                json!("x"),
+                json!("x"),
+            ),
+            (
+                json!({"type": "array", "items": {"type": "string"}}),
+                json!({"a": 1}),
+                json!({"a": 1}),
+            ),
+            (
+                json!({"type": "array", "items": {"type": "string"}}),
+                Value::Null,
+                Value::Null,
+            ),
+            (json!({"type": "integer"}), json!(" 42 "), json!(42)),
+            (json!({"type": "integer"}), json!("4.5"), json!("4.5")),
+            (
+                json!({"type": ["number", "null"]}),
+                json!("0.5"),
+                json!(0.5),
+            ),
+            (json!({"type": "number"}), json!("NaN"), json!("NaN")),
+            (json!({"type": "boolean"}), json!("true"), json!(true)),
+            (json!({"type": "boolean"}), json!("yes"), json!("yes")),
+            (json!({"type": "string"}), json!(5), json!("5")),
+            (json!({"type": "string"}), json!(false), json!("false")),
+            (json!({"type": "string"}), json!(["a"]), json!(["a"])),
+            (json!({}), json!(5), json!(5)),
+        ];
+        for (schema, given, want) in rows {
+            let doc = json!({
+                "openapi": "3.0.3", "info": {"title": "t", "version": "1"},
+                "paths": {"/x": {"post": {"operationId": "x",
+                    "parameters": [{"name": "q", "in": "query", "schema": schema}],
+                    "requestBody": {"content": {"application/json": {"schema": {
+                        "type": "object", "properties": {"q": schema}}}}},
+                    "responses": {"200": {"description": "ok"}}}}},
+                "components": {"schemas": {"Id": {"type": "integer"}}},
+            });
+            let spec = crate::spec::Spec::from_bytes(doc.to_string().as_bytes(), "t.json").unwrap();
+            let op = spec.get("x").unwrap();
+            let mut args = json!({"query": {"q": given}, "body": {"q": given}});
+            coerce(spec.root(), op, &mut args);
+            assert_eq!(args["query"]["q"], want, "{schema} {given}");
+            assert_eq!(args["body"]["q"], given, "a body stays as given: {schema}");
+        }
+    }
 
     #[test]
     fn openapi_30_quirks_become_2020_12() {

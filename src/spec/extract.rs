@@ -349,6 +349,7 @@ impl Ctx<'_> {
                 .map(|(ct, m)| MediaType {
                     content_type: ct.clone(),
                     schema: m.get("schema").cloned().unwrap_or_else(|| json!({})),
+                    part_types: part_types(m.get("encoding")),
                 })
                 .collect(),
             _ => Vec::new(),
@@ -417,6 +418,21 @@ impl Ctx<'_> {
             })
             .collect()
     }
+}
+
+/// The `contentType` each field of a media type's `encoding` object names (fields without one
+/// are left out). The text stays as written; `upstream::upload` reads it.
+fn part_types(encoding: Option<&Value>) -> Vec<(String, String)> {
+    let Some(Value::Object(fields)) = encoding else {
+        return Vec::new();
+    };
+    fields
+        .iter()
+        .filter_map(|(name, e)| {
+            let ct = e.get("contentType")?.as_str()?.trim();
+            (!ct.is_empty()).then(|| (name.clone(), ct.to_string()))
+        })
+        .collect()
 }
 
 /// Server URLs of an OpenAPI 3 `servers` array, with variables replaced by their defaults.

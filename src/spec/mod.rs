@@ -22,14 +22,16 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-pub use args::{Violation, violations};
+pub use args::{Violation, section, violations};
 pub use describe::{BodyView, Detail, OperationView, ParameterView};
 pub use method::{Method, NotAMethod};
 pub use operation::{Dialect, MediaType, Operation, ParamIn, Parameter, RequestBody, Response};
 pub use paths::match_template;
 pub(crate) use refs::InlineBudget;
 pub use remote::{FetchPolicy, parse_origin};
-pub use security::{KeyIn, SchemeKind, alternatives as security_alternatives};
+pub use security::{
+    CREDENTIAL_NAMES, CredentialParam, KeyIn, SchemeKind, alternatives as security_alternatives,
+};
 pub use source::DEFAULT_MAX_SPEC_BYTES;
 pub(crate) use source::Location;
 
@@ -331,7 +333,12 @@ impl Spec {
     /// The JSON Schema of `api_execute`'s `{pathParams, query, headers, body}` for `op`, with
     /// the document's `$ref`s (see [`Spec::describe`] for an inlined view).
     pub fn args_schema(&self, op: &Operation) -> Value {
-        args::schema(op)
+        args::schema(op, &self.security_schemes)
+    }
+
+    /// Whether the parameter `p` of `op` is a credential (see [`security::credential_param`]).
+    pub fn credential_param(&self, op: &Operation, p: &Parameter) -> Option<CredentialParam> {
+        security::credential_param(&self.security_schemes, op, p)
     }
 
     /// Coerces string scalars where the schema wants numbers/booleans, then validates `args`
@@ -345,7 +352,7 @@ impl Spec {
             }];
         };
         self.validators[i]
-            .get_or_init(|| args::ArgsValidator::build(&self.root, op))
+            .get_or_init(|| args::ArgsValidator::build(&self.root, &self.security_schemes, op))
             .validate(args)
     }
 
@@ -469,7 +476,7 @@ mod tests {
                         op.id
                     );
                 }
-                let args = args::schema(op);
+                let args = args::schema(op, &spec.security_schemes);
                 assert_eq!(
                     refs::bundle_schema(spec.root(), &args),
                     refs::bundle_schema(&whole, &args),

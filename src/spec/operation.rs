@@ -71,6 +71,9 @@ pub struct Parameter {
 pub struct MediaType {
     pub content_type: String,
     pub schema: Value,
+    /// The media types the `encoding` object names for fields of a multipart or form body
+    /// (`encoding.{field}.contentType`, as written: may be a list or a range), by field.
+    pub part_types: Vec<(String, String)>,
 }
 
 /// An operation's request body.

@@ -91,6 +91,7 @@ fn media_types(types: Vec<String>, schema: &Value) -> Vec<MediaType> {
         .map(|content_type| MediaType {
             content_type,
             schema: schema.clone(),
+            part_types: Vec::new(),
         })
         .collect()
 }

@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use super::defs::{self, DEFAULT_LIMIT, MAX_LIMIT};
+use super::defs::{self, DEFAULT_LIMIT, MAX_LIMIT, MAX_SKIP_ITEMS};
 use super::select::MAX_SELECT_BYTES;
 use super::{Tool, ToolError};
 use crate::spec::{Detail, Method, OperationName, Violation};
@@ -104,6 +104,11 @@ pub struct ExecuteArgs {
     /// How many pages to follow (GET only; default 1, at most `--max-pages`).
     #[serde(default)]
     pub pages: Option<usize>,
+    /// Items of the first page's list to leave out before `select` and the budget: how a
+    /// result's `next` resumes inside a page after a cut (GET only, at most
+    /// [`MAX_SKIP_ITEMS`]).
+    #[serde(default)]
+    pub skip_items: Option<usize>,
 }
 
 /// Size caps on the arguments that drive matching, ranking and embedding, checked right after
@@ -195,6 +200,14 @@ impl InputLimits {
                      last page instead",
                     self.max_pages
                 ),
+            ));
+        }
+        if let Some(n) = a.skip_items
+            && n > MAX_SKIP_ITEMS
+        {
+            over.push(at(
+                "/skipItems",
+                &format!("{n} items, over the limit of {MAX_SKIP_ITEMS}"),
             ));
         }
         for (part, map) in [

@@ -8,6 +8,9 @@ use super::output::output_schema;
 use super::select::MAX_SELECT_BYTES;
 use crate::spec::Method;
 
+/// The most items `skipItems` may leave out: more than any page of a real API holds.
+pub const MAX_SKIP_ITEMS: usize = 100_000;
+
 /// Default and maximum `limit` of `api_discover`.
 pub(crate) const DEFAULT_LIMIT: usize = 10;
 pub(crate) const MAX_LIMIT: usize = 50;
@@ -69,7 +72,9 @@ pub fn input_schema(tool: Tool) -> Value {
             "select": {"type": "string", "maxLength": MAX_SELECT_BYTES,
                 "description": "A JMESPath expression applied to a 2xx response body before it is cut to the budget, to keep only what you need: e.g. [].{number: number, title: title} for a list of issues, or data[?amount > `1000`].id for the ids of Stripe charges over 1000 (JMESPath literals go in backticks). With `pages`, it runs over all pages' items as one list."},
             "pages": {"type": "integer", "minimum": 1, "default": 1,
-                "description": "GET only: follow this many pages (at most the server's --max-pages, 10 by default) and return their items as one list; each page is its own request. The result's `next` continues after the last page."}
+                "description": "GET only: follow this many pages (at most the server's --max-pages, 10 by default) and return their items as one list; each page is its own request. The result's `next` continues after the last page."},
+            "skipItems": {"type": "integer", "minimum": 0, "maximum": MAX_SKIP_ITEMS,
+                "description": "GET only: leave out this many items at the start of the (first) page's list. A result's `next` sets it to resume inside a page after a cut; you rarely set it yourself."}
         })),
     }
 }

@@ -16,7 +16,7 @@ mod ops;
 pub mod output;
 mod overview;
 mod page;
-mod pages;
+mod paging;
 mod resolve;
 mod result;
 pub mod select;
@@ -306,16 +306,30 @@ impl Engine {
                 break;
             }
             let last = pages.last().expect("the first page is there");
-            let args = match (&last.list, last.next_args(apis, None, 1)) {
-                _ if !last.response.ok => {
+            if !last.response.ok {
+                stopped = Some(format!(
+                    "page {}: the API answered HTTP {}",
+                    pages.len(),
+                    last.response.status
+                ));
+                break;
+            }
+            let next = last.paging.as_ref().map(|p| &p.next);
+            let args = match (&last.list, next) {
+                (Some(_), Some(paging::Next::Query(q))) => {
+                    page::args_for(apis, &last.planned, q.clone(), 0, None, 1)
+                }
+                (_, Some(paging::Next::Unmapped(c))) => {
+                    stopped = Some(format!("page {}: {}", pages.len(), c.says()));
+                    break;
+                }
+                (None, _) => {
                     stopped = Some(format!(
-                        "page {}: the API answered HTTP {}",
-                        pages.len(),
-                        last.response.status
+                        "page {} holds no list to page through",
+                        pages.len()
                     ));
                     break;
                 }
-                (Some(_), Some(args)) => args,
                 _ => {
                     stopped = Some("the API shows no next page".to_string());
                     break;

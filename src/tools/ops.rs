@@ -62,6 +62,8 @@ pub struct Planned {
     pub select: Option<Select>,
     /// How many pages to follow (1 unless `pages` was given, GET only).
     pub pages: usize,
+    /// Items of the first page's list left out (`skipItems`).
+    pub skip_items: usize,
 }
 
 impl Planned {
@@ -148,7 +150,7 @@ pub fn prepare(
         }
         Parsed::Execute { args, found } => {
             let found = permitted(engine, apis, principal, &args.target, found)?;
-            let planned = plan(engine, apis, *args, found)?;
+            let planned = plan(engine, apis, principal, *args, found)?;
             let api = &apis.list[planned.api];
             let op = &api.spec.operations[planned.op];
             super::method_override::check(api, principal, op, &planned.request)?;
@@ -208,6 +210,7 @@ fn media_choices(
 fn plan(
     engine: &Engine,
     apis: &Apis,
+    principal: &Principal,
     args: ExecuteArgs,
     found: Found,
 ) -> Result<Planned, ToolError> {
@@ -220,6 +223,7 @@ fn plan(
         dry_run,
         select,
         pages,
+        skip_items,
     } = args;
     // Before anything is sent: a bad expression or page count costs no request.
     let select = select
@@ -227,19 +231,21 @@ fn plan(
         .map(Select::parse)
         .transpose()
         .map_err(|e| select_error(&e))?;
-    if let Some(n) = pages
-        && op.method != Method::Get
-    {
-        return Err(ToolError::invalid(
-            format!(
-                "`pages` follows the pages of a list and works with GET only; {} is {}",
-                op.id, op.method
-            ),
-            vec![Violation {
-                pointer: "/pages".into(),
-                message: format!("GET only, and {} is {} (pages: {n})", op.id, op.method),
-            }],
-        ));
+    for (name, n) in [("pages", pages), ("skipItems", skip_items)] {
+        if let Some(n) = n
+            && op.method != Method::Get
+        {
+            return Err(ToolError::invalid(
+                format!(
+                    "`{name}` works on the pages of a list, with GET only; {} is {}",
+                    op.id, op.method
+                ),
+                vec![Violation {
+                    pointer: format!("/{name}"),
+                    message: format!("GET only, and {} is {} ({name}: {n})", op.id, op.method),
+                }],
+            ));
+        }
     }
     let media = media_choices(op, call.content_type.as_deref(), call.accept.as_deref());
     if !media.is_empty() {
@@ -310,6 +316,7 @@ fn plan(
             (declared.unwrap_or(k), v)
         })
         .collect();
+    credential_args(apis, api, principal, op, &mut call)?;
     // Bytes (`{"base64": …}`, `{"file": …}`) leave the body here; it keeps a placeholder.
     let binary = super::upload::extract(
         engine,
@@ -354,7 +361,73 @@ fn plan(
         dry_run,
         select,
         pages: pages.unwrap_or(1).max(1),
+        skip_items: skip_items.unwrap_or(0),
     })
+}
+
+/// The operation's credential parameters (`credentials::credential_params`) in `call`: the
+/// agent's value for one a configured credential stands for is refused (it would replace
+/// the configured credential, or go beside it), a required one neither given nor supplied is
+/// an error that says what the operator configures, and the builder learns which are
+/// supplied (`CallArgs::supplied`).
+fn credential_args(
+    apis: &Apis,
+    api: &crate::apis::Api,
+    principal: &Principal,
+    op: &Operation,
+    call: &mut CallArgs,
+) -> Result<(), ToolError> {
+    let used = super::credentials::credential_params(apis, api, principal, op);
+    let given = |call: &CallArgs, p: &crate::spec::Parameter| match p.location {
+        ParamIn::Header => call.headers.keys().any(|k| k.eq_ignore_ascii_case(&p.name)),
+        ParamIn::Query => call.query.contains_key(&p.name),
+        _ => false,
+    };
+    let refused: Vec<Violation> = used
+        .iter()
+        .filter(|c| c.supplied && given(call, c.param))
+        .map(|c| Violation {
+            pointer: format!(
+                "/{}/{}",
+                crate::spec::section(c.param.location),
+                c.param.name.replace('~', "~0").replace('/', "~1")
+            ),
+            message: "a credential: the server sends the operator's configured credential \
+                      instead; leave it out"
+                .into(),
+        })
+        .collect();
+    if !refused.is_empty() {
+        return Err(ToolError::invalid(
+            format!(
+                "{} cannot be set by the agent: {} gets its credential from the server's \
+                 configured credentials, which nothing the agent sends replaces; leave {} out",
+                refused
+                    .iter()
+                    .map(|v| v.pointer.trim_start_matches('/').replacen('/', ".", 1))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                op.id,
+                if refused.len() == 1 { "it" } else { "them" },
+            ),
+            refused,
+        ));
+    }
+    for c in &used {
+        if c.param.required
+            && !c.supplied
+            && !given(call, c.param)
+            && let Some(e) = super::credentials::missing_credential(api, op, c)
+        {
+            return Err(e);
+        }
+    }
+    call.supplied = used
+        .iter()
+        .filter(|c| c.supplied)
+        .map(|c| (c.param.location, c.param.name.clone()))
+        .collect();
+    Ok(())
 }
 
 /// Validates the request parts against the operation's schema, in place: the schema (and the
@@ -508,6 +581,25 @@ pub(super) async fn done(
             if let Some(security) = security_view(api, to, principal, op) {
                 operation.security = Some(security);
             }
+            // A credential parameter a configured credential stands for is not the agent's to
+            // give: it leaves `parameters`, and `security` says the server supplies it.
+            let used = super::credentials::credential_params(apis, api, principal, op);
+            if let Some(shown) = super::credentials::supplied_view(&used) {
+                operation.parameters.retain(|v| {
+                    !used.iter().any(|c| {
+                        c.supplied
+                            && c.param.location.as_str() == v.location
+                            && c.param.name == v.name
+                    })
+                });
+                let security = operation.security.get_or_insert_with(|| {
+                    json!({"supplied": true, "note": "apigate adds these credentials to the call; \
+                        do not send them yourself"})
+                });
+                if let Value::Object(fields) = security {
+                    fields.insert("suppliedParameters".into(), shown);
+                }
+            }
             let select = super::select::lesson(&operation.responses);
             Ok(Output::Schema(Box::new(SchemaResult {
                 operation,
@@ -545,31 +637,8 @@ fn security_view(
     op: &Operation,
 ) -> Option<Value> {
     let alternatives = crate::spec::security_alternatives(op.security.as_ref())?;
-    let cfg = api.upstream.config();
     // Only the headers stored for this API count: the others never go to it.
-    let session_sets = |name: &str| {
-        principal.upstream.as_ref().is_some_and(|u| {
-            u.for_call(to)
-                .any(|(n, _)| n.as_str().eq_ignore_ascii_case(name))
-        })
-    };
-    let sets = |name: &str| cfg.is_credential(name) || session_sets(name);
-    let supplied = |scheme: &str| -> bool {
-        if cfg.schemes.get(scheme).is_some() {
-            return true;
-        }
-        match api.spec.security_schemes.get(scheme) {
-            Some(k) if k.uses_authorization() => {
-                api.upstream.oauth().is_some() || sets("authorization")
-            }
-            Some(crate::spec::SchemeKind::ApiKey { location, name }) => match location {
-                crate::spec::KeyIn::Header => sets(name),
-                crate::spec::KeyIn::Cookie => sets("cookie"),
-                crate::spec::KeyIn::Query => false,
-            },
-            _ => false,
-        }
-    };
+    let supplied = |scheme: &str| super::credentials::scheme_supplied(api, principal, to, scheme);
     if alternatives.is_empty() || alternatives.iter().any(Vec::is_empty) {
         return Some(json!({"needed": false}));
     }

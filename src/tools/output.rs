@@ -127,6 +127,9 @@ pub struct ExecuteResult {
     /// The exact api_execute arguments for the next page (from the Link header or a cursor in
     /// the body): call api_execute with them as they are.
     pub next: Option<Map<String, Value>>,
+    /// The API shows a next page that api_execute cannot ask for (the operation declares no
+    /// parameter for it): where, its value, and why; there are more items than shown.
+    pub continuation: Option<super::paging::Continuation>,
     /// With `pages`: how many were fetched, and `stoppedBecause` when fewer than asked.
     pub pages: Option<PagesFetched>,
     /// `NAME:operationId` when the server serves several APIs.

@@ -1,6 +1,7 @@
 //! One page of an `api_execute` call: sending the planned request with its credentials,
-//! reading the answer whole (up to `--max-read-bytes`, scrubbed), and where the next page is
-//! (`pages.rs`), as the arguments of the same operation. The pipeline (`tools/mod.rs`) fetches
+//! reading the answer whole (up to `--max-read-bytes`, scrubbed), its first items left out
+//! (`skipItems`), and where the next page is (`paging`), as the arguments of the same
+//! operation. The pipeline (`tools/mod.rs`) fetches
 //! each page as a call of its own; `result.rs` makes them one result.
 
 use std::sync::Arc;
@@ -9,6 +10,7 @@ use serde_json::{Map, Value};
 
 use super::credentials::{call_credentials, credential_sources};
 use super::ops::{Planned, send_failure};
+use super::paging::{self, Next, Paging};
 use super::{Code, Engine, ToolError};
 use crate::apis::Apis;
 use crate::auth::Principal;
@@ -47,8 +49,12 @@ pub struct Page {
     pub secrets: Arc<Secrets>,
     /// The pointer of the body's list, if it is one.
     pub list: Option<String>,
-    /// The query of the next page, when the response shows one.
-    pub next: Option<Map<String, Value>>,
+    /// Where the next page is and how to resume inside this one (a whole 2xx answer only).
+    pub paging: Option<Paging>,
+    /// Items left out at the start of the list (`skipItems`).
+    pub skipped: usize,
+    /// Items of the list after those left out.
+    pub items: usize,
     /// The bytes of a binary answer, which travel beside the result (image or resource link).
     pub binary: Option<super::BinaryOut>,
 }
@@ -63,31 +69,50 @@ impl Page {
         select: Option<&str>,
         pages: usize,
     ) -> Option<Map<String, Value>> {
-        let query = self.next.clone()?;
-        let p = &self.planned;
-        let mut args = Map::new();
-        args.insert("operationId".into(), Value::String(apis.shown_id(p.at())));
-        if !p.call.path_params.is_empty() {
-            args.insert(
-                "pathParams".into(),
-                Value::Object(p.call.path_params.clone()),
-            );
+        match &self.paging.as_ref()?.next {
+            Next::Query(q) => Some(args_for(apis, &self.planned, q.clone(), 0, select, pages)),
+            _ => None,
         }
-        args.insert("query".into(), Value::Object(query));
-        if !p.call.headers.is_empty() {
-            args.insert("headers".into(), Value::Object(p.call.headers.clone()));
-        }
-        if let Some(a) = &p.call.accept {
-            args.insert("accept".into(), Value::String(a.clone()));
-        }
-        if let Some(s) = select {
-            args.insert("select".into(), Value::String(s.to_string()));
-        }
-        if pages > 1 {
-            args.insert("pages".into(), Value::from(pages));
-        }
-        Some(args)
     }
+}
+
+/// The `api_execute` arguments of the planned call's operation with `query`, `skip` items
+/// left out, and `select` and `pages` as given.
+pub(crate) fn args_for(
+    apis: &Apis,
+    p: &Planned,
+    query: Map<String, Value>,
+    skip: usize,
+    select: Option<&str>,
+    pages: usize,
+) -> Map<String, Value> {
+    let mut args = Map::new();
+    args.insert("operationId".into(), Value::String(apis.shown_id(p.at())));
+    if !p.call.path_params.is_empty() {
+        args.insert(
+            "pathParams".into(),
+            Value::Object(p.call.path_params.clone()),
+        );
+    }
+    if !query.is_empty() {
+        args.insert("query".into(), Value::Object(query));
+    }
+    if !p.call.headers.is_empty() {
+        args.insert("headers".into(), Value::Object(p.call.headers.clone()));
+    }
+    if let Some(a) = &p.call.accept {
+        args.insert("accept".into(), Value::String(a.clone()));
+    }
+    if let Some(s) = select {
+        args.insert("select".into(), Value::String(s.to_string()));
+    }
+    if pages > 1 {
+        args.insert("pages".into(), Value::from(pages));
+    }
+    if skip > 0 {
+        args.insert("skipItems".into(), Value::from(skip));
+    }
+    args
 }
 
 /// Sends a planned `api_execute` request and reads its answer (one page) within the call's
@@ -145,41 +170,51 @@ pub(super) async fn fetch(
         Some(b) => super::binary_out::deliver(engine, owner, &b, &mut response.body).await,
         None => None,
     };
-    let list = if response.ok && !response.truncated {
-        crate::upstream::list_pointer(&response.body)
-    } else {
-        None
-    };
-    let next = if response.ok && !response.truncated {
-        super::pages::next_query(
+    let whole = response.ok && !response.truncated;
+    let list = whole
+        .then(|| {
+            paging::declared_list(op)
+                .filter(|l| response.body.pointer(l).is_some_and(Value::is_array))
+                .or_else(|| crate::upstream::list_pointer(&response.body))
+        })
+        .flatten();
+    // `skipItems`: the first items of the list, left out before anything else sees them.
+    let mut skipped = 0;
+    let mut items = 0;
+    if let Some(Value::Array(a)) = list.as_deref().and_then(|l| response.body.pointer_mut(l)) {
+        skipped = planned.skip_items.min(a.len());
+        a.drain(..skipped);
+        items = a.len();
+    }
+    let paging = whole.then(|| {
+        let mut paging = paging::paging(
             op,
             planned.request.url(),
             &planned.call.query,
             &response.headers,
             &response.body,
             list.as_deref(),
-        )
-        .and_then(|q| valid_query(&api.spec, &planned, q))
-    } else {
-        None
-    };
+        );
+        if let Next::Query(q) = &paging.next {
+            paging.next = valid_next(&api.spec, &planned, q.clone());
+        }
+        paging
+    });
     Ok(Page {
         planned,
         response,
         secrets: fetched.secrets,
         list,
-        next,
+        paging,
+        skipped,
+        items,
         binary,
     })
 }
 
-/// `query` for the same call, if the operation accepts it: coerced and validated as `plan`
-/// does, so that a `next` is always a call that passes.
-fn valid_query(
-    spec: &crate::spec::Spec,
-    planned: &Planned,
-    query: Map<String, Value>,
-) -> Option<Map<String, Value>> {
+/// The next page's `query` for the same call, coerced and validated as `plan` does, so that a
+/// `next` is always a call that passes; else why not.
+fn valid_next(spec: &crate::spec::Spec, planned: &Planned, query: Map<String, Value>) -> Next {
     let op = &spec.operations[planned.op];
     let mut call = CallArgs {
         path_params: planned.call.path_params.clone(),
@@ -187,8 +222,24 @@ fn valid_query(
         headers: planned.call.headers.clone(),
         ..CallArgs::default()
     };
-    if !super::ops::validate(spec, op, &mut call).is_empty() {
-        return None;
+    let shown = Value::Object(call.query.clone()).to_string();
+    let violations = super::ops::validate(spec, op, &mut call);
+    if let Some(v) = violations.first() {
+        return Next::Unmapped(paging::Continuation::new(
+            "query",
+            &shown,
+            format!(
+                "the next page's query fails the operation's schema at {}: {}",
+                v.pointer, v.message
+            ),
+        ));
     }
-    (call.query != planned.call.query).then_some(call.query)
+    if call.query == planned.call.query {
+        return Next::Unmapped(paging::Continuation::new(
+            "query",
+            &shown,
+            "the next page's query is this page's: following it would loop".into(),
+        ));
+    }
+    Next::Query(call.query)
 }

@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 use super::ops::select_error;
 use super::output::{ExecuteResult, Output, PagesFetched};
 use super::page::Page;
+use super::paging::{self, Next, Resume};
 use super::select::{Room, Select};
 use super::{ToolError, ToolResult};
 use crate::apis::Apis;
@@ -42,6 +43,31 @@ pub fn finish(
     let api = &apis.list[at.api];
     let op = &api.spec.operations[at.op];
     let select = select.as_ref();
+    // Where each page's items start in the joined list, and how to resume inside it.
+    let spans: Vec<Span> = pages
+        .iter()
+        .chain(std::iter::once(&last))
+        .map(|p| Span {
+            query: p.planned.call.query.clone(),
+            skipped: p.skipped,
+            items: p.items,
+            resume: p.paging.as_ref().map_or(Resume::Skip, |g| g.resume.clone()),
+        })
+        .collect();
+    // The items' cursors (Stripe's ids), read before `select` takes the body.
+    let keys: Vec<Value> = match spans.iter().find_map(|s| match &s.resume {
+        Resume::AfterItem { key, .. } => Some(*key),
+        _ => None,
+    }) {
+        Some(key) => pages
+            .iter()
+            .chain(std::iter::once(&last))
+            .filter_map(|p| p.response.body.pointer(p.list.as_deref()?)?.as_array())
+            .flatten()
+            .map(|i| i.get(key).cloned().unwrap_or(Value::Null))
+            .collect(),
+        None => Vec::new(),
+    };
     // The later pages' items join the first's, in order, under the last page's envelope
     // (its `has_more` and cursor are the current ones).
     let mut joined: Vec<Value> = Vec::new();
@@ -57,7 +83,12 @@ pub fn finish(
         }
     }
     let next = last.next_args(apis, select.map(Select::as_str), asked);
+    let continuation = match last.paging.as_ref().map(|p| &p.next) {
+        Some(Next::Unmapped(c)) => Some(c.clone()),
+        _ => None,
+    };
     let Page {
+        planned: last_planned,
         mut response,
         secrets,
         list,
@@ -71,8 +102,11 @@ pub fn finish(
         joined.append(items);
         *items = joined;
     }
+    let total_items: usize = spans.iter().map(|s| s.items).sum();
     let whole = !response.truncated;
     let mut matched_nothing = false;
+    // Whether the n-th element of what is shown is the n-th item of the pages.
+    let mut item_wise = list.is_some();
     if let Some(s) = select
         && response.ok
     {
@@ -85,6 +119,11 @@ pub fn finish(
             .map_err(|e| select_error(&e).with("status", Value::from(response.status)))?;
         secrets.redact_value(&mut response.body);
         matched_nothing = response.body.is_null();
+        item_wise = list.as_deref().is_some_and(|l| s.item_wise(l))
+            && response
+                .body
+                .as_array()
+                .is_some_and(|a| a.len() == total_items);
     }
     let fitted = fit(
         std::mem::take(&mut response.body),
@@ -94,37 +133,36 @@ pub fn finish(
     );
     response.body = fitted.body;
     response.truncated = fitted.truncated;
-    // A cursor that names the last item (Stripe's `starting_after`) resumes right after the
-    // last item shown, so that a cut skips nothing; a page number cannot.
-    let mut next = next;
-    let mut resumes = fitted.cut.is_none();
-    if let (Some(c), Some(n), None) = (&fitted.cut, &mut next, select)
-        && let Some(Value::Object(q)) = n.get_mut("query")
-        && q.contains_key("starting_after")
-    {
-        let last_id = response
-            .body
-            .pointer(&c.pointer)
-            .and_then(Value::as_array)
-            .and_then(|a| a.last())
-            .and_then(|i| i.get("id"))
-            .cloned();
-        if let Some(id) = last_id {
-            q.insert("starting_after".into(), id);
-            resumes = true;
+    // After a cut, `next` starts at the first item not shown: by the API's own cursor or
+    // offset where it has one, else the same page again with the items shown skipped.
+    let listed = |c: &Cut| match select {
+        Some(_) => c.pointer.is_empty(),
+        None => list.as_deref() == Some(c.pointer.as_str()),
+    };
+    let (next, resumes) = match &fitted.cut {
+        Some(c) if item_wise && listed(c) && c.total == total_items => {
+            let (k, index) = locate(&spans, c.shown);
+            let span = &spans[k];
+            let (query, skip) = paging::resume(
+                &span.resume,
+                &span.query,
+                span.skipped,
+                index,
+                c.shown.checked_sub(1).and_then(|i| keys.get(i)),
+            );
+            let args = super::page::args_for(
+                apis,
+                &last_planned,
+                query,
+                skip,
+                select.map(Select::as_str),
+                asked,
+            );
+            (Some(args), true)
         }
-    }
-    // A page number resumes after a cut too, when some page size puts a page boundary right
-    // after the last item shown: the shown items end at offset `o`, and a size `q` dividing `o`
-    // (at least half the items shown, so the pages stay useful) makes page `o / q + 1` start
-    // there. On a first page that is always `q = shown`.
-    if let (Some(c), Some(n), None, false) = (&fitted.cut, &mut next, select, resumes)
-        && let Some(Value::Object(q)) = n.get_mut("query")
-        && let Some(resumed) = resume_page(q, c.shown, fetched)
-    {
-        *q = resumed;
-        resumes = true;
-    }
+        Some(_) => (next, false),
+        None => (next, true),
+    };
     let note = note(
         budget.over().map(ToString::to_string),
         matched_nothing,
@@ -133,12 +171,14 @@ pub fn finish(
         fitted.cut.as_ref(),
         select.is_some(),
         next.is_some().then_some(resumes),
+        continuation.as_ref(),
     );
     Ok(Output::Execute(Box::new(ExecuteResult {
         response,
         cut: fitted.cut,
         note,
         next,
+        continuation,
         pages: (asked > 1).then(|| PagesFetched {
             fetched,
             stopped_because: stopped.filter(|_| fetched < asked),
@@ -149,40 +189,33 @@ pub fn finish(
     })))
 }
 
-/// Names of a page-size query parameter beside `page`.
-const PAGE_SIZES: [&str; 5] = ["per_page", "limit", "page_size", "pageSize", "size"];
+/// One page's place in the joined list.
+struct Span {
+    /// The query it was fetched with.
+    query: Map<String, Value>,
+    /// Items left out at its start (`skipItems`).
+    skipped: usize,
+    /// Items it added to the list.
+    items: usize,
+    resume: Resume,
+}
 
-/// The next page's query after a cut left `shown` items of the `fetched` pages before `query`'s
-/// `page`: the same items from the first one not shown, by a page size that puts a page
-/// boundary there (see `finish`), or `None` when no size of at least half of `shown` does.
-fn resume_page(
-    query: &Map<String, Value>,
-    shown: usize,
-    fetched: usize,
-) -> Option<Map<String, Value>> {
-    let number = |v: &Value| {
-        v.as_u64()
-            .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
-    };
-    let next_page = number(query.get("page")?)?;
-    let (size_name, size) = PAGE_SIZES
-        .iter()
-        .find_map(|n| Some((*n, number(query.get(*n)?)?)))?;
-    let first_page = next_page.checked_sub(fetched as u64)?.max(1);
-    let offset = (first_page - 1)
-        .checked_mul(size)?
-        .checked_add(shown as u64)?;
-    let shown = shown as u64;
-    let q = (shown.div_ceil(2).max(1)..=shown)
-        .rev()
-        .find(|q| offset % q == 0)?;
-    let mut out = query.clone();
-    out.insert("page".into(), Value::from(offset / q + 1));
-    out.insert(size_name.into(), Value::from(q));
-    Some(out)
+/// The page holding the joined list's item `n` (the last page when `n` is past the end),
+/// and the item's index in it.
+fn locate(spans: &[Span], n: usize) -> (usize, usize) {
+    let mut before = 0;
+    for (k, s) in spans.iter().enumerate() {
+        if n < before + s.items {
+            return (k, n - before);
+        }
+        before += s.items;
+    }
+    let k = spans.len().saturating_sub(1);
+    (k, spans.get(k).map_or(0, |s| s.items))
 }
 
 /// The one sentence a result carries when something is not shown.
+#[allow(clippy::too_many_arguments)]
 fn note(
     over: Option<String>,
     matched_nothing: bool,
@@ -191,6 +224,7 @@ fn note(
     cut: Option<&Cut>,
     selected: bool,
     next_resumes: Option<bool>,
+    continuation: Option<&paging::Continuation>,
 ) -> Option<String> {
     if matched_nothing {
         return Some(
@@ -222,8 +256,10 @@ fn note(
         let next = match next_resumes {
             Some(true) => ", or call `next`, which starts right after the last item shown",
             Some(false) => {
-                "; `next` starts after the whole page, so the items not shown are not in it"
+                "; `next` starts after the whole page, so the items not shown are not in it \
+                 (select item by item, e.g. `[].{id: id}`, or ask for smaller pages to reach them)"
             }
+            None if continuation.is_some() => "; `continuation` shows the API's next page",
             None => "",
         };
         let fewer = if selected {
@@ -237,56 +273,12 @@ fn note(
             c.shown, c.total
         ));
     }
-    truncated.then(|| {
-        "The body was cut to fit the response budget: keep only the fields you need with \
-         `select`."
-            .to_string()
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-
-    fn query(v: Value) -> Map<String, Value> {
-        match v {
-            Value::Object(m) => m,
-            _ => unreachable!(),
-        }
-    }
-
-    #[test]
-    fn a_cut_page_resumes_right_after_the_last_item_shown() {
-        // Page 1 of 100, 13 shown: the next 13 start at item 14.
-        let next = query(json!({"per_page": 100, "page": 2, "state": "open"}));
-        assert_eq!(
-            resume_page(&next, 13, 1),
-            Some(query(json!({"per_page": 13, "page": 2, "state": "open"})))
-        );
-        // Pages 1-2 of 30 joined, 40 shown (offset 40): 40 per page, page 2 starts at item 41.
-        let next = query(json!({"per_page": "30", "page": "3"}));
-        assert_eq!(
-            resume_page(&next, 40, 2),
-            Some(query(json!({"per_page": 40, "page": 2})))
-        );
-        // Page 3 of 30, 12 shown: offset 72 = 6 × 12, so 12 per page, page 7.
-        let next = query(json!({"limit": 30, "page": 4}));
-        assert_eq!(
-            resume_page(&next, 12, 1),
-            Some(query(json!({"limit": 12, "page": 7})))
-        );
-        // Page 2 of 100, 11 shown: offset 111 = 3 × 37; no size from 6 to 11 divides it.
-        assert_eq!(
-            resume_page(&query(json!({"per_page": 100, "page": 3})), 11, 1),
-            None
-        );
-        // No page size, or nothing shown: nothing to compute.
-        assert_eq!(resume_page(&query(json!({"page": 2})), 10, 1), None);
-        assert_eq!(
-            resume_page(&query(json!({"per_page": 100, "page": 2})), 0, 1),
-            None
+    if truncated {
+        return Some(
+            "The body was cut to fit the response budget: keep only the fields you need with \
+             `select`."
+                .to_string(),
         );
     }
+    continuation.map(|c| format!("There are more items: {}.", c.says()))
 }

@@ -95,6 +95,38 @@ impl Select {
         self.expression.as_str()
     }
 
+    /// Whether the expression maps the list at JSON pointer `list` item by item, in order, to
+    /// a top-level list (`[].title`, `data[*].{id: id}`): no filter, sort or function around
+    /// it. Its result's `n`th element then comes from the list's `n`th item whenever the two
+    /// lists are as long (a projection drops the items it maps to `null`).
+    pub fn item_wise(&self, list: &str) -> bool {
+        use jmespath::ast::Ast;
+        fn path(ast: &Ast, out: &mut String) -> bool {
+            match ast {
+                Ast::Identity { .. } => true,
+                Ast::Field { name, .. } => {
+                    out.push('/');
+                    out.push_str(&name.replace('~', "~0").replace('/', "~1"));
+                    true
+                }
+                Ast::Subexpr { lhs, rhs, .. } => path(lhs, out) && path(rhs, out),
+                _ => false,
+            }
+        }
+        let Ast::Projection { lhs, rhs, .. } = self.expression.as_ast() else {
+            return false;
+        };
+        if matches!(**rhs, Ast::Condition { .. }) {
+            return false;
+        }
+        let source = match &**lhs {
+            Ast::Flatten { node, .. } => node,
+            other => other,
+        };
+        let mut at = String::new();
+        path(source, &mut at) && at == list
+    }
+
     /// The expression's result on `body` (`null` when nothing matched), taking the body
     /// (its strings move into the expression's data, not copied). The result is built within
     /// `room`: JMESPath shares the values an expression repeats (`[@, @]` holds the body twice

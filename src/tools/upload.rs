@@ -18,7 +18,8 @@ use super::{Engine, ToolError};
 use crate::spec::{MediaType, Operation, Spec, Violation};
 use crate::upstream::choose_media;
 use crate::upstream::upload::{
-    BodyKind, Upload, Uploads, body_kind, check_filename, check_media_type, is_binary_schema,
+    BodyKind, FileField, Upload, Uploads, body_kind, check_filename, check_media_type, file_field,
+    file_items, part_type,
 };
 
 /// The longest name `{"file": NAME}` may give, in bytes.
@@ -284,26 +285,40 @@ fn extract_in(
         BodyKind::Multipart => {
             let mut parts = Vec::new();
             let properties = properties(spec, &media.schema);
+            // A binary string takes a string as the file's bytes; any other file field only a
+            // value written as bytes (a string there is a text part).
+            let takes = |field: FileField, v: &Value| match field {
+                FileField::Binary => v.is_string() || is_binary_value(v),
+                FileField::Accepts => is_binary_value(v),
+                FileField::No => false,
+            };
             if let Value::Object(fields) = value {
                 for (name, v) in fields.iter_mut() {
                     let pointer = format!("/body/{}", escape(name));
                     let schema = properties.iter().find(|(n, _)| n == name).map(|(_, s)| *s);
-                    let items = schema
-                        .map(|s| spec.follow(s))
-                        .and_then(|s| s.get("items"))
-                        .filter(|i| is_binary_schema(spec, i));
-                    let file_like = |v: &Value| v.is_string() || is_binary_value(v);
-                    if schema.is_some_and(|s| is_binary_schema(spec, s)) && file_like(v) {
+                    let field = file_field(spec, media, name, schema);
+                    let items = file_items(spec, media, name, schema);
+                    let typed = |mut u: Upload| {
+                        if u.content_type.is_none() {
+                            u.content_type = part_type(media, name);
+                        }
+                        (name.clone(), u)
+                    };
+                    if takes(field, v) {
                         if let Some(u) = reader.take(&pointer, v, true) {
-                            parts.push((name.clone(), u));
+                            parts.push(typed(u));
                         }
                         *v = Value::String(String::new());
                         out.leaves.push(pointer);
-                    } else if let (Some(_), Value::Array(list)) = (items, &mut *v) {
-                        for (i, item) in list.iter_mut().enumerate().filter(|(_, v)| file_like(v)) {
+                    } else if let (FileField::Binary | FileField::Accepts, Value::Array(list)) =
+                        (items, &mut *v)
+                    {
+                        for (i, item) in
+                            list.iter_mut().enumerate().filter(|(_, v)| takes(items, v))
+                        {
                             let at = format!("{pointer}/{i}");
                             if let Some(u) = reader.take(&at, item, true) {
-                                parts.push((name.clone(), u));
+                                parts.push(typed(u));
                             }
                             *item = Value::String(String::new());
                             out.leaves.push(at);
@@ -312,8 +327,9 @@ fn extract_in(
                         reader.refuse(
                             &pointer,
                             format!(
-                                "{name:?} is not a file field of {} (its schema is not a binary \
-                                 string): bytes go only to file fields",
+                                "{name:?} is not a file field of {}: bytes go only to a field \
+                                 whose schema is a string or says no type, or one the media \
+                                 type's `encoding` gives a contentType",
                                 op.key()
                             ),
                         );

@@ -35,6 +35,25 @@ pub struct CallArgs {
     /// body's JSON holds a placeholder where they go.
     #[serde(skip)]
     pub uploads: Uploads,
+    /// The credential parameters (`spec::CredentialParam`) a credential configured for this
+    /// call stands for (`tools::credentials` decides): never required of the agent, never
+    /// taken from it.
+    #[serde(skip)]
+    pub supplied: Vec<(ParamIn, String)>,
+}
+
+impl CallArgs {
+    /// Whether a configured credential stands for the parameter `name` in `location` (header
+    /// names compared without regard to case).
+    pub fn is_supplied(&self, location: ParamIn, name: &str) -> bool {
+        self.supplied.iter().any(|(l, n)| {
+            *l == location
+                && match location {
+                    ParamIn::Header => n.eq_ignore_ascii_case(name),
+                    _ => n == name,
+                }
+        })
+    }
 }
 
 /// The media type without parameters, lower-case: `application/json; charset=utf-8` →
@@ -123,7 +142,7 @@ pub(crate) fn prepare(
     let method = Method::from(op.method);
     let (origin, base_path) = server(cfg, spec, op)?;
     let path = interpolate(op, &args.path_params)?;
-    let query = query(spec, op, &args.query)?;
+    let query = query(spec, op, args)?;
     let full_path = match format!("{base_path}{path}") {
         p if p.is_empty() => "/".to_string(),
         p => p,
@@ -143,7 +162,7 @@ pub(crate) fn prepare(
             "the path parameters would change the route of the request; pass plain values",
         ));
     }
-    let mut headers = headers(cfg, op, &args.headers)?;
+    let mut headers = headers(cfg, op, args)?;
     let body = body(
         spec,
         op,
@@ -386,11 +405,12 @@ fn declared_properties<'a>(spec: &'a Spec, schema: &'a Value, out: &mut Vec<&'a 
 /// The encoded query string, in the operation's parameter order. An object sent as
 /// `style: form, explode: true` becomes one query parameter per key: only keys its schema
 /// declares pass, so no name the operation does not know (`api_key`, `_method`) reaches the URL.
-fn query(
-    spec: &Spec,
-    op: &Operation,
-    values: &Map<String, Value>,
-) -> Result<String, UpstreamError> {
+/// A parameter a configured credential stands for is neither required nor taken.
+fn query(spec: &Spec, op: &Operation, args: &CallArgs) -> Result<String, UpstreamError> {
+    let values = &args.query;
+    if let Some(name) = values.keys().find(|k| args.is_supplied(ParamIn::Query, k)) {
+        return Err(supplied(op, "query", name));
+    }
     let declared = |name: &str| {
         op.parameters
             .iter()
@@ -431,7 +451,7 @@ fn query(
                 }
             }
             pairs.extend(encode::query_pairs(&p.style, p.explode, &p.name, v));
-        } else if p.required {
+        } else if p.required && !args.is_supplied(ParamIn::Query, &p.name) {
             return Err(invalid(format!(
                 "missing required query parameter query.{}",
                 p.name
@@ -441,13 +461,23 @@ fn query(
     Ok(pairs.join("&"))
 }
 
+/// The agent's value for a parameter a configured credential stands for: refused.
+fn supplied(op: &Operation, section: &str, name: &str) -> UpstreamError {
+    invalid(format!(
+        "{section}.{name}: {} gets this credential from the server's configured credentials; \
+         it cannot be set by the agent, leave it out",
+        op.key()
+    ))
+}
+
 /// The headers the agent set, checked: declared by the operation, not a credential, not
 /// identity or connection headers.
 fn headers(
     cfg: &UpstreamConfig,
     op: &Operation,
-    values: &Map<String, Value>,
+    args: &CallArgs,
 ) -> Result<Vec<(HeaderName, HeaderValue)>, UpstreamError> {
+    let values = &args.headers;
     let declared: Vec<_> = op
         .parameters
         .iter()
@@ -467,6 +497,9 @@ fn headers(
                 "headers.{name}: this header is set by the server's configuration and cannot \
                  be overridden"
             )));
+        }
+        if args.is_supplied(ParamIn::Header, name) {
+            return Err(supplied(op, "headers", name));
         }
         let Some(param) = declared.iter().find(|p| p.name.eq_ignore_ascii_case(name)) else {
             let names: Vec<&str> = declared.iter().map(|p| p.name.as_str()).collect();
@@ -515,7 +548,11 @@ fn headers(
     }
     for p in &declared {
         let given = values.keys().any(|k| k.eq_ignore_ascii_case(&p.name));
-        if p.required && !given && !cfg.is_credential(&p.name) {
+        if p.required
+            && !given
+            && !cfg.is_credential(&p.name)
+            && !args.is_supplied(ParamIn::Header, &p.name)
+        {
             let lower = p.name.to_ascii_lowercase();
             return Err(if headers::is_identity(&lower) {
                 UpstreamError::MissingCredential(format!(

@@ -1,7 +1,9 @@
 //! Bytes an `api_execute` call uploads: a whole binary body (`application/octet-stream`,
 //! `application/zip`, `image/png`, …) or the file parts of a `multipart/form-data` body. What
-//! makes a media type or a schema binary, the checks on a part's filename and media type, and
-//! the short description a dry run shows instead of the bytes. Pure functions; the bytes are
+//! makes a media type or a schema binary, which multipart fields take a file part (any string,
+//! a schema without a type, a field the `encoding` object types) and as what media type, the
+//! checks on a part's filename and media type, and the short description a dry run shows
+//! instead of the bytes. Pure functions; the bytes are
 //! decoded from base64 or read from the operator's upload folder by `tools::upload`.
 
 use bytes::Bytes;
@@ -127,6 +129,89 @@ pub(crate) fn is_binary_schema(spec: &Spec, schema: &Value) -> bool {
     string
         && (s.get("format").and_then(Value::as_str) == Some("binary")
             || (s.get("contentMediaType").is_some() && s.get("contentEncoding").is_none()))
+}
+
+/// Whether a field of a multipart body takes a file part, and in which forms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FileField {
+    /// A binary string ([`is_binary_schema`]): a string value is the file's bytes too.
+    Binary,
+    /// Any other string (Stripe's `file` is `{"type": "string"}`, its format whatever), a
+    /// schema with no type (Discourse's `file` is `{}`), or a field the media type's
+    /// `encoding` names a `contentType` for: a value written as bytes (`{"base64": …}`,
+    /// `{"file": …}`) is a file part, a string stays a text part.
+    Accepts,
+    /// Not a file field: bytes are refused.
+    No,
+}
+
+/// Whether `schema` (a field of a multipart body) may hold a file: a string of any format, or
+/// a schema that says nothing of its type or shape.
+fn may_be_file(spec: &Spec, schema: &Value) -> bool {
+    let s = spec.follow(schema);
+    match s.get("type") {
+        Some(Value::String(t)) => t == "string",
+        Some(Value::Array(ts)) => ts.iter().any(|t| t == "string"),
+        Some(_) => false,
+        None => {
+            const SHAPED: [&str; 9] = [
+                "properties",
+                "additionalProperties",
+                "items",
+                "allOf",
+                "anyOf",
+                "oneOf",
+                "enum",
+                "const",
+                "$ref",
+            ];
+            s.as_object()
+                .is_some_and(|m| !SHAPED.iter().any(|k| m.contains_key(*k)))
+        }
+    }
+}
+
+/// How the multipart field `name` of `media`, declared with `schema` (`None`: undeclared),
+/// takes a file: see [`FileField`].
+pub(crate) fn file_field(
+    spec: &Spec,
+    media: &MediaType,
+    name: &str,
+    schema: Option<&Value>,
+) -> FileField {
+    match schema {
+        Some(s) if is_binary_schema(spec, s) => FileField::Binary,
+        Some(s) if may_be_file(spec, s) => FileField::Accepts,
+        _ if media.part_types.iter().any(|(n, _)| n == name) => FileField::Accepts,
+        _ => FileField::No,
+    }
+}
+
+/// How each item of the multipart array field `name` takes a file (the `encoding` of an array
+/// field applies to each item).
+pub(crate) fn file_items(
+    spec: &Spec,
+    media: &MediaType,
+    name: &str,
+    schema: Option<&Value>,
+) -> FileField {
+    let items = schema.and_then(|s| spec.follow(s).get("items"));
+    match items {
+        Some(i) if is_binary_schema(spec, i) => FileField::Binary,
+        Some(i) if may_be_file(spec, i) => FileField::Accepts,
+        Some(_) if media.part_types.iter().any(|(n, _)| n == name) => FileField::Accepts,
+        _ => FileField::No,
+    }
+}
+
+/// The media type a file part of the field `name` goes out as when the call names none: the
+/// one `encoding.{name}.contentType` names, when it names exactly one concrete type (not a
+/// list such as `image/png, image/jpeg`, nor a range); else `None` (the default,
+/// `application/octet-stream`).
+pub(crate) fn part_type(media: &MediaType, name: &str) -> Option<String> {
+    let (_, declared) = media.part_types.iter().find(|(n, _)| n == name)?;
+    let one = !declared.contains([',', '*']) && check_media_type(declared).is_ok();
+    one.then(|| declared.clone())
 }
 
 /// `Err` with the reason when `name` cannot be a part's filename: empty, over
@@ -353,8 +438,156 @@ mod tests {
             let media = MediaType {
                 content_type: content_type.into(),
                 schema: schema.clone(),
+                part_types: Vec::new(),
             };
             assert_eq!(body_kind(&spec, &media), kind, "{content_type} {schema}");
+        }
+    }
+
+    /// Each row: a field's schema, whether the `encoding` object names a media type for it,
+    /// and how the field and its items take a file.
+    #[test]
+    fn file_fields_are_the_strings_the_specs_write() {
+        use FileField::{Accepts, Binary, No};
+        let doc = json!({
+            "openapi": "3.0.3", "info": {"title": "t", "version": "1"},
+            "paths": {"/x": {"post": {"operationId": "x", "requestBody": {"content": {
+                "multipart/form-data": {"schema": {"properties": {
+                    "a": {"$ref": "#/components/schemas/Bin"},
+                    "b": {"$ref": "#/components/schemas/Text"}}}}}},
+                "responses": {"200": {"description": "ok"}}}}},
+            "components": {"schemas": {"Bin": {"type": "string", "format": "binary"},
+                                       "Text": {"type": "string"}}}
+        });
+        let spec = Spec::from_bytes(doc.to_string().as_bytes(), "t.json").unwrap();
+        let rows = [
+            (
+                json!({"type": "string", "format": "binary"}),
+                false,
+                Binary,
+                No,
+            ),
+            (
+                json!({"$ref": "#/components/schemas/Bin"}),
+                false,
+                Binary,
+                No,
+            ),
+            // Stripe's `file`: RFC 2388 in words only.
+            (
+                json!({"type": "string", "description": "RFC 2388"}),
+                false,
+                Accepts,
+                No,
+            ),
+            (
+                json!({"$ref": "#/components/schemas/Text"}),
+                false,
+                Accepts,
+                No,
+            ),
+            (
+                json!({"type": "string", "format": "byte"}),
+                false,
+                Accepts,
+                No,
+            ),
+            (json!({"type": ["string", "null"]}), false, Accepts, No),
+            // Discourse's `file`: no type at all.
+            (json!({}), false, Accepts, No),
+            (json!({"description": "the file"}), false, Accepts, No),
+            (json!({"type": "integer"}), false, No, No),
+            (json!({"type": "boolean"}), false, No, No),
+            (json!({"type": "object", "properties": {}}), false, No, No),
+            (json!({"properties": {"a": {}}}), false, No, No),
+            (json!({"enum": ["a", "b"]}), false, No, No),
+            (
+                json!({"anyOf": [{"type": "string"}, {"type": "integer"}]}),
+                false,
+                No,
+                No,
+            ),
+            // The OpenAPI Specification's encoding example: an XML part for an object.
+            (
+                json!({"type": "object", "properties": {}}),
+                true,
+                Accepts,
+                No,
+            ),
+            (json!({"type": "integer"}), true, Accepts, No),
+            (
+                json!({"type": "array", "items": {"type": "string", "format": "binary"}}),
+                false,
+                No,
+                Binary,
+            ),
+            (
+                json!({"type": "array", "items": {"type": "string"}}),
+                false,
+                No,
+                Accepts,
+            ),
+            (
+                json!({"type": "array", "items": {"type": "object"}}),
+                false,
+                No,
+                No,
+            ),
+            (
+                json!({"type": "array", "items": {"type": "object"}}),
+                true,
+                Accepts,
+                Accepts,
+            ),
+        ];
+        for (schema, encoded, field, items) in rows {
+            let media = MediaType {
+                content_type: "multipart/form-data".into(),
+                schema: json!({}),
+                part_types: if encoded {
+                    vec![("f".into(), "application/xml".into())]
+                } else {
+                    Vec::new()
+                },
+            };
+            assert_eq!(
+                file_field(&spec, &media, "f", Some(&schema)),
+                field,
+                "{schema}"
+            );
+            assert_eq!(
+                file_items(&spec, &media, "f", Some(&schema)),
+                items,
+                "{schema} items"
+            );
+        }
+        let plain = MediaType {
+            content_type: "multipart/form-data".into(),
+            schema: json!({}),
+            part_types: Vec::new(),
+        };
+        assert_eq!(file_field(&spec, &plain, "f", None), No);
+    }
+
+    #[test]
+    fn a_part_takes_the_one_type_its_encoding_names() {
+        let media = MediaType {
+            content_type: "multipart/form-data".into(),
+            schema: json!({}),
+            part_types: vec![
+                ("history".into(), "application/xml; charset=utf-8".into()),
+                ("image".into(), "image/png, image/jpeg".into()),
+                ("any".into(), "image/*".into()),
+                ("bad".into(), "not a type".into()),
+            ],
+        };
+        let part = |n: &str| part_type(&media, n);
+        assert_eq!(
+            part("history").as_deref(),
+            Some("application/xml; charset=utf-8")
+        );
+        for none in ["image", "any", "bad", "missing"] {
+            assert_eq!(part(none), None, "{none}");
         }
     }
 

@@ -1,0 +1,313 @@
+//! Paging as the real APIs do it: from one response, the exact query of the same operation's
+//! next page, by the operation's pagination extension (`extensions.rs`) or else the table of
+//! conventions (`conventions.rs`: RFC 8288 `Link`, Stripe, Kubernetes, Slack, Google, AWS,
+//! OData, HAL, JSON:API, Twilio, Jira, offsets, page numbers, cursors); and how to start a page
+//! at one of its items after a cut ([`Resume`]): Stripe's cursor from the last item shown, an
+//! offset plus the items shown, or the same page again with the items shown skipped by this
+//! server (`skipItems`). A next page the response shows but the operation cannot ask for is
+//! [`Next::Unmapped`], never the end. Pure: no I/O.
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::{Map, Value};
+use url::Url;
+
+mod conventions;
+mod extensions;
+mod link;
+
+use crate::spec::{Operation, ParamIn};
+
+/// The longest continuation value a result shows.
+const MAX_SHOWN: usize = 512;
+
+/// What a response says of the page after it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Next {
+    /// The query of the next page.
+    Query(Map<String, Value>),
+    /// No page after this one.
+    End,
+    /// A next page this server cannot ask for.
+    Unmapped(Continuation),
+}
+
+/// A next page the response shows and the operation's arguments cannot express.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct Continuation {
+    /// Where the response shows it: `header link`, or the JSON pointer of a body field.
+    pub at: String,
+    /// Its value, scrubbed of credentials, at most 512 characters.
+    pub value: String,
+    /// Why it cannot be followed with api_execute.
+    pub why: String,
+}
+
+impl Continuation {
+    pub(crate) fn new(at: &str, value: &str, why: String) -> Continuation {
+        let mut value = value.to_string();
+        if value.len() > MAX_SHOWN {
+            let mut end = MAX_SHOWN;
+            while !value.is_char_boundary(end) {
+                end -= 1;
+            }
+            value.truncate(end);
+            value.push('…');
+        }
+        Continuation {
+            at: at.to_string(),
+            value,
+            why,
+        }
+    }
+
+    /// The sentence a result or a `pages` stop says.
+    pub(crate) fn says(&self) -> String {
+        format!(
+            "the API shows a next page that api_execute cannot ask for: {} = {:?} ({})",
+            self.at, self.value, self.why
+        )
+    }
+}
+
+/// How a page is started at one of its items (after a cut).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Resume {
+    /// The cursor `param` set to the `key` of the item before (Stripe's `starting_after`).
+    AfterItem {
+        param: &'static str,
+        key: &'static str,
+    },
+    /// The offset `param`: the page's own offset `at` plus the item's index.
+    Offset { param: &'static str, at: u64 },
+    /// The same page again, its first items skipped by this server (`skipItems`).
+    Skip,
+}
+
+/// The paging of one page: by which convention, what is next, how to resume inside it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Paging {
+    /// The convention's (or extension's) name; `none` when the response shows nothing.
+    pub by: &'static str,
+    pub next: Next,
+    pub resume: Resume,
+}
+
+/// One response as the mapper sees it.
+#[derive(Clone, Copy)]
+pub(super) struct Seen<'a> {
+    op: &'a Operation,
+    request: &'a Url,
+    sent: &'a Map<String, Value>,
+    headers: &'a Map<String, Value>,
+    body: &'a Value,
+    list: Option<&'a str>,
+}
+
+impl Seen<'_> {
+    /// The page's items, when the body holds a list.
+    fn items(&self) -> Option<&Vec<Value>> {
+        self.body.pointer(self.list?)?.as_array()
+    }
+}
+
+/// The pointer of a page's item list the operation's pagination extension names, if any.
+pub(crate) fn declared_list(op: &Operation) -> Option<String> {
+    extensions::declared(op)?.ok()?.results
+}
+
+/// The paging of a 2xx response to `request` (sent with the query `sent`), whose item list
+/// is at `list`.
+pub(crate) fn paging(
+    op: &Operation,
+    request: &Url,
+    sent: &Map<String, Value>,
+    headers: &Map<String, Value>,
+    body: &Value,
+    list: Option<&str>,
+) -> Paging {
+    let seen = Seen {
+        op,
+        request,
+        sent,
+        headers,
+        body,
+        list,
+    };
+    let (by, next) = match extensions::declared(op) {
+        Some(Ok(d)) => (d.name, d.read(&seen)),
+        Some(Err(why)) => match read_table(&seen) {
+            // The extension says how, in a form this server cannot follow: say so rather
+            // than end.
+            ("none", Next::End) => (
+                "extension",
+                Next::Unmapped(Continuation::new(
+                    "the operation's pagination extension",
+                    "",
+                    why,
+                )),
+            ),
+            found => found,
+        },
+        None => read_table(&seen),
+    };
+    // Only a GET's next page is its query: another method's goes in its body, which `next`
+    // does not carry.
+    let next = match next {
+        Next::Query(q) if op.method != crate::spec::Method::Get => {
+            Next::Unmapped(Continuation::new(
+                "query",
+                &Value::Object(q).to_string(),
+                format!(
+                    "{} pages by its request body, which `next` does not carry",
+                    op.method
+                ),
+            ))
+        }
+        other => other,
+    };
+    let resume = resume_of(op, sent, by, &next);
+    Paging { by, next, resume }
+}
+
+/// The first convention whose marker the response carries: in the body, else in the object
+/// that holds the list (Spotify's `{"artists": {"items": […], "next": …}}`); else a flag
+/// that says there is more (`has_more: true`) is reported, not taken for the end.
+fn read_table(seen: &Seen) -> (&'static str, Next) {
+    let found = |seen: &Seen| {
+        conventions::TABLE
+            .iter()
+            .find_map(|c| Some((c.name, c.shows.read(seen)?)))
+    };
+    if let Some(f) = found(seen) {
+        return f;
+    }
+    if let Some(list) = seen.list
+        && let Some((holder, item)) = list.rsplit_once('/')
+        && !holder.is_empty()
+        && let Some(envelope) = seen.body.pointer(holder).filter(|v| v.is_object())
+    {
+        let inner = format!("/{item}");
+        let nested = Seen {
+            body: envelope,
+            list: Some(&inner),
+            ..*seen
+        };
+        if let Some((by, next)) = found(&nested) {
+            return (by, at_holder(next, holder));
+        }
+    }
+    for flag in MORE {
+        if seen.body.pointer(flag).and_then(Value::as_bool) == Some(true) {
+            let why = "it names no cursor, link or offset this server knows".to_string();
+            return ("none", Next::Unmapped(Continuation::new(flag, "true", why)));
+        }
+    }
+    ("none", Next::End)
+}
+
+/// Flags by which a response says there are more items.
+const MORE: [&str; 4] = ["/has_more", "/hasMore", "/more", "/meta/has_more"];
+
+/// A continuation found inside the list's envelope, its place given from the body's root.
+fn at_holder(next: Next, holder: &str) -> Next {
+    match next {
+        Next::Unmapped(mut c) if c.at.starts_with('/') => {
+            c.at = format!("{holder}{}", c.at);
+            Next::Unmapped(c)
+        }
+        other => other,
+    }
+}
+
+/// How to start this page at one of its items.
+fn resume_of(op: &Operation, sent: &Map<String, Value>, by: &str, next: &Next) -> Resume {
+    if by == "stripe" || (declares(op, "starting_after") && sent.contains_key("starting_after")) {
+        return Resume::AfterItem {
+            param: "starting_after",
+            key: "id",
+        };
+    }
+    // An offset the operation takes, when the pages go by it (the page was asked by offset,
+    // the next one is, or the convention is one of offsets) and no page number or cursor
+    // chose this page.
+    let by_offset = matches!(by, "jira" | "offset")
+        || matches!(next, Next::Query(q) if conventions::OFFSETS.iter().any(|o| q.contains_key(*o)));
+    let chosen_otherwise = sent.keys().any(|k| {
+        !conventions::OFFSETS.contains(&k.as_str()) && PAGE_CHOOSERS.contains(&k.as_str())
+    });
+    for param in conventions::OFFSETS {
+        if declares(op, param) && !chosen_otherwise && (by_offset || sent.contains_key(param)) {
+            let at = sent.get(param).and_then(conventions::as_u64).unwrap_or(0);
+            return Resume::Offset { param, at };
+        }
+    }
+    Resume::Skip
+}
+
+/// Query parameters that choose a page other than by offset.
+const PAGE_CHOOSERS: [&str; 12] = [
+    "page",
+    "cursor",
+    "pageToken",
+    "page_token",
+    "continue",
+    "starting_after",
+    "ending_before",
+    "after",
+    "NextToken",
+    "nextToken",
+    "PageToken",
+    "Page",
+];
+
+/// The query and `skipItems` that start a page fetched with `query` (and `skipped` items
+/// skipped) at its item `index`; `before` is the cursor (`key`) of the item just before it.
+pub(crate) fn resume(
+    how: &Resume,
+    query: &Map<String, Value>,
+    skipped: usize,
+    index: usize,
+    before: Option<&Value>,
+) -> (Map<String, Value>, usize) {
+    let mut q = query.clone();
+    match how {
+        Resume::AfterItem { param, .. } if index > 0 => {
+            if let Some(id) = before.filter(|v| v.is_string()) {
+                q.remove("ending_before");
+                q.insert((*param).into(), id.clone());
+                return (q, 0);
+            }
+        }
+        Resume::Offset { param, at } => {
+            if let Some(o) = at
+                .checked_add(skipped as u64)
+                .and_then(|o| o.checked_add(index as u64))
+            {
+                q.insert((*param).into(), Value::from(o));
+                return (q, 0);
+            }
+        }
+        _ => {}
+    }
+    (q, skipped.saturating_add(index))
+}
+
+/// Whether the operation declares the query parameter `name`.
+fn declares(op: &Operation, name: &str) -> bool {
+    op.parameters
+        .iter()
+        .any(|p| p.location == ParamIn::Query && p.name == name)
+}
+
+/// The `default` of the operation's query parameter `name`, as a count.
+fn default_of(op: &Operation, name: &str) -> Option<u64> {
+    op.parameters
+        .iter()
+        .find(|p| p.location == ParamIn::Query && p.name == name)
+        .and_then(|p| p.schema.get("default"))
+        .and_then(conventions::as_u64)
+}
+
+#[cfg(test)]
+mod tests;
