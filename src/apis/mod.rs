@@ -185,11 +185,17 @@ impl Apis {
         if !self.qualified() {
             return true;
         }
-        let (Some(api), Some(op)) = (self.list.get(r.api), self.operation(r)) else {
-            return false;
-        };
-        let features = &principal.features;
-        features.allows(&format!("{}.execute", api.name))
-            || features.allows(&format!("{}:{}", api.name, op.id))
+        self.api_features(r)
+            .is_some_and(|names| names.iter().any(|f| principal.features.allows(f)))
+    }
+
+    /// The features naming the API of `r`, any one of which [`Apis::api_allows`] needs with
+    /// several APIs: `NAME.execute` and `NAME:operationId`. `None` for an unknown `r`.
+    pub fn api_features(&self, r: OpRef) -> Option<[String; 2]> {
+        let (api, op) = (self.list.get(r.api)?, self.operation(r)?);
+        Some([
+            format!("{}.execute", api.name),
+            format!("{}:{}", api.name, op.id),
+        ])
     }
 }

@@ -204,6 +204,32 @@ impl Principal {
         }
     }
 
+    /// Every feature [`Principal::may_execute`] would find missing for `method path_template`
+    /// (it names the first only), in its order, each once; `None` when the caller is refused
+    /// for being read-only, which no feature changes.
+    pub fn missing_to_execute<'a>(
+        &self,
+        method: Method,
+        path_template: &'a str,
+        required: &'a [String],
+        rules: &'a PermissionRules,
+    ) -> Option<Vec<&'a str>> {
+        if self.read_only && !method.is_safe() {
+            return None;
+        }
+        let mut missing: Vec<&str> = Vec::new();
+        for f in required
+            .iter()
+            .map(String::as_str)
+            .chain(rules.required_for(method.as_str(), path_template))
+        {
+            if !self.features.allows(f) && !missing.contains(&f) {
+                missing.push(f);
+            }
+        }
+        Some(missing)
+    }
+
     /// Whether discovery and schema should show the operation: the caller could execute it
     /// (holds `apigate.execute` and passes [`Principal::may_execute`]).
     pub fn may_see(
@@ -350,6 +376,34 @@ mod tests {
             &billing,
             &rules
         ));
+    }
+
+    #[test]
+    fn every_missing_feature_is_named_the_first_as_may_execute_names_it() {
+        let rules = PermissionRules::from_toml(
+            "[[rule]]\npath = \"/repos/**\"\nfeatures = [\"github.admin\", \"billing.read\"]\n",
+        )
+        .unwrap();
+        let p = principal(&["apigate.execute", "billing.*"], false);
+        let required = vec!["crm.read".to_string(), "github.admin".to_string()];
+        let missing = p
+            .missing_to_execute(Method::Delete, "/repos/{o}", &required, &rules)
+            .unwrap();
+        assert_eq!(missing, ["crm.read", "github.admin"]);
+        match p.may_execute(Method::Delete, "/repos/{o}", &required, &rules) {
+            Err(AuthError::Forbidden { missing }) => assert_eq!(missing, "crm.read"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            p.missing_to_execute(Method::Get, "/x", &[], &rules),
+            Some(vec![])
+        );
+        // Read-only: no feature would let it through.
+        let reader = principal(&["*"], true);
+        assert_eq!(
+            reader.missing_to_execute(Method::Delete, "/x", &[], &rules),
+            None
+        );
     }
 
     #[test]

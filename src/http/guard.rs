@@ -191,10 +191,7 @@ fn oauth_refusal(gate: &OAuthGate, error: Option<&OAuthError>) -> Response {
         ),
         Some(e @ OAuthError::InsufficientScope { scopes }) => (
             StatusCode::FORBIDDEN,
-            format!(
-                "Bearer error=\"insufficient_scope\", scope=\"{}\", resource_metadata=\"{metadata}\"",
-                scopes.join(" ")
-            ),
+            insufficient_scope(gate, scopes, None),
             e.to_string(),
         ),
         // Why the issuer could not be asked names its JWKS or introspection URL: the log
@@ -246,6 +243,34 @@ fn oauth_refusal(gate: &OAuthGate, error: Option<&OAuthError>) -> Response {
             .insert(header::WWW_AUTHENTICATE, value);
     }
     response
+}
+
+/// `WWW-Authenticate` for a token without the scopes a request needs (RFC 6750 §3.1): the
+/// scopes to ask for, where to learn how (`resource_metadata`, as in a 401), and optionally
+/// why, as one line of printable ASCII without quotes (at most 200 characters).
+pub(super) fn insufficient_scope(
+    gate: &OAuthGate,
+    scopes: &[String],
+    description: Option<&str>,
+) -> String {
+    let mut challenge = format!(
+        "Bearer error=\"insufficient_scope\", scope=\"{}\", resource_metadata=\"{}\"",
+        scopes.join(" "),
+        gate.server.metadata_url()
+    );
+    if let Some(text) = description {
+        let text: String = text
+            .chars()
+            .map(|c| match c {
+                '"' | '\\' => '\'',
+                c if c == ' ' || c.is_ascii_graphic() => c,
+                _ => '?',
+            })
+            .take(200)
+            .collect();
+        challenge.push_str(&format!(", error_description=\"{text}\""));
+    }
+    challenge
 }
 
 /// The tools a principal may use at all; a token granting none is refused with 403.

@@ -9,6 +9,7 @@ mod error;
 mod guard;
 mod sessions;
 mod sse;
+mod step_up;
 mod tool_call;
 mod tool_list;
 

@@ -4,8 +4,9 @@
 //! production `initialize` takes from the key's rate limit like a tool call. A plain
 //! `tools/list` (stateless, or in a live session of the caller's key) is answered here
 //! (`tool_list`), and so is a plain `tools/call` of `api_discover` or `api_schema` when no
-//! monitor is configured (`tool_call`). Sessions idle for 5 minutes are closed here too: the gate sees every
-//! request, rmcp only those it serves.
+//! monitor is configured (`tool_call`). Before either, a signed-in person's `tools/call` that
+//! their token's scopes do not allow gets `403 insufficient_scope` (`step_up`). Sessions idle
+//! for 5 minutes are closed here too: the gate sees every request, rmcp only those it serves.
 //!
 //! A `subscriptions/listen` stream (protocol 2026-07-28) holds a connection as a session
 //! does: it counts under the key's `--max-sessions-per-key` with its sessions, one key holds
@@ -308,6 +309,12 @@ pub async fn gate(State(state): State<Arc<AppState>>, request: Request, next: Ne
     // Stateless, or a live session of this key: a plain `tools/list`, and a plain
     // `tools/call` that cannot wait, are answered here.
     let listable = state.sessions.manager.is_none() || live_session;
+    // A call that reaches the tools, by a person whose token lacks scopes it needs: 403.
+    if let (true, Some(message)) = (listable || !uses_session, &message)
+        && let Some(refused) = super::step_up::refusal(&state, &key, message).await
+    {
+        return refused;
+    }
     if let (true, Some(message)) = (listable, &message)
         && let Some(answer) = super::tool_list::answer(
             &state.tool_list,

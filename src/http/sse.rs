@@ -232,6 +232,12 @@ pub async fn message(
                 .into_response();
         }
     };
+    // A person's tool call their token's scopes do not allow: 403, as on `/mcp`.
+    if let Some(caller) = parts.extensions.get::<HttpCaller>()
+        && let Some(refused) = super::step_up::refusal(&state, caller, &msg).await
+    {
+        return refused;
+    }
     match &mut msg {
         JsonRpcMessage::Request(req) => {
             req.request.extensions_mut().insert(parts);

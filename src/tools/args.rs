@@ -230,6 +230,14 @@ impl InputLimits {
         refuse(over)
     }
 
+    /// The size limits of the arguments naming an operation (`operationId`, `path`), as
+    /// `api_schema` and `api_execute` apply them.
+    pub(crate) fn check_target(&self, a: &Target) -> Result<(), ToolError> {
+        let mut over = Vec::new();
+        self.name(&mut over, a);
+        refuse(over)
+    }
+
     fn name(&self, over: &mut Vec<Violation>, a: &Target) {
         self.text(over, "/operationId", a.operation_id.as_deref());
         let Some(path) = &a.path else { return };

@@ -214,6 +214,7 @@ fn plan(
     args: ExecuteArgs,
     found: Found,
 ) -> Result<Planned, ToolError> {
+    let at = found.at();
     let api = &apis.list[found.api];
     let op = &api.spec.operations[found.resolved.index];
     let ExecuteArgs {
@@ -330,18 +331,22 @@ fn plan(
     let violations = binary.keep(validate(&api.spec, op, &mut call));
     if !violations.is_empty() {
         let n = violations.len();
-        return Err(ToolError::invalid(
+        let id = apis.shown_id(at);
+        let mut error = ToolError::invalid(
             format!(
-                "{n} argument problem{} for {} ({} {}); fix them all (see `violations`) and call \
-                 again — api_schema shows the expected shapes",
+                "{n} argument problem{} for {id} ({} {}); fix them all (see `violations`) and \
+                 call again — api_schema shows the expected shapes",
                 if n == 1 { "" } else { "s" },
-                op.id,
                 op.method,
                 op.path
             ),
             violations,
         )
-        .with("operationId", Value::String(op.id.clone())));
+        .with("operationId", Value::String(id));
+        if apis.qualified() {
+            error = error.with("api", Value::String(api.name.clone()));
+        }
+        return Err(error);
     }
     call.uploads = binary.uploads;
     let request = api
@@ -596,7 +601,11 @@ pub(super) async fn done(
                 }
             }
             let select = super::select::lesson(&operation.responses);
-            Ok(Output::Schema(Box::new(SchemaResult { operation, select })))
+            Ok(Output::Schema(Box::new(SchemaResult {
+                operation,
+                api: apis.qualified().then(|| api.name.clone()),
+                select,
+            })))
         }
         Prepared::Execute(planned) => {
             let mut view = planned.request.view();
@@ -609,6 +618,9 @@ pub(super) async fn done(
             Ok(Output::DryRun(DryRunResult {
                 dry_run: true,
                 operation_id: apis.shown_id(planned.at()),
+                api: apis
+                    .qualified()
+                    .then(|| apis.list[planned.api].name.clone()),
                 request,
             }))
         }

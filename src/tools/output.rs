@@ -103,6 +103,9 @@ pub struct DiscoverHit {
 pub struct SchemaResult {
     #[serde(flatten)]
     pub operation: OperationView,
+    /// The API the operation belongs to, when the server serves several (its `operationId`
+    /// is then `NAME:operationId`).
+    pub api: Option<String>,
     /// A `select` expression that keeps the answer small, with an example.
     pub select: Option<String>,
 }
@@ -129,7 +132,10 @@ pub struct ExecuteResult {
     pub continuation: Option<super::paging::Continuation>,
     /// With `pages`: how many were fetched, and `stoppedBecause` when fewer than asked.
     pub pages: Option<PagesFetched>,
+    /// `NAME:operationId` when the server serves several APIs.
     pub operation_id: String,
+    /// The API it belongs to, when the server serves several.
+    pub api: Option<String>,
     pub method: Method,
 }
 
@@ -149,7 +155,11 @@ pub struct PagesFetched {
 pub struct DryRunResult {
     #[schemars(schema_with = "always_true")]
     pub dry_run: bool,
+    /// `NAME:operationId` when the server serves several APIs.
     pub operation_id: String,
+    /// The API it belongs to, when the server serves several.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api: Option<String>,
     /// Method, URL, headers and body as they would be sent.
     pub request: Map<String, Value>,
 }
@@ -168,8 +178,34 @@ pub(crate) struct ErrorResult<'a> {
     pub details: &'a Map<String, Value>,
 }
 
+/// The `format`s JSON Schema 2020-12 defines (§7.3 of its validation vocabulary): the only
+/// ones a published schema carries. Clients validate with their own libraries, which warn
+/// about any other (Ajv: `unknown format "uint" ignored`).
+pub(crate) const STANDARD_FORMATS: [&str; 19] = [
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "idn-email",
+    "hostname",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "uuid",
+    "uri-template",
+    "json-pointer",
+    "relative-json-pointer",
+    "regex",
+];
+
 /// A type's JSON Schema as `outputSchema` shows it: subschemas inline, no `$schema` or titles,
-/// and no `format` on numbers (Rust's integer widths say nothing to an agent).
+/// and only standard `format`s (schemars writes Rust's integer and float widths, `uint`,
+/// `double`, …, which say nothing to an agent).
 fn schema_of<T: JsonSchema>() -> Value {
     let generator = SchemaSettings::draft2020_12()
         .with(|s| {
@@ -182,25 +218,30 @@ fn schema_of<T: JsonSchema>() -> Value {
     v
 }
 
+/// Removes `title` and every `format` that is not standard from a schema and its subschemas,
+/// whatever its `type` (`["integer", "null"]` for an `Option<usize>` too).
 fn tidy(v: &mut Value) {
     match v {
         Value::Object(map) => {
             map.remove("title");
-            let numeric = matches!(
-                map.get("type").and_then(Value::as_str),
-                Some("integer" | "number")
-            );
-            if numeric {
+            if map
+                .get("format")
+                .is_some_and(|f| !f.as_str().is_some_and(|f| STANDARD_FORMATS.contains(&f)))
+            {
                 map.remove("format");
             }
-            // Inside `properties` the keys are field names, not keywords.
             for (k, child) in map.iter_mut() {
-                if k == "properties" {
-                    if let Value::Object(fields) = child {
-                        fields.values_mut().for_each(tidy);
+                match k.as_str() {
+                    // Keys here are names (of fields, patterns, definitions), not keywords.
+                    "properties" | "patternProperties" | "$defs" | "definitions"
+                    | "dependentSchemas" => {
+                        if let Value::Object(named) = child {
+                            named.values_mut().for_each(tidy);
+                        }
                     }
-                } else {
-                    tidy(child);
+                    // Values, not schemas.
+                    "const" | "enum" | "default" | "examples" | "required" => {}
+                    _ => tidy(child),
                 }
             }
         }
@@ -230,5 +271,82 @@ impl ToolError {
             details: &self.details,
         })
         .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every `format` keyword of a schema, at any depth (not a field named `format`).
+    fn formats(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::Object(map) => {
+                if let Some(f) = map.get("format") {
+                    out.push(f.to_string());
+                }
+                for (k, child) in map {
+                    match k.as_str() {
+                        "properties" => child
+                            .as_object()
+                            .into_iter()
+                            .flat_map(|p| p.values())
+                            .for_each(|s| formats(s, out)),
+                        "const" | "enum" | "default" | "examples" => {}
+                        _ => formats(child, out),
+                    }
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|i| formats(i, out)),
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn output_schemas_carry_only_standard_formats() {
+        for tool in Tool::ALL {
+            let schema = output_schema(tool);
+            let mut found = Vec::new();
+            formats(&schema, &mut found);
+            let odd: Vec<&String> = found
+                .iter()
+                .filter(|f| !STANDARD_FORMATS.iter().any(|s| **f == format!("\"{s}\"")))
+                .collect();
+            assert!(odd.is_empty(), "{}: {odd:?}", tool.name());
+        }
+        // `moreGroups` is an `Option<usize>`: its type is `["integer", "null"]`.
+        let overview = &output_schema(Tool::Discover)["anyOf"][0]["properties"]["overview"];
+        let more = &overview["items"]["properties"]["moreGroups"];
+        assert_eq!(
+            more["type"],
+            serde_json::json!(["integer", "null"]),
+            "{more}"
+        );
+        assert!(more.get("format").is_none(), "{more}");
+    }
+
+    #[test]
+    fn tidy_keeps_standard_formats_and_fields_named_format() {
+        let mut v = serde_json::json!({
+            "type": "object",
+            "title": "T",
+            "properties": {
+                "format": {"type": "string", "format": "date-time"},
+                "n": {"type": ["number", "null"], "format": "double"},
+                "e": {"enum": [{"format": "uint"}]}
+            }
+        });
+        tidy(&mut v);
+        assert_eq!(
+            v,
+            serde_json::json!({
+                "type": "object",
+                "properties": {
+                    "format": {"type": "string", "format": "date-time"},
+                    "n": {"type": ["number", "null"]},
+                    "e": {"enum": [{"format": "uint"}]}
+                }
+            })
+        );
     }
 }

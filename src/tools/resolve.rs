@@ -208,8 +208,15 @@ fn unknown_operation(
             api: h.spec,
             op: h.op,
         })
-        .filter_map(|r| Some((apis.shown_id(r), apis.operation(r)?)))
-        .map(|(id, o)| json!({"operationId": id, "method": o.method, "path": o.path}))
+        .filter_map(|r| Some((r, apis.operation(r)?)))
+        .map(|(r, o)| {
+            let mut hit =
+                json!({"operationId": apis.shown_id(r), "method": o.method, "path": o.path});
+            if apis.qualified() {
+                hit["api"] = Value::String(apis.list[r.api].name.clone());
+            }
+            hit
+        })
         .collect();
     ToolError::new(
         Code::UnknownOperation,

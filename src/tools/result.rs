@@ -184,7 +184,8 @@ pub fn finish(
             fetched,
             stopped_because: stopped.filter(|_| fetched < asked),
         }),
-        operation_id: op.id.clone(),
+        operation_id: apis.shown_id(at),
+        api: apis.qualified().then(|| api.name.clone()),
         method: op.method,
     })))
 }

@@ -33,6 +33,7 @@ mod several;
 mod signin;
 mod signin_users;
 mod spec;
+mod step_up;
 mod support;
 mod tasks;
 mod typed_args;

@@ -22,6 +22,8 @@ async fn discover_schema_execute(
     upstream: &Upstream,
 ) {
     let tools = client.list_all_tools().await.unwrap();
+    // Schemas a client reads without a warning: valid 2020-12, standard formats only.
+    crate::support::assert_clients_read_schemas(&tools);
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     assert_eq!(names, vec!["api_discover", "api_schema", "api_execute"]);
     let discover = &tools[0];

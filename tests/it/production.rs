@@ -258,6 +258,7 @@ async fn initialize(base: &Prod, key: Option<&str>) -> (StatusCode, Value) {
 /// The input schemas of the tools `client` lists, each asserted to require `_sessionToken`.
 pub(crate) async fn schemas_requiring_the_session_token(client: &Client) -> Vec<Value> {
     let tools = client.list_all_tools().await.unwrap();
+    crate::support::assert_clients_read_schemas(&tools);
     let schemas = tools
         .iter()
         .map(|t| Value::Object((*t.input_schema).clone()));

@@ -184,8 +184,9 @@ async fn discovery_spans_the_apis_and_names_each_results_api() {
     .await;
     let text = refused.to_string();
     assert!(text.contains("github, stripe, petstore"), "{text}");
-    // The tools say which APIs they serve.
+    // The tools say which APIs they serve, in schemas a client reads without a warning.
     let tools = client.list_all_tools().await.unwrap();
+    assert_clients_read_schemas(&tools);
     let discover = tools.iter().find(|t| t.name == "api_discover").unwrap();
     assert!(
         discover
@@ -487,6 +488,81 @@ async fn discover_without_a_query_maps_the_apis_in_their_own_words() {
 }
 
 #[tokio::test]
+async fn every_result_names_its_api_and_its_qualified_id() {
+    let (three, _server, client) = Three::serving(Principal::dev()).await;
+    // Each result, however the operation was named, says both as discovery does.
+    let named = |r: &Value, api: &str, id: &str| {
+        assert_eq!(r["operationId"], format!("{api}:{id}"), "{r}");
+        assert_eq!(r["api"], api, "{r}");
+    };
+    let charges = execute_ok(
+        &client,
+        json!({"api": "stripe", "operationId": "GetCharges", "query": {"limit": 1}}),
+    )
+    .await;
+    assert_eq!(charges["status"], 200, "{charges}");
+    named(&charges, "stripe", "GetCharges");
+    let pets = execute_ok(
+        &client,
+        json!({"api": "petstore", "method": "GET", "path": "/pet/findByStatus",
+            "query": {"status": ["available"]}}),
+    )
+    .await;
+    named(&pets, "petstore", "findPetsByStatus");
+    let dry = execute_ok(
+        &client,
+        json!({"operationId": "github:issues/list-for-repo",
+            "pathParams": {"owner": "octo", "repo": "demo"}, "dryRun": true}),
+    )
+    .await;
+    named(&dry, "github", "issues/list-for-repo");
+    assert_eq!(three.counts(), (0, 1, 1));
+    let schema = call_ok(&client, "api_schema", json!({"operationId": "GetCharges"})).await;
+    named(&schema, "stripe", "GetCharges");
+    // Errors about one operation name it so too.
+    let refused = execute_err(
+        &client,
+        json!({"operationId": "getPetById", "pathParams": {"petId": "not-a-number"}}),
+        "INVALID_ARGUMENTS",
+    )
+    .await;
+    named(&refused, "petstore", "getPetById");
+    assert!(
+        refused["error"]
+            .as_str()
+            .unwrap()
+            .contains("petstore:getPetById"),
+        "{refused}"
+    );
+    let missing = call_err(
+        &client,
+        "api_schema",
+        json!({"api": "github", "method": "GET", "path": "/pet/42"}),
+        "UNKNOWN_OPERATION",
+    )
+    .await;
+    let closest = missing["closest"].as_array().unwrap();
+    assert!(!closest.is_empty(), "{missing}");
+    for hit in closest {
+        let (api, id) = hit["operationId"]
+            .as_str()
+            .unwrap()
+            .split_once(':')
+            .unwrap();
+        named(hit, api, id);
+    }
+    let found = call_ok(&client, "api_discover", json!({"query": "refund a charge"})).await;
+    for hit in found["results"].as_array().unwrap() {
+        let (api, id) = hit["operationId"]
+            .as_str()
+            .unwrap()
+            .split_once(':')
+            .unwrap();
+        named(hit, api, id);
+    }
+}
+
+#[tokio::test]
 async fn one_api_has_a_map_too_and_keeps_its_plain_ids() {
     let (_upstream, _server, client) = petstore_client(true).await;
     let map = call_ok(&client, "api_discover", json!({"query": "  "})).await;
@@ -504,6 +580,17 @@ async fn one_api_has_a_map_too_and_keeps_its_plain_ids() {
     .await;
     assert_eq!(found["results"][0]["operationId"], "findPetsByStatus");
     assert!(found["results"][0].get("api").is_none());
+    // Nor do its results.
+    for args in [
+        json!({"operationId": "findPetsByStatus", "query": {"status": ["sold"]}}),
+        json!({"operationId": "findPetsByStatus", "query": {"status": ["sold"]}, "dryRun": true}),
+    ] {
+        let done = execute_ok(&client, args).await;
+        assert_eq!(done["operationId"], "findPetsByStatus", "{done}");
+        assert!(done.get("api").is_none(), "{done}");
+    }
+    let schema = call_ok(&client, "api_schema", json!({"operationId": "getPetById"})).await;
+    assert!(schema.get("api").is_none(), "{schema}");
     call_err(
         &client,
         "api_discover",

@@ -399,20 +399,29 @@ async fn a_person_signs_in_and_the_token_opens_the_tools() {
         assert_eq!(pets["status"], 200, "{client}: {pets}");
     }
 
-    // A read-only person: discovery yes, execution no (the feature apigate:write grants).
+    // A read-only person: discovery yes, execution no (the feature apigate:write grants: the
+    // call is refused with 403 insufficient_scope, see step_up.rs).
     let reader = idp
         .sign_in("apigate-rs", "dave", "apigate:read", &resource)
         .await;
     let mcp = mcp_client(&url, &[("authorization", &format!("Bearer {reader}"))]).await;
     call_ok(&mcp, "api_discover", json!({"query": "find pets"})).await;
-    let (failed, refused) = call(
-        &mcp,
-        "api_execute",
-        json!({"operationId": "findPetsByStatus", "query": {"status": ["sold"]}}),
-    )
-    .await;
-    assert!(failed, "{refused}");
-    assert_eq!(refused["code"], "FORBIDDEN", "{refused}");
+    let refused = mcp
+        .call_tool(
+            rmcp::model::CallToolRequestParams::new("api_execute").with_arguments(
+                json!({"operationId": "findPetsByStatus", "query": {"status": ["sold"]}})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+            ),
+        )
+        .await
+        .expect_err("refused with 403");
+    assert!(
+        format!("{refused:?}").contains("insufficient_scope")
+            && format!("{refused:?}").contains("apigate:write"),
+        "{refused:?}"
+    );
 
     // `apigate audit` names the person (sub), the client acting for them, the token's tenant.
     let (ok, out, err) = run_apigate(

@@ -936,3 +936,96 @@ impl Drop for CutProxy {
         self.refuse();
     }
 }
+
+/// The `format`s JSON Schema 2020-12 defines (its validation vocabulary, §7.3): written out
+/// here from the specification, not taken from apigate.
+pub const STANDARD_FORMATS: [&str; 19] = [
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "idn-email",
+    "hostname",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "uuid",
+    "uri-template",
+    "json-pointer",
+    "relative-json-pointer",
+    "regex",
+];
+
+/// Asserts that every `inputSchema` and `outputSchema` of `tools` (as an MCP client received
+/// them) is a valid JSON Schema 2020-12 document and that every `format` keyword in it, at any
+/// depth, is a standard one: what Claude Code and OpenCode (Ajv) read without a warning.
+pub fn assert_clients_read_schemas(tools: &[rmcp::model::Tool]) {
+    assert!(!tools.is_empty());
+    for tool in tools {
+        let mut schemas = vec![("inputSchema", Value::Object((*tool.input_schema).clone()))];
+        match &tool.output_schema {
+            Some(s) => schemas.push(("outputSchema", Value::Object((**s).clone()))),
+            None => panic!("{} publishes no outputSchema", tool.name),
+        }
+        for (which, schema) in schemas {
+            if let Err(e) = jsonschema::draft202012::meta::validate(&schema) {
+                panic!("{} {which} is no JSON Schema 2020-12: {e}", tool.name);
+            }
+            let mut formats = Vec::new();
+            schema_formats(&schema, "#", &mut formats);
+            for (at, format) in formats {
+                assert!(
+                    format
+                        .as_str()
+                        .is_some_and(|f| STANDARD_FORMATS.contains(&f)),
+                    "{} {which}: unknown format {format} at {at}",
+                    tool.name
+                );
+            }
+        }
+    }
+}
+
+/// Every `format` keyword of `schema` and its subschemas, with where it is (a JSON pointer
+/// like Ajv's `#/anyOf/0/properties/…`). Walks the keywords that hold subschemas (2020-12's
+/// applicators and `$defs`), so a property named `format` is a name, not a keyword.
+fn schema_formats(schema: &Value, at: &str, out: &mut Vec<(String, Value)>) {
+    let Value::Object(map) = schema else {
+        return;
+    };
+    if let Some(format) = map.get("format") {
+        out.push((at.to_string(), format.clone()));
+    }
+    for (keyword, value) in map {
+        let here = format!("{at}/{keyword}");
+        match keyword.as_str() {
+            "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas" => {
+                for (name, sub) in value.as_object().into_iter().flatten() {
+                    schema_formats(sub, &format!("{here}/{name}"), out);
+                }
+            }
+            "allOf" | "anyOf" | "oneOf" | "prefixItems" => {
+                for (i, sub) in value.as_array().into_iter().flatten().enumerate() {
+                    schema_formats(sub, &format!("{here}/{i}"), out);
+                }
+            }
+            "items"
+            | "additionalProperties"
+            | "not"
+            | "if"
+            | "then"
+            | "else"
+            | "contains"
+            | "propertyNames"
+            | "unevaluatedItems"
+            | "unevaluatedProperties"
+            | "contentSchema" => schema_formats(value, &here, out),
+            _ => {}
+        }
+    }
+}

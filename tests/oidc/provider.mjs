@@ -60,7 +60,8 @@ const client = (client_id) => ({
 const provider = new Provider(issuer, {
   clients: clients.map(client),
   jwks: { keys: [rsa.jwk, ec.jwk, ed.jwk] },
-  scopes: ['openid', 'offline_access', 'apigate:read', 'apigate:write', 'apigate:admin'],
+  // pets:admin: an operation's scope, for step-up (tests/it/step_up.rs).
+  scopes: ['openid', 'offline_access', 'apigate:read', 'apigate:write', 'apigate:admin', 'pets:admin'],
   pkce: { required: () => true },
   features: {
     devInteractions: { enabled: true },
@@ -76,7 +77,7 @@ const provider = new Provider(issuer, {
           throw new errors.InvalidTarget();
         }
         return {
-          scope: 'apigate:read apigate:write apigate:admin',
+          scope: 'apigate:read apigate:write apigate:admin pets:admin',
           audience: indicator,
           accessTokenTTL: 600,
           accessTokenFormat: oidcClient.clientId === 'apigate-op' ? 'opaque' : 'jwt',

@@ -113,6 +113,16 @@ impl OAuthSettings {
         if scope.is_empty() || scope.contains(char::is_whitespace) {
             return Err("a scope is one word".into());
         }
+        // RFC 6749 §3.3: printable ASCII but `"` and `\`, so that a challenge can quote it.
+        if !scope
+            .bytes()
+            .all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\\')
+        {
+            return Err(format!(
+                "{:?}: a scope is printable ASCII without '\"' or '\\' (RFC 6749 §3.3)",
+                crate::printable::cell(scope, 64)
+            ));
+        }
         let features: Vec<String> = features
             .into_iter()
             .map(str::trim)
@@ -506,6 +516,16 @@ impl ResourceServer {
             .collect()
     }
 
+    /// The scopes a token must add to grant what a call lacks (`WWW-Authenticate: Bearer
+    /// error="insufficient_scope", scope="…"`); see [`step_up_scopes`].
+    pub fn step_up_scopes(
+        &self,
+        lacking: &[Vec<String>],
+        limit: Option<&Features>,
+    ) -> Option<Vec<String>> {
+        step_up_scopes(&self.inner.settings.scopes, lacking, limit)
+    }
+
     /// RFC 9728 protected resource metadata.
     pub fn metadata(&self) -> Value {
         let s = &self.inner.settings;
@@ -561,5 +581,127 @@ impl ResourceServer {
                     "lastError": i.health()["lastError"]})
             })
             .collect()
+    }
+}
+
+/// The scopes of `table` to ask for so that a token grants what a call lacks. `lacking` holds
+/// one entry per requirement the call does not meet, each the features any one of which would
+/// meet it (`apigate.execute`; `NAME.execute` or `NAME:operationId`). For each, the narrowest
+/// scope granting one of them (not `*`, then the fewest wildcards, then the fewest features,
+/// then by name), unless a scope already chosen does; only features `limit` (a server key
+/// presented beside the token, whose features the call also needs) allows count. `None` when some requirement
+/// no scope can meet: a token with more scopes would be refused all the same.
+///
+/// Only the scopes the call needs, not those the token holds already: RFC 6750 §3.1, and MCP's
+/// authorization spec since 2026-07-28 (SEP-2350), leaves adding them up to the client.
+pub fn step_up_scopes(
+    table: &BTreeMap<String, Vec<String>>,
+    lacking: &[Vec<String>],
+    limit: Option<&Features>,
+) -> Option<Vec<String>> {
+    type Narrowness = (bool, usize, usize);
+    let mut by_narrowness: Vec<(&String, Features, Narrowness)> = table
+        .iter()
+        .map(|(scope, features)| {
+            let everything = features.iter().any(|f| f == "*");
+            let wildcards = features.iter().filter(|f| f.contains('*')).count();
+            let narrowness = (everything, wildcards, features.len());
+            (scope, Features::new(features.iter()), narrowness)
+        })
+        .collect();
+    // Stable: scopes equally narrow stay in name order.
+    by_narrowness.sort_by_key(|(_, _, narrowness)| *narrowness);
+    let usable = |f: &String| limit.is_none_or(|l| l.allows(f));
+    let mut chosen: Vec<&(&String, Features, Narrowness)> = Vec::new();
+    for alternatives in lacking {
+        let meets = |(_, features, _): &&(&String, Features, Narrowness)| {
+            alternatives.iter().any(|f| usable(f) && features.allows(f))
+        };
+        if chosen.iter().any(meets) {
+            continue;
+        }
+        chosen.push(by_narrowness.iter().find(meets)?);
+    }
+    Some(
+        chosen
+            .iter()
+            .map(|(scope, _, _)| scope.to_string())
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lacking(clauses: &[&[&str]]) -> Vec<Vec<String>> {
+        clauses
+            .iter()
+            .map(|c| c.iter().map(|f| f.to_string()).collect())
+            .collect()
+    }
+
+    #[test]
+    fn step_up_asks_for_the_narrowest_scope_that_grants_each_lack() {
+        let mut table = OAuthSettings::default_scopes();
+        let ask = |table: &BTreeMap<String, Vec<String>>, clauses: &[&[&str]]| {
+            step_up_scopes(table, &lacking(clauses), None)
+        };
+        // apigate:read and apigate:write both grant the schema: read is narrower.
+        assert_eq!(
+            ask(&table, &[&["apigate.schema"]]).unwrap(),
+            ["apigate:read"]
+        );
+        assert_eq!(
+            ask(&table, &[&["apigate.execute"]]).unwrap(),
+            ["apigate:write"]
+        );
+        // Nothing grants it: asking for more would not help.
+        assert_eq!(ask(&table, &[&["billing.write"]]), None);
+        table.insert("billing:write".into(), vec!["billing.*".into()]);
+        table.insert("everything".into(), vec!["*".into()]);
+        // One scope per lack, none twice; a wildcard scope only when nothing narrower grants.
+        assert_eq!(
+            ask(
+                &table,
+                &[
+                    &["apigate.execute"],
+                    &["billing.write"],
+                    &["apigate.schema"]
+                ]
+            )
+            .unwrap(),
+            ["apigate:write", "billing:write"]
+        );
+        assert_eq!(ask(&table, &[&["crm.read"]]).unwrap(), ["everything"]);
+        // Any one of the alternatives will do.
+        assert_eq!(
+            ask(&table, &[&["petstore.execute", "billing.refund"]]).unwrap(),
+            ["billing:write"]
+        );
+        assert_eq!(ask(&table, &[]).unwrap(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn step_up_counts_only_what_the_key_beside_the_token_allows() {
+        let mut table = OAuthSettings::default_scopes();
+        table.insert("billing:write".into(), vec!["billing.*".into()]);
+        let key = Features::new(["apigate.*"]);
+        let lacks = lacking(&[&["apigate.execute"]]);
+        assert_eq!(
+            step_up_scopes(&table, &lacks, Some(&key)).unwrap(),
+            ["apigate:write"]
+        );
+        // The key does not allow it: no token would make the call pass.
+        let lacks = lacking(&[&["apigate.execute"], &["billing.write"]]);
+        assert_eq!(step_up_scopes(&table, &lacks, Some(&key)), None);
+    }
+
+    #[test]
+    fn scopes_are_words_a_challenge_can_quote() {
+        assert!(OAuthSettings::parse_scope("apigate:read=apigate.discover").is_ok());
+        for bad in ["a\"b=x", "a\\b=x", "é=x", "a b=x", "=x"] {
+            assert!(OAuthSettings::parse_scope(bad).is_err(), "{bad}");
+        }
     }
 }
