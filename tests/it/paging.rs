@@ -749,3 +749,26 @@ async fn a_filtering_select_after_a_cut_says_what_next_skips() {
             .contains("right after the last item shown")
     );
 }
+
+/// The break as outsiders found it: `limit: 100, pages: 10, select: …` on Kubernetes pods
+/// answered "the API shows no next page" with 6 of the pods and no way to the others. Now the
+/// one page is cut, `next` resumes right after the last pod shown, and every pod is reached.
+#[tokio::test]
+async fn kubernetes_pods_in_one_page_of_a_hundred_are_all_reached() {
+    let rows = rows();
+    let row = rows.iter().find(|r| r.name == "kubernetes").expect("row");
+    let (server, _) = start(row).await;
+    let client = server.client().await;
+    let first = json!({"operationId": row.op, "pathParams": row.path_params, "query": {"limit": 100},
+        "pages": 10, "select": "items[].{id: metadata.name, phase: status.phase, note: metadata.annotations.note}"});
+    let (error, result) = call(&client, "api_execute", first.clone()).await;
+    assert!(!error, "{result}");
+    assert_eq!(result["pages"]["fetched"], 1, "{result}");
+    assert!(result["cut"]["shown"].as_u64().unwrap_or(0) < ITEMS as u64, "{result}");
+    assert!(result["next"]["skipItems"].as_u64().is_some(), "{result}");
+    let by_id = row.clone_for_select();
+    let (seen, calls, _) = follow(&client, &by_id, first, true).await;
+    let all: Vec<Value> = (0..ITEMS).map(|i| json!(format!("web-{i:03}"))).collect();
+    assert_eq!(seen, all);
+    assert!(calls > 1);
+}
