@@ -342,6 +342,11 @@ fn coerce_scalar(ty: &str, v: &mut Value) {
             "false" => Some(Value::Bool(false)),
             _ => None,
         },
+        // `5.0` is an integer to JSON Schema, and goes out as `5`.
+        ("integer", Value::Number(n)) if n.is_f64() => n
+            .as_f64()
+            .filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15)
+            .map(|f| Value::from(f as i64)),
         ("string", Value::Number(n)) => Some(Value::String(n.to_string())),
         ("string", Value::Bool(b)) => Some(Value::String(b.to_string())),
         _ => None,

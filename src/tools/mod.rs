@@ -297,9 +297,28 @@ impl Engine {
         // A binary answer is no list: it is the only page.
         let binary = first.binary.take();
         let asked = first.planned.pages;
+        // Without `select`, what the response can show is known: pages past it would be
+        // fetched for nothing (and fetched again by `next`).
+        let room = (first.planned.select.is_none()).then(|| {
+            apis.list[first.planned.api]
+                .upstream
+                .config()
+                .max_body_bytes
+        });
+        let mut filled = listed_bytes(&first);
         let mut pages = vec![*first];
         let mut stopped = None;
         while pages.len() < asked {
+            if let Some(room) = room
+                && filled > room
+            {
+                stopped = Some(format!(
+                    "the items of the {} pages fetched already fill the response \
+                     (--max-response-bytes): `next` goes on from the first item not shown",
+                    pages.len()
+                ));
+                break;
+            }
             // The last page was cut at the budget: no more.
             if let Some(over) = budget.over() {
                 stopped = Some(format!("page {}: {over}", pages.len()));
@@ -361,7 +380,10 @@ impl Engine {
                     stopped = Some(format!("page {n} was not kept: {over}"));
                     break;
                 }
-                Ok(Ran::Page(p)) if p.response.ok && p.list == last.list => pages.push(*p),
+                Ok(Ran::Page(p)) if p.response.ok && p.list == last.list => {
+                    filled = filled.saturating_add(listed_bytes(&p));
+                    pages.push(*p)
+                }
                 Ok(Ran::Page(p)) if p.response.ok => {
                     stopped = Some(format!("page {n} holds no list where page 1 did"));
                     break;
@@ -739,4 +761,12 @@ impl Engine {
             _ => unreachable!("api_execute prepares an execution"),
         }
     }
+}
+
+/// The bytes of a page's list as JSON text.
+fn listed_bytes(page: &page::Page) -> usize {
+    page.list
+        .as_deref()
+        .and_then(|l| page.response.body.pointer(l))
+        .map_or(0, crate::upstream::json_len)
 }

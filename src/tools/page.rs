@@ -176,6 +176,7 @@ pub(super) async fn fetch(
             paging::declared_list(op)
                 .filter(|l| response.body.pointer(l).is_some_and(Value::is_array))
                 .or_else(|| crate::upstream::list_pointer(&response.body))
+                .or_else(|| paging::any_list(&response.body))
         })
         .flatten();
     // `skipItems`: the first items of the list, left out before anything else sees them.
@@ -198,8 +199,22 @@ pub(super) async fn fetch(
         if let Next::Query(q) = &paging.next {
             paging.next = valid_next(&api.spec, &planned, q.clone());
         }
+        paging.next = paging::guard(paging.next, &fetched.secrets, engine.limits.max_value_bytes);
         paging
     });
+    // A header is shown up to 2 KiB (a Link of twenty thousand links is read above, whole).
+    for v in response.headers.values_mut() {
+        if let Value::String(s) = v
+            && s.len() > MAX_HEADER_SHOWN
+        {
+            let mut end = MAX_HEADER_SHOWN;
+            while !s.is_char_boundary(end) {
+                end -= 1;
+            }
+            s.truncate(end);
+            s.push('…');
+        }
+    }
     Ok(Page {
         planned,
         response,
@@ -211,6 +226,9 @@ pub(super) async fn fetch(
         binary,
     })
 }
+
+/// The longest header value a result shows.
+const MAX_HEADER_SHOWN: usize = 2048;
 
 /// The next page's `query` for the same call, coerced and validated as `plan` does, so that a
 /// `next` is always a call that passes; else why not.

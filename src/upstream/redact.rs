@@ -138,6 +138,20 @@ impl Secrets {
         &self.forms
     }
 
+    /// Whether `text`, percent-decoded (`+` as a space too, as a query is), holds a form of a
+    /// credential that `text` itself does not show.
+    pub(crate) fn holds_decoded(&self, text: &str) -> bool {
+        if self.is_empty() || !text.contains('%') && !text.contains('+') {
+            return false;
+        }
+        let decoded: Vec<u8> = percent_encoding::percent_decode(text.as_bytes()).collect();
+        let plus: Vec<u8> = decoded
+            .iter()
+            .map(|&b| if b == b'+' { b' ' } else { b })
+            .collect();
+        self.holds(&decoded) || self.holds(&plus)
+    }
+
     /// Whether `bytes` hold any form of a credential.
     pub fn holds(&self, bytes: &[u8]) -> bool {
         self.matcher
@@ -279,6 +293,12 @@ impl Secrets {
             Value::String(s) => {
                 if let Cow::Owned(clean) = self.scrub_str(s) {
                     *s = clean;
+                }
+                // A form percent-encoded some other way (`%51` for `Q`, `/` left as is) is
+                // the credential again once decoded, as a next-page link is: the whole
+                // string goes.
+                if self.holds_decoded(s) {
+                    *s = REDACTED.to_string();
                 }
             }
             Value::Array(items) => items.iter_mut().for_each(|i| self.redact_value(i)),
@@ -455,6 +475,23 @@ pub(crate) fn assert_forms(secrets: &Secrets, forms: &[&str]) {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_form_encoded_another_way_is_found_decoded() {
+        let s = Secrets::new(["QSECRET456xyzuvw", "Qk+ey/SECRET=99zz"]).expect("secrets");
+        assert!(s.holds_decoded("cursor=%51SECRET456xyzuvw"));
+        assert!(s.holds_decoded("%51%53%45%43%52%45%54456xyzuvw"));
+        assert!(s.holds_decoded("Qk%2Bey/SECRET%3D99zz"));
+        assert!(!s.holds_decoded("page%202"));
+        let mut v =
+            serde_json::json!({"next": "https://x/y?c=%51SECRET456xyzuvw", "ok": "page%202"});
+        s.redact_value(&mut v);
+        assert_eq!(
+            v,
+            serde_json::json!({"next": "[redacted]", "ok": "page%202"})
+        );
+    }
+
     use super::*;
     use serde_json::json;
 

@@ -33,6 +33,9 @@ pub(super) enum Shows<'a> {
         param: &'a [&'a str],
         total: &'a [&'a str],
         last: &'a [&'a str],
+        /// Whether a total alone marks the convention (an offset API's `total_entries`), or
+        /// only its own offset field or last flag does (Jira's `startAt`, `isLast`).
+        by_total: bool,
     },
     /// A page number counted up by one while pages hold items (and `flag`, if any, is true):
     /// a pagination extension's `page` input, with the parameter's default as the first.
@@ -140,6 +143,7 @@ pub(super) const TABLE: &[Convention<'static>] = &[
             param: &["startAt"],
             total: &["/total"],
             last: &["/isLast"],
+            by_total: false,
         },
     ),
     row("next-url", Shows::NextUrl(&["/next", "/paging/next"])),
@@ -162,6 +166,7 @@ pub(super) const TABLE: &[Convention<'static>] = &[
                 "/pagination/total",
             ],
             last: &[],
+            by_total: true,
         },
     ),
     row(
@@ -187,6 +192,13 @@ impl Shows<'_> {
         match *self {
             Shows::LinkHeader => {
                 let header = seen.headers.get("link")?.as_str()?;
+                if header.contains(crate::upstream::REDACTED) {
+                    return Some(Next::Unmapped(Continuation::new(
+                        "header link",
+                        header,
+                        "it holds a credential of this server's, scrubbed".into(),
+                    )));
+                }
                 if !link::pages_links(header) {
                     return None;
                 }
@@ -222,7 +234,22 @@ impl Shows<'_> {
             Shows::Token { at, param } => at.iter().find_map(|p| match seen.body.pointer(p)? {
                 Value::String(s) if s.is_empty() => Some(Next::End),
                 Value::String(s) => Some(token(seen, p, s, param)),
-                Value::Number(n) => Some(token(seen, p, &n.to_string(), param)),
+                // A number goes back as the digits it was; one JSON cannot hold exactly
+                // (past 2^64, or a fraction) cannot.
+                Value::Number(n) => Some(
+                    match n
+                        .as_u64()
+                        .map(|u| u.to_string())
+                        .or_else(|| n.as_i64().map(|i| i.to_string()))
+                    {
+                        Some(digits) => token(seen, p, &digits, param),
+                        None => Next::Unmapped(Continuation::new(
+                            p,
+                            &n.to_string(),
+                            "a number this server cannot carry back exactly".into(),
+                        )),
+                    },
+                ),
                 Value::Null => Some(Next::End),
                 _ => None,
             }),
@@ -253,6 +280,7 @@ impl Shows<'_> {
                 param,
                 total,
                 last,
+                by_total,
             } => {
                 let param = param.iter().find(|n| super::declares(seen.op, n))?;
                 let number =
@@ -262,10 +290,17 @@ impl Shows<'_> {
                     number(total),
                     last.iter().find_map(|p| seen.body.pointer(p)?.as_bool()),
                 );
-                if body_at.is_none() && total.is_none() && last.is_none() {
+                if body_at.is_none() && last.is_none() && !(by_total && total.is_some()) {
                     return None;
                 }
                 let returned = seen.items()?.len() as u64;
+                if returned == 0 && last == Some(false) {
+                    return Some(Next::Unmapped(Continuation::new(
+                        at.first().copied().unwrap_or("/"),
+                        &body_at.unwrap_or(0).to_string(),
+                        "the API says this is not the last page but returned no items".into(),
+                    )));
+                }
                 let offset = body_at
                     .or_else(|| seen.sent.get(*param).and_then(as_u64))
                     .unwrap_or(0);

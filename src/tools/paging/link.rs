@@ -63,18 +63,36 @@ pub(super) fn from_url(op: &Operation, request: &Url, at: &str, target: &str) ->
     let Ok(url) = request.join(target) else {
         return unmapped("it is not a URL".into());
     };
+    if target.contains(crate::upstream::REDACTED) {
+        return unmapped("it holds a credential of this server's, scrubbed".into());
+    }
     if url.origin() != request.origin() {
         return unmapped(format!(
-            "it points at another host ({}) than the API's",
-            url.host_str().unwrap_or("none")
+            "it points at another origin ({}) than the request's ({}): a scheme, host or port \
+             this server does not call",
+            url.origin().ascii_serialization(),
+            request.origin().ascii_serialization()
         ));
+    }
+    // An opaque cursor must go back byte for byte: one that is not text cannot.
+    let raw = url.query().unwrap_or_default();
+    if raw.split('&').any(|pair| {
+        percent_encoding::percent_decode(pair.as_bytes())
+            .decode_utf8()
+            .is_err()
+    }) {
+        return unmapped(
+            "its query holds bytes that are not text, which a query value cannot carry exactly"
+                .into(),
+        );
     }
     if url.query().is_none_or(str::is_empty) {
         return unmapped("it has no query to map to the operation's parameters".into());
     }
     let mut query = Map::new();
     for (k, v) in url.query_pairs() {
-        if v.contains(crate::upstream::REDACTED) {
+        // A credential the response was scrubbed of (its name and value, or its value).
+        if k.contains(crate::upstream::REDACTED) || v.contains(crate::upstream::REDACTED) {
             continue;
         }
         if !super::declares(op, &k) {

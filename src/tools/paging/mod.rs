@@ -45,7 +45,8 @@ pub struct Continuation {
 
 impl Continuation {
     pub(crate) fn new(at: &str, value: &str, why: String) -> Continuation {
-        let mut value = value.to_string();
+        // Text the API sent, shown to a model: control and direction characters escaped.
+        let mut value = crate::printable::escape(value).into_owned();
         if value.len() > MAX_SHOWN {
             let mut end = MAX_SHOWN;
             while !value.is_char_boundary(end) {
@@ -55,9 +56,9 @@ impl Continuation {
             value.push('…');
         }
         Continuation {
-            at: at.to_string(),
+            at: crate::printable::escape(at).into_owned(),
             value,
-            why,
+            why: crate::printable::escape(&why).into_owned(),
         }
     }
 
@@ -108,6 +109,89 @@ impl Seen<'_> {
     /// The page's items, when the body holds a list.
     fn items(&self) -> Option<&Vec<Value>> {
         self.body.pointer(self.list?)?.as_array()
+    }
+}
+
+/// The pointer of the list a page holds however small it is (a short last page, `limit: 3`):
+/// the body itself, else the array with the most items among its fields and theirs.
+pub fn any_list(body: &Value) -> Option<String> {
+    if body.is_array() {
+        return Some(String::new());
+    }
+    let mut best: Option<(usize, String)> = None;
+    let top = body.as_object()?;
+    for (k, v) in top {
+        let at = format!("/{}", k.replace('~', "~0").replace('/', "~1"));
+        let mut consider = |len: usize, at: String| {
+            if best.as_ref().is_none_or(|(b, _)| len > *b) {
+                best = Some((len, at));
+            }
+        };
+        match v {
+            Value::Array(a) => consider(a.len(), at),
+            Value::Object(inner) => {
+                for (k2, v2) in inner {
+                    if let Value::Array(a) = v2 {
+                        consider(
+                            a.len(),
+                            format!("{at}/{}", k2.replace('~', "~0").replace('/', "~1")),
+                        );
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    best.map(|(_, at)| at)
+}
+
+/// A next page the call's credentials would leak through: a next query holding one in any
+/// form once decoded (alone, or joined from its values in order: a secret cut in two), or a
+/// continuation's value; and a next query whose values pass `max_value_bytes`, which its own
+/// call would refuse. Either becomes a [`Next::Unmapped`] that shows no credential.
+pub(crate) fn guard(
+    next: Next,
+    secrets: &crate::upstream::Secrets,
+    max_value_bytes: usize,
+) -> Next {
+    let holds = |s: &str| secrets.holds(s.as_bytes()) || secrets.holds_decoded(s);
+    match next {
+        Next::Query(q) => {
+            let texts: Vec<String> = q
+                .values()
+                .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
+                .collect();
+            if texts.iter().any(|t| holds(t)) || holds(&texts.concat()) {
+                return Next::Unmapped(Continuation::new(
+                    "query",
+                    crate::upstream::REDACTED,
+                    "the next page's query holds a credential of this server's".into(),
+                ));
+            }
+            if let Some((k, t)) = q
+                .keys()
+                .zip(&texts)
+                .find(|(_, t)| t.len() > max_value_bytes)
+            {
+                return Next::Unmapped(Continuation::new(
+                    "query",
+                    t,
+                    format!(
+                        "its `{k}` is {} bytes, over the limit of {max_value_bytes} for a value \
+                         (--max-value-bytes)",
+                        t.len()
+                    ),
+                ));
+            }
+            Next::Query(q)
+        }
+        Next::Unmapped(mut c) => {
+            if holds(&c.value) {
+                c.value = crate::upstream::REDACTED.to_string();
+            }
+            Next::Unmapped(c)
+        }
+        Next::End => Next::End,
     }
 }
 

@@ -131,7 +131,7 @@ fn link_headers_use_only_the_query() {
         h(r#"<https://evil.example/x?page=2>; rel="next""#),
         json!([]),
     );
-    assert!(unmapped(&n).why.contains("another host"), "{n:?}");
+    assert!(unmapped(&n).why.contains("another origin"), "{n:?}");
     let (_, n) = read(
         &op,
         json!({}),
@@ -151,6 +151,33 @@ fn link_headers_use_only_the_query() {
         .1,
         query(json!({"page": "2"}))
     );
+    // A query credential the API echoed, scrubbed name and value together: left out.
+    assert_eq!(
+        read(
+            &op,
+            json!({}),
+            h(r#"<https://api.example/x?%5Bredacted%5D&page=2>; rel="next""#),
+            json!([])
+        )
+        .1,
+        query(json!({"page": "2"}))
+    );
+    // A cursor that is not text cannot go back byte for byte.
+    let (_, n) = read(
+        &op,
+        json!({}),
+        h(r#"<https://api.example/x?page=%FF%FE>; rel="next""#),
+        json!([]),
+    );
+    assert!(unmapped(&n).why.contains("not text"), "{n:?}");
+    // Another port is another origin.
+    let (_, n) = read(
+        &op,
+        json!({}),
+        h(r#"<https://api.example:8443/x?page=2>; rel="next""#),
+        json!([]),
+    );
+    assert!(unmapped(&n).why.contains("another origin"), "{n:?}");
     // A Link header of other links says nothing about pages.
     assert_eq!(
         read(
@@ -346,6 +373,30 @@ fn body_conventions() {
     // Hetzner's spec declares no `page`: said, not ended.
     assert!(matches!(
         read(&get(&[]), json!({}), json!({}), hetzner(json!(2))).1,
+        Next::Unmapped(_)
+    ));
+    // A numeric cursor goes back as its digits; one past what JSON numbers hold exactly is said.
+    let big = json!({"items": [1], "next_cursor": 12345678901234567u64});
+    assert_eq!(
+        read(&get(&["cursor"]), json!({}), json!({}), big).1,
+        query(json!({"cursor": "12345678901234567"}))
+    );
+    let huge: Value =
+        serde_json::from_str(r#"{"items": [1], "next_cursor": 123456789012345678901234567890}"#)
+            .expect("json");
+    assert!(matches!(
+        read(&get(&["cursor"]), json!({}), json!({}), huge).1,
+        Next::Unmapped(_)
+    ));
+    // Jira's `startAt` is not an offset API's `total`: with both declared, `offset` goes on.
+    let both = json!({"offset": 5, "total": 100, "items": [{"id": 1}, {"id": 2}, {"id": 3}]});
+    assert_eq!(
+        read(&get(&["offset", "startAt"]), json!({}), json!({}), both).1,
+        query(json!({"offset": 8}))
+    );
+    let empty = json!({"startAt": 0, "total": 100, "isLast": false, "values": []});
+    assert!(matches!(
+        read(&get(&["startAt"]), json!({}), json!({}), empty).1,
         Next::Unmapped(_)
     ));
     let square = json!({"customers": [{"id": "C1"}], "cursor": "CUR2"});
