@@ -229,14 +229,23 @@ async fn a_signed_in_persons_own_credentials_session_and_audit_follow_their_sub(
         .await;
     let reader = mcp_client(&url, &[("authorization", &format!("Bearer {reader}"))]).await;
     call_ok(&reader, "api_discover", json!({"query": "find pets"})).await;
-    let (failed, refused) = call(
-        &reader,
-        "api_schema",
-        json!({"operationId": "findPetsByStatus"}),
-    )
-    .await;
-    assert!(failed, "{refused}");
-    assert_eq!(refused["missing"], "apigate.schema", "{refused}");
+    // Step-up: the HTTP 403 names the scope that grants it, and the client says so.
+    let refused = reader
+        .call_tool(
+            rmcp::model::CallToolRequestParams::new("api_schema".to_string()).with_arguments(
+                json!({"operationId": "findPetsByStatus"})
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default(),
+            ),
+        )
+        .await
+        .expect_err("a step-up challenge");
+    let refused = format!("{refused:?}");
+    assert!(
+        refused.contains("insufficient_scope") && refused.contains("apigate.schema"),
+        "{refused}"
+    );
 
     // A person whose token grants apigate.admin reloads the APIs, audited as their client.
     let kim = idp
