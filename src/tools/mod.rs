@@ -41,8 +41,8 @@ pub use binary_out::BinaryOptions;
 pub(crate) use binary_out::BinaryOut;
 pub use error::{Code, ToolError};
 pub use name::{Tool, UnknownTool};
-pub use ops::Planned;
 pub(crate) use ops::Prepared;
+pub use ops::{Planned, shown_by_default};
 pub use output::Output;
 pub use page::Budgets;
 

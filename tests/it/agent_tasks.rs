@@ -372,3 +372,336 @@ async fn twelve_tasks_over_five_apis() {
         100.0 * (discover + schema) as f64 / total as f64
     );
 }
+
+/// Follows `$ref`s (`#/…`) from `v` in the document `doc`.
+fn follow<'a>(doc: &'a Value, mut v: &'a Value) -> &'a Value {
+    for _ in 0..32 {
+        match v.get("$ref").and_then(Value::as_str) {
+            Some(r) => {
+                let pointer = r.strip_prefix('#').expect("a local $ref");
+                v = doc
+                    .pointer(pointer)
+                    .unwrap_or_else(|| panic!("{r} resolves"));
+            }
+            None => break,
+        }
+    }
+    v
+}
+
+/// The property names of a schema of `doc` (its `allOf` branches' too; a list's items'), read
+/// from the document itself, not through apigate.
+fn field_names(doc: &Value, schema: &Value) -> Vec<String> {
+    let mut s = follow(doc, schema);
+    while let Some(items) = s.get("items").filter(|i| i.is_object()) {
+        s = follow(doc, items);
+    }
+    let mut names: Vec<String> = s["properties"]
+        .as_object()
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default();
+    for branch in s["allOf"].as_array().into_iter().flatten() {
+        names.extend(field_names(doc, branch));
+    }
+    names
+}
+
+/// The success body schema of the operation `id` in `doc` (OpenAPI 3 or Swagger 2.0), and its
+/// status, read from the document.
+fn success_body<'a>(doc: &'a Value, id: &str) -> (String, &'a Value) {
+    for item in doc["paths"].as_object().unwrap().values() {
+        for op in item.as_object().unwrap().values() {
+            if op["operationId"] != id {
+                continue;
+            }
+            for (status, r) in op["responses"].as_object().unwrap() {
+                if !status.starts_with('2') {
+                    continue;
+                }
+                let r = follow(doc, r);
+                let schema = r
+                    .get("schema")
+                    .or_else(|| r.pointer("/content/application~1json/schema"));
+                if let Some(schema) = schema {
+                    return (status.clone(), schema);
+                }
+            }
+        }
+    }
+    panic!("{id} has no success body")
+}
+
+/// Nothing the compact default leaves out is out of reach: for the operation of every task,
+/// `detail: "full"` shows every parameter's and the operation's description whole (as the
+/// spec has them, up to apigate's 2,000-character cut) and every field of the request body;
+/// each field of the success body (read from the spec document itself) is in the full view's
+/// response schema, and `detail: "responses.STATUS.FIELD"` and `detail: PARAMETER` show each
+/// one. A field the compact outline leaves out (a Stripe charge's `refunded`, the 41st of
+/// its fields) is one `detail` away.
+#[tokio::test]
+async fn detail_reaches_every_description_and_field() {
+    let tasks: Value = serde_json::from_str(
+        &std::fs::read_to_string(format!(
+            "{}/tests/data/agent-tasks.json",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let api = FiveApis::start().await;
+    let five = FiveServer::start(&api.url()).await;
+    let client = five.server.client().await;
+    let whole = |s: &str| -> String {
+        if s.chars().count() > 2000 {
+            s.chars().take(2000).chain(['…']).collect()
+        } else {
+            s.to_string()
+        }
+    };
+    for (name, file, _) in APIS {
+        let spec = apigate::spec::Spec::load(&spec_path(file)).await.unwrap();
+        let doc: Value =
+            serde_json::from_str(&std::fs::read_to_string(spec_path(file)).unwrap()).unwrap();
+        for task in tasks["tasks"].as_array().unwrap() {
+            if task["api"] != name {
+                continue;
+            }
+            let shown_id = task["pick"].as_str().unwrap();
+            let id = shown_id.split_once(':').unwrap().1;
+            let op = spec.get(id).unwrap();
+            let full = read(
+                &client,
+                "api_schema",
+                &json!({"operationId": shown_id, "detail": "full"}),
+            )
+            .await;
+            assert!(!full.error, "{}", full.value);
+            let full = full.value;
+            if let Some(d) = &op.description {
+                assert_eq!(full["description"], whole(d).as_str(), "{id}");
+            }
+            for (p, shown) in op
+                .parameters
+                .iter()
+                .zip(full["parameters"].as_array().unwrap())
+            {
+                assert_eq!(shown["name"], p.name.as_str());
+                let in_schema = follow(&doc, &p.schema)["description"].as_str();
+                match (&p.description, in_schema) {
+                    (Some(d), _) => assert_eq!(shown["description"], whole(d).as_str(), "{id}"),
+                    (None, Some(d)) => assert_eq!(shown["schema"]["description"], d, "{id}"),
+                    (None, None) => {}
+                }
+                // And the parameter alone.
+                let part = read(
+                    &client,
+                    "api_schema",
+                    &json!({"operationId": shown_id, "detail": p.name}),
+                )
+                .await;
+                assert!(!part.error, "{}", part.value);
+                assert_eq!(part.value["part"], *shown, "{id} {}", p.name);
+            }
+            if let Some(body) = op.request_body.as_ref().and_then(|b| b.preferred()) {
+                for field in field_names(&doc, &body.schema) {
+                    assert!(
+                        full["requestBody"]["schema"]["properties"]
+                            .get(&field)
+                            .is_some(),
+                        "{id}: body field {field}"
+                    );
+                }
+            }
+            let (status, schema) = success_body(&doc, id);
+            let response = &full["responses"][&status]["schema"];
+            let fields = field_names(&doc, schema);
+            assert!(!fields.is_empty(), "{id}");
+            for field in &fields {
+                assert!(
+                    has_key(response, field),
+                    "{id}: field {field} of {status} is not in the full view"
+                );
+                let part = read(
+                    &client,
+                    "api_schema",
+                    &json!({"operationId": shown_id, "detail": format!("responses.{status}.{field}")}),
+                )
+                .await;
+                assert!(!part.error, "{id} {field}: {}", part.value);
+                assert!(part.value["part"].is_object(), "{}", part.value);
+            }
+        }
+    }
+    // The refund answers a charge: its 45 fields are outlined 20 at a time, and the rest
+    // says how to see them.
+    let id = "stripe:PostChargesChargeRefund";
+    let compact = read(&client, "api_schema", &json!({"operationId": id})).await;
+    let fields = compact.value["responses"]["200"]["fields"]
+        .as_str()
+        .unwrap();
+    assert!(
+        !fields.split(", ").any(|f| f == "refunded") && fields.ends_with(" more}"),
+        "{fields}"
+    );
+    assert!(
+        compact.value["more"]
+            .as_str()
+            .unwrap()
+            .contains("\"responses.200\""),
+        "{}",
+        compact.value
+    );
+    let part = read(
+        &client,
+        "api_schema",
+        &json!({"operationId": id, "detail": "responses.200.refunded"}),
+    )
+    .await;
+    assert_eq!(part.value["part"]["type"], "boolean", "{}", part.value);
+    assert_eq!(part.value["detail"], "responses.200.refunded");
+    // A path that names nothing says what there is, and sends nothing.
+    let (error, refused) = crate::support::call(
+        &client,
+        "api_schema",
+        json!({"operationId": id, "detail": "responses.200.refundedd"}),
+    )
+    .await;
+    assert!(error);
+    assert_eq!(refused["code"], "INVALID_ARGUMENTS");
+    let message = refused["error"].as_str().unwrap();
+    assert!(
+        message.contains("no field \"refundedd\"") && message.contains("refunded"),
+        "{message}"
+    );
+    assert_eq!(refused["violations"][0]["pointer"], "/detail");
+    let (error, refused) = crate::support::call(
+        &client,
+        "api_schema",
+        json!({"operationId": id, "detail": "x".repeat(300)}),
+    )
+    .await;
+    assert!(error, "a detail over 256 bytes is refused: {refused}");
+}
+
+/// A hit the smaller default leaves out is still there with `limit`: the default hits are the
+/// first of the `limit: 10` ones, in the same order.
+#[tokio::test]
+async fn a_hit_left_out_by_default_is_reachable_with_limit() {
+    let api = FiveApis::start().await;
+    let five = FiveServer::start(&api.url()).await;
+    let client = five.server.client().await;
+    let ids = |v: &Value| -> Vec<String> {
+        v["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["operationId"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let query = "message history of a slack channel";
+    let default = read(&client, "api_discover", &json!({"query": query})).await;
+    let ten = read(
+        &client,
+        "api_discover",
+        &json!({"query": query, "limit": 10}),
+    )
+    .await;
+    let (default, ten) = (ids(&default.value), ids(&ten.value));
+    assert_eq!(default.len(), 3, "{default:?}");
+    assert_eq!(ten.len(), 10, "{ten:?}");
+    assert_eq!(ten[..3], default[..]);
+    // `conversations.replies`, left out by default, is one `limit` away.
+    assert!(!default.iter().any(|id| id == "slack:conversations_replies"));
+    assert!(ten.iter().any(|id| id == "slack:conversations_replies"));
+    // `limit` is honoured as given, even when the best hit is clear.
+    let two = read(
+        &client,
+        "api_discover",
+        &json!({"query": query, "limit": 2}),
+    )
+    .await;
+    assert_eq!(ids(&two.value), default[..2]);
+}
+
+/// With `select`, `api_execute` returns only the headers an agent acts on (`link`,
+/// `location`, the rate limit's remaining and reset, `content-type`) and no `durationMs`;
+/// without it, every allow-listed header and the timing, as before.
+#[tokio::test]
+async fn a_selected_answer_keeps_only_the_headers_an_agent_acts_on() {
+    let api = FiveApis::start().await;
+    let five = FiveServer::start(&api.url()).await;
+    let client = five.server.client().await;
+    let get = json!({"operationId": "github:issues/get", "pathParams": {"owner": "octo", "repo": "hello", "issue_number": 42}});
+    let whole = read(&client, "api_execute", &get).await.value;
+    let headers = whole["headers"].as_object().unwrap();
+    for h in [
+        "etag",
+        "cache-control",
+        "x-github-request-id",
+        "x-ratelimit-limit",
+        "x-ratelimit-used",
+        "content-length",
+    ] {
+        assert!(headers.contains_key(h), "{h}: {headers:?}");
+    }
+    assert!(whole["durationMs"].is_u64(), "{whole}");
+    let mut selected = get.clone();
+    selected["select"] = json!("title");
+    let selected = read(&client, "api_execute", &selected).await.value;
+    let mut kept: Vec<&str> = selected["headers"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    kept.sort_unstable();
+    assert_eq!(
+        kept,
+        ["content-type", "x-ratelimit-remaining", "x-ratelimit-reset"]
+    );
+    assert!(selected.get("durationMs").is_none(), "{selected}");
+    assert_eq!(selected["body"], whole["body"]["title"]);
+    // A created comment's `Location`, and a list's `Link`, stay.
+    let created = read(
+        &client,
+        "api_execute",
+        &json!({"operationId": "github:issues/create-comment", "pathParams": {"owner": "octo", "repo": "hello", "issue_number": 7}, "body": {"body": "seen"}, "select": "id"}),
+    )
+    .await
+    .value;
+    assert!(
+        created["headers"]["location"]
+            .as_str()
+            .unwrap()
+            .ends_with("/issues/comments/2047558007"),
+        "{created}"
+    );
+    let listed = read(
+        &client,
+        "api_execute",
+        &json!({"operationId": "github:issues/list-for-repo", "pathParams": {"owner": "octo", "repo": "hello"}, "query": {"per_page": 5}, "select": "[].number"}),
+    )
+    .await
+    .value;
+    assert!(
+        listed["headers"]["link"]
+            .as_str()
+            .unwrap()
+            .contains("rel=\"next\""),
+        "{listed}"
+    );
+    // A 4xx is not selected: its headers stay whole.
+    let missing = read(
+        &client,
+        "api_execute",
+        &json!({"operationId": "github:issues/get", "pathParams": {"owner": "octo", "repo": "hello", "issue_number": 999}, "select": "title"}),
+    )
+    .await
+    .value;
+    assert_eq!(missing["ok"], false);
+    assert!(
+        missing["headers"]["x-github-request-id"].is_string(),
+        "{missing}"
+    );
+    assert!(missing["durationMs"].is_u64());
+}
