@@ -13,10 +13,7 @@ async fn main() -> anyhow::Result<()> {
     };
     let spec = Spec::load(path).await?;
     let size = |op, detail| serde_json::to_string(&spec.describe(op, detail)).map(|s| s.len());
-    for (label, detail) in [
-        ("default", Detail::Compact),
-        ("detail full", Detail::Full),
-    ] {
+    for (label, detail) in [("default", Detail::Compact), ("detail full", Detail::Full)] {
         let mut sizes = Vec::with_capacity(spec.operations.len());
         for op in &spec.operations {
             sizes.push(size(op, detail)?);

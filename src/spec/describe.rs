@@ -786,14 +786,16 @@ pub fn part(spec: &Spec, op: &Operation, path: &str) -> Result<Value, String> {
         ["description"] => Ok(json!(op.description.as_deref().map(cut))),
         ["accept"] => Ok(json!(op.response_types)),
         ["requestBody"] => {
-            let view = body_view(
-                spec,
-                op,
-                InlineBudget { depth: 8 },
-                Detail::Full,
-                &mut false,
-            );
-            Ok(serde_json::to_value(view).unwrap_or_default())
+            // As deep as fits, like the whole view.
+            let mut shown = Value::Null;
+            for depth in [8, 5, 3, 2, 1] {
+                let view = body_view(spec, op, InlineBudget { depth }, Detail::Full, &mut false);
+                shown = serde_json::to_value(view).unwrap_or_default();
+                if serde_json::to_vec(&shown).map_or(0, |b| b.len()) <= TARGET_BYTES {
+                    break;
+                }
+            }
+            Ok(shown)
         }
         ["requestBody", fields @ ..] => {
             let media = op
@@ -804,10 +806,7 @@ pub fn part(spec: &Spec, op: &Operation, path: &str) -> Result<Value, String> {
             let node = field(spec, &media.schema, fields, "requestBody")?;
             Ok(inline_within(spec, node, 8))
         }
-        ["responses"] => {
-            let view = render(spec, op, 1, 2, Detail::Full);
-            Ok(Value::Object(view.responses))
-        }
+        ["responses"] => Ok(Value::Object(describe(spec, op, Detail::Full).responses)),
         ["responses", status, fields @ ..] => {
             let Some(r) = op.responses.iter().find(|r| r.status == *status) else {
                 return Err(choices());
@@ -882,4 +881,84 @@ fn inline_within(spec: &Spec, schema: &Value, depth: usize) -> Value {
         }
     }
     spec.inline(schema, InlineBudget { depth: 0 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn field(name: &str, kind: FieldKind, fields: Option<Outline>) -> FieldOutline {
+        FieldOutline {
+            name: name.into(),
+            kind,
+            fields: fields.map(Box::new),
+        }
+    }
+
+    fn object(fields: Vec<FieldOutline>, more: usize) -> Outline {
+        Outline {
+            list: false,
+            scalar: None,
+            fields,
+            more,
+        }
+    }
+
+    #[test]
+    fn an_outline_reads_like_the_body() {
+        let page = || {
+            object(
+                vec![
+                    field("total", FieldKind::Scalar, None),
+                    field("items", FieldKind::List, None),
+                ],
+                0,
+            )
+        };
+        let charge = object(
+            vec![
+                field("id", FieldKind::Scalar, None),
+                field("billing_details", FieldKind::Object, None),
+            ],
+            43,
+        );
+        let body = object(
+            vec![
+                field("data", FieldKind::List, Some(charge)),
+                field("albums", FieldKind::Object, Some(page())),
+                field("tracks", FieldKind::Object, Some(page())),
+                field("url", FieldKind::Scalar, None),
+            ],
+            0,
+        );
+        assert_eq!(
+            body.to_string(),
+            "{data[{id, billing_details{}, +43 more}], albums{total, items[]}, tracks{as albums}, url}"
+        );
+        let mut list = page();
+        list.list = true;
+        assert_eq!(list.to_string(), "[{total, items[]}]");
+        let scalar = Outline {
+            list: true,
+            scalar: Some("string".into()),
+            fields: Vec::new(),
+            more: 0,
+        };
+        assert_eq!(scalar.to_string(), "[string]");
+    }
+
+    #[test]
+    fn a_first_sentence_says_when_there_is_more() {
+        assert_eq!(shorten("One. Two.", 160), "One. …");
+        assert_eq!(shorten("Only one.", 160), "Only one.");
+        assert_eq!(shorten("Line\nnext", 160), "Line …");
+        assert_eq!(
+            shorten(&"x".repeat(200), 10),
+            format!("{}…", "x".repeat(10))
+        );
+        assert!(is_json("application/vnd.github.raw+json"));
+        assert!(is_json("application/json; charset=utf-8"));
+        assert!(!is_json("application/yaml"));
+        assert!(!is_json("application/vnd.github.diff"));
+    }
 }

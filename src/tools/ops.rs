@@ -707,3 +707,21 @@ fn upstream_error(e: crate::upstream::UpstreamError) -> ToolError {
         other => ToolError::new(Code::UpstreamError, other.to_string()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::shown_by_default;
+
+    #[test]
+    fn the_default_shows_the_hits_close_to_the_best() {
+        // Clear: the rest score under 60 % of the best; three are shown all the same.
+        assert_eq!(shown_by_default(&[90.0, 50.0, 40.0, 30.0, 20.0]), 3);
+        // Close ones stay, down to 60 % of the best.
+        let close = [100.0, 90.0, 80.0, 70.0, 61.0, 59.0, 50.0];
+        assert_eq!(shown_by_default(&close), 5);
+        // Fewer than three: all of them; no scores (filters only): all of them.
+        assert_eq!(shown_by_default(&[5.0, 1.0]), 2);
+        assert_eq!(shown_by_default(&[0.0; 10]), 10);
+        assert_eq!(shown_by_default(&[]), 0);
+    }
+}
