@@ -8,7 +8,10 @@
 //! where the answer spans pages). Every answer is checked against the fixture's data, and the
 //! bytes of every result the model reads are counted: the text block (what OpenCode gives the
 //! model) and the compact JSON of `structuredContent` (what Claude Code gives it;
-//! docs/responses.md), which must be the same bytes.
+//! docs/responses.md), which must be the same bytes; every result must also be what its tool's
+//! `outputSchema` says. Beside the table, what the shorter defaults must not lose: `detail`
+//! reaches every description and field the compact view shortens, a hit left out by default
+//! is one `limit` away, and a selected answer keeps the headers an agent acts on.
 //!
 //! `scripts/agent-tasks.sh` prints the table (`cargo test --test it agent_tasks:: --
 //! --nocapture`).
@@ -197,6 +200,8 @@ struct Done {
     /// Every field `select` starts from is named in the response view `api_schema` showed.
     fields_shown: bool,
     answer: Vec<Value>,
+    /// Every result read: (tool, structured content).
+    read: Vec<(&'static str, Value)>,
 }
 
 async fn run(client: &Peer<RoleClient>, task: &Value) -> Done {
@@ -211,6 +216,7 @@ async fn run(client: &Peer<RoleClient>, task: &Value) -> Done {
         hits: 0,
         fields_shown: true,
         answer: Vec::new(),
+        read: Vec::new(),
     };
     // 1. Discover, and pick the operation among the hits shown.
     let found = read(client, "api_discover", &task["discover"]).await;
@@ -218,6 +224,7 @@ async fn run(client: &Peer<RoleClient>, task: &Value) -> Done {
     done.calls += 1;
     done.discover += found.text;
     done.structured += found.structured;
+    done.read.push(("api_discover", found.value.clone()));
     let pick = task["pick"].as_str().unwrap();
     let hits = found.value["results"].as_array().unwrap();
     done.hits = hits.len();
@@ -238,6 +245,7 @@ async fn run(client: &Peer<RoleClient>, task: &Value) -> Done {
     done.calls += 1;
     done.schema += schema.text;
     done.structured += schema.structured;
+    done.read.push(("api_schema", schema.value.clone()));
     let names = |v: &Value| -> Vec<String> {
         v.as_object()
             .map(|m| m.keys().cloned().collect())
@@ -278,6 +286,7 @@ async fn run(client: &Peer<RoleClient>, task: &Value) -> Done {
             done.calls += 1;
             done.execute += result.text;
             done.structured += result.structured;
+            done.read.push(("api_execute", result.value.clone()));
             match search(answer_of, &result.value["body"]) {
                 Value::Array(items) => done.answer.extend(items),
                 Value::Null => {}
@@ -306,6 +315,18 @@ async fn twelve_tasks_over_five_apis() {
     let api = FiveApis::start().await;
     let five = FiveServer::start(&api.url()).await;
     let client = five.server.client().await;
+    // What each tool publishes its results to be.
+    let tools = client.list_all_tools().await.unwrap();
+    let validator = |name: &str| {
+        let tool = tools.iter().find(|t| t.name == name).unwrap();
+        let schema = Value::Object((*tool.output_schema.clone().expect("an outputSchema")).clone());
+        jsonschema::validator_for(&schema).unwrap()
+    };
+    let validators: std::collections::HashMap<&str, jsonschema::Validator> =
+        ["api_discover", "api_schema", "api_execute"]
+            .into_iter()
+            .map(|t| (t, validator(t)))
+            .collect();
 
     let mut table = String::from(
         "| # | API | task | calls | discover | schema | execute | total | answer | hits (rank) | select's fields in schema |\n\
@@ -333,6 +354,16 @@ async fn twelve_tasks_over_five_apis() {
                 seen.iter()
                     .any(|r| format!("{} {}", r.method, r.uri) == line && r.body.contains(piece)),
                 "task {id}: the API did not receive {line} with {piece}: {seen:?}"
+            );
+        }
+        for (tool, result) in &done.read {
+            let errors: Vec<String> = validators[tool]
+                .iter_errors(result)
+                .map(|e| e.to_string())
+                .collect();
+            assert!(
+                errors.is_empty(),
+                "task {id}: {tool}'s result is not what its outputSchema says: {errors:?}"
             );
         }
         let total = done.discover + done.schema + done.execute;
