@@ -1,6 +1,6 @@
 //! How large `api_schema`'s answers are: the compact JSON size of `Spec::describe` for every
 //! operation of a spec (median, 90th percentile, largest) and for named operations, by default
-//! and with `include: ["responses"]`.
+//! and with `detail: "full"`.
 //! `cargo run --release --example schema_sizes -- SPEC [OPERATION_ID…]`
 
 use apigate::spec::{Detail, Spec};
@@ -13,10 +13,7 @@ async fn main() -> anyhow::Result<()> {
     };
     let spec = Spec::load(path).await?;
     let size = |op, detail| serde_json::to_string(&spec.describe(op, detail)).map(|s| s.len());
-    for (label, detail) in [
-        ("default", Detail::Compact),
-        ("include responses", Detail::Full),
-    ] {
+    for (label, detail) in [("default", Detail::Compact), ("detail full", Detail::Full)] {
         let mut sizes = Vec::with_capacity(spec.operations.len());
         for op in &spec.operations {
             sizes.push(size(op, detail)?);

@@ -1,7 +1,7 @@
 //! Spec loading from arbitrary bytes: `Spec::from_bytes` as JSON or YAML (the first byte's
 //! low bit picks the file name `fuzz.json` or `fuzz.yaml`, which decides the parser for
 //! input starting with `{`), then everything `api_schema` and `api_execute` do with a loaded
-//! document: `describe`, `args_schema`, validation (which compiles the argument schema) and
+//! document: `describe` and its `detail` parts, `args_schema`, validation (which compiles the argument schema) and
 //! `find`. Hangs and memory blow-ups are caught by libFuzzer's `-timeout` and
 //! `-rss_limit_mb` (see scripts/fuzz.sh).
 //!
@@ -45,6 +45,22 @@ fuzz_target!(|data: &[u8]| {
         assert!(values.is_empty());
         let _ = spec.describe(op, apigate::spec::Detail::Compact);
         let _ = spec.describe(op, apigate::spec::Detail::Full);
+        // `api_schema`'s `detail` parts: every parameter, the body and each success body's
+        // fields, one level down (a list's items' fields named as the list's).
+        for p in &op.parameters {
+            let _ = spec.describe_part(op, &p.name);
+        }
+        let _ = spec.describe_part(op, "requestBody");
+        let _ = spec.describe_part(op, "responses");
+        for r in &op.responses {
+            for path in [
+                format!("responses.{}", r.status),
+                format!("responses.{}.items.id", r.status),
+                format!("responses.{}.data.id", r.status),
+            ] {
+                let _ = spec.describe_part(op, &path);
+            }
+        }
         let _ = spec.args_schema(op);
         let mut empty = json!({});
         let _ = spec.validate(op, &mut empty);

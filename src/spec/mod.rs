@@ -23,7 +23,10 @@ use std::sync::OnceLock;
 use serde_json::Value;
 
 pub use args::{Violation, section, violations};
-pub use describe::{BodyView, Detail, OperationView, ParameterView};
+pub use describe::{
+    BodyView, Detail, FieldKind, FieldOutline, MAX_DETAIL_SEGMENTS, OperationView, Outline,
+    ParameterView,
+};
 pub use method::{Method, NotAMethod};
 pub use operation::{Dialect, MediaType, Operation, ParamIn, Parameter, RequestBody, Response};
 pub use paths::match_template;
@@ -366,6 +369,13 @@ impl Spec {
     /// server, `$ref`s inlined up to a budget, cycles marked `{"$recursive": name}`.
     pub fn describe(&self, op: &Operation, detail: Detail) -> OperationView {
         describe::describe(self, op, detail)
+    }
+
+    /// One part of `api_schema`'s view, whole: a parameter, `requestBody[.field…]`,
+    /// `responses[.STATUS[.field…]]`, `accept` or `description` (`describe::part`); `Err`
+    /// says what `path` may name.
+    pub fn describe_part(&self, op: &Operation, path: &str) -> Result<Value, String> {
+        describe::part(self, op, path)
     }
 
     /// Inlines `$ref`s of any fragment of this document.

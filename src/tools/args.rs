@@ -54,17 +54,21 @@ pub struct Target {
 // The structs below flatten their parts, which serde cannot combine with
 // `deny_unknown_fields`: unknown arguments are refused by the input schema (`parse`) first.
 
-/// `api_schema`'s arguments: which operation, and what to include beyond the default.
+/// `api_schema`'s arguments: which operation, and how much of it to show.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SchemaArgs {
     #[serde(flatten)]
     pub target: Target,
+    /// `"full"`, or the part to show whole (a parameter, `responses.200.items`, …).
+    #[serde(default)]
+    pub detail: Option<String>,
+    /// The older form of `detail: "full"`.
     #[serde(default)]
     pub include: Vec<Include>,
 }
 
-/// What `api_schema` adds on request.
+/// What `api_schema` adds on request (the older form of `detail: "full"`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Include {
@@ -74,13 +78,25 @@ pub enum Include {
     Descriptions,
 }
 
+/// How much of an operation `api_schema` shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SchemaDetail {
+    /// The whole view, compact or full.
+    View(Detail),
+    /// One part, whole: `detail` names it (`spec::Spec::describe_part`).
+    Part(String),
+}
+
 impl SchemaArgs {
-    /// How much of the responses to show.
-    pub fn detail(&self) -> Detail {
-        if !self.include.is_empty() {
-            Detail::Full
-        } else {
-            Detail::Compact
+    /// What to show: `detail` (`"full"` or a part), else `include` (the full view), else the
+    /// compact view.
+    pub fn detail(&self) -> SchemaDetail {
+        match self.detail.as_deref().map(str::trim) {
+            Some("full") => SchemaDetail::View(Detail::Full),
+            Some("") => SchemaDetail::View(Detail::Compact),
+            Some(part) => SchemaDetail::Part(part.to_string()),
+            None if !self.include.is_empty() => SchemaDetail::View(Detail::Full),
+            None => SchemaDetail::View(Detail::Compact),
         }
     }
 }

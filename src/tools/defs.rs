@@ -11,6 +11,9 @@ use crate::spec::Method;
 /// The most items `skipItems` may leave out: more than any page of a real API holds.
 pub const MAX_SKIP_ITEMS: usize = 100_000;
 
+/// The longest `detail` `api_schema` takes: a parameter's name or a path of field names.
+pub(crate) const MAX_DETAIL_BYTES: usize = 256;
+
 /// Default and maximum `limit` of `api_discover`.
 pub(crate) const DEFAULT_LIMIT: usize = 10;
 pub(crate) const MAX_LIMIT: usize = 50;
@@ -58,8 +61,10 @@ pub fn input_schema(tool: Tool) -> Value {
             "additionalProperties": false
         }),
         Tool::Schema => naming_an_operation(json!({
+            "detail": {"type": "string", "maxLength": MAX_DETAIL_BYTES,
+                "description": "By default the view is short (first sentences, the response's field names). \"full\" shows everything; a part shows that part whole: a parameter's name (\"limit\"), \"requestBody\" or a field of it (\"requestBody.metadata\"), \"responses.200\" or a field of its body (\"responses.200.items.status\"), \"accept\", \"description\"."},
             "include": {"type": "array", "items": {"type": "string", "enum": ["responses", "descriptions"]},
-                "description": "The full view: [\"responses\"] for the response schemas, not only the success body's top-level fields; [\"descriptions\"] for every description in full, at any depth. Either gives both."}
+                "description": "The older form of detail: \"full\"."}
         })),
         Tool::Execute => naming_an_operation(json!({
             "pathParams": {"type": "object", "description": "Values for the {placeholders} of the path.", "additionalProperties": true},
@@ -100,7 +105,9 @@ pub(crate) fn definition(tool: Tool, api_title: &str) -> Value {
             format!(
                 "Search the operations of {api} by what you want to do, in plain words \
                  (e.g. \"close an issue\", \"refund a payment\"). Returns a ranked list of \
-                 operations (operationId, method, path, summary). Step 1 of 3: pick an \
+                 operations (operationId, method, path, summary; `mutating` on those that may \
+                 change data): the hits close to the best one (3 to 10), or `limit` of them. \
+                 Step 1 of 3: pick an \
                  operationId here, call api_schema to learn its parameters, then api_execute \
                  to call it. Filter with `method` (GET, POST, …) or `tag` when you know them. \
                  Only operations you are allowed to call are listed. When you do not know the \
@@ -113,14 +120,17 @@ pub(crate) fn definition(tool: Tool, api_title: &str) -> Value {
         Tool::Schema => (
             "Describe an API operation",
             format!(
-                "Show everything needed to call one operation of {api}: its parameters (name, \
-                 in, required, schema), request body schema and content type, responses (status, \
-                 description and the success body's top-level fields) and server. Descriptions \
-                 get shorter with depth; `include: [\"responses\"]` shows the full response \
-                 schemas and every description. Identify it by `operationId` (from \
-                 api_discover) or by `method` + `path`. Step 2 of 3: then call api_execute with `pathParams`, `query`, \
-                 `headers` and `body` shaped as this schema says. A schema shown as \
-                 {{\"$recursive\": \"Name\"}} repeats the enclosing Name."
+                "Show what is needed to call one operation of {api}: its parameters (name, \
+                 in, required, schema), request body schema and content type, and responses \
+                 (status; the success body's `fields`, e.g. {{id, title, user{{}}, labels[], +12 \
+                 more}}), shortened: first sentences, field names. `detail: \"full\"` shows \
+                 everything; `detail` naming a part shows it whole: a parameter (\"limit\"), \
+                 \"requestBody\", \"responses.200\" or a field of the body \
+                 (\"responses.200.items.status\"). `select` is an example for api_execute. \
+                 Identify it by `operationId` (from api_discover) or by `method` + `path`. Step 2 \
+                 of 3: then call api_execute with `pathParams`, `query`, `headers` and `body` \
+                 shaped as this schema says. A schema shown as {{\"$recursive\": \"Name\"}} \
+                 repeats the enclosing Name."
             ),
             json!({"readOnlyHint": true, "openWorldHint": false}),
         ),
@@ -139,7 +149,9 @@ pub(crate) fn definition(tool: Tool, api_title: &str) -> Value {
                  Authorization or cookies. Use `dryRun: true` to see the exact request \
                  without sending it. Keep only what you need with `select`, a JMESPath \
                  expression applied to the body before the size budget (e.g. \
-                 `[].{{number: number, title: title}}`). A body over the budget keeps whole \
+                 `[].{{number: number, title: title}}`); with it, only the headers an agent acts \
+                 on come back (link, location, retry-after, rate limit remaining and reset, \
+                 content-type) and no durationMs. A body over the budget keeps whole \
                  items of its list and says so in `cut` and `note`; when the API shows a next \
                  page, `next` holds the arguments to call it, and `pages: N` (GET) fetches N \
                  pages as one list. `ok` is false when the API answered 4xx (read its \

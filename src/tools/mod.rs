@@ -43,8 +43,8 @@ pub(crate) use binary_out::BinaryOut;
 pub use error::{Code, ToolError};
 pub use lacking::Lacking;
 pub use name::{Tool, UnknownTool};
-pub use ops::Planned;
 pub(crate) use ops::Prepared;
+pub use ops::{Planned, shown_by_default};
 pub use output::Output;
 pub use page::Budgets;
 

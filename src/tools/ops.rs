@@ -5,8 +5,8 @@
 
 use serde_json::{Map, Value, json};
 
-use super::args::{self, DiscoverArgs, ExecuteArgs, SchemaArgs};
-use super::output::{DiscoverHit, DiscoverResult, DryRunResult, Output, SchemaResult};
+use super::args::{self, DiscoverArgs, ExecuteArgs, SchemaArgs, SchemaDetail};
+use super::output::{DiscoverHit, DiscoverResult, DryRunResult, Output, SchemaPart, SchemaResult};
 use super::resolve::{Found, api_named, find, may_see, permitted, visible};
 use super::select::{Select, SelectError};
 use super::{Code, Engine, Tool, ToolError};
@@ -45,7 +45,7 @@ impl Parsed {
 /// A validated call, ready to run.
 pub(crate) enum Prepared {
     Discover(DiscoverArgs),
-    Schema(OpRef, Detail),
+    Schema(OpRef, SchemaDetail),
     Execute(Box<Planned>),
 }
 
@@ -516,6 +516,30 @@ fn short_summary(op: &Operation) -> String {
     }
 }
 
+/// Without `limit`, `api_discover` shows the hits that score at least this share of the best
+/// one: when the best hits are clear, the rest are left out. On the four query sets of
+/// `tests/data` (440 queries, per spec and pooled) this keeps 94 % (words only) and 96 %
+/// (hybrid) of the operations the top 10 finds, showing 6 hits in 10 (BENCHMARKS.md, issue 42;
+/// `index::the_default_hits_keep_what_the_top_ten_finds`).
+const CLEAR_SHARE: f32 = 0.6;
+/// ... and at least this many (all there are, when fewer).
+const MIN_HITS: usize = 3;
+
+/// How many hits `api_discover` shows when the caller gave no `limit`, of those a search found
+/// (`scores`: best first, at most the default `limit`): the ones scoring at least
+/// [`CLEAR_SHARE`] of the best, at least [`MIN_HITS`]. When the best hits are clear, the rest
+/// are left out; `limit` shows them. Hits without scores (filters and no words) are all shown.
+pub fn shown_by_default(scores: &[f32]) -> usize {
+    let Some(&best) = scores.first().filter(|s| **s > 0.0) else {
+        return scores.len();
+    };
+    let close = scores
+        .iter()
+        .take_while(|s| **s >= CLEAR_SHARE * best)
+        .count();
+    close.max(MIN_HITS).min(scores.len())
+}
+
 /// The tools whose result is complete at once.
 pub(super) async fn done(
     engine: &Engine,
@@ -544,33 +568,64 @@ pub(super) async fn done(
                 allowed: Some(&allowed),
                 vector: vector.as_deref(),
             });
-            let results = hits
-                .iter()
-                .filter_map(|h| {
-                    let r = OpRef {
-                        api: h.spec,
-                        op: h.op,
-                    };
-                    Some((r, apis.operation(r)?, h.score))
-                })
-                .map(|(r, op, score)| DiscoverHit {
+            let shown = if d.limit.is_some() {
+                hits.len()
+            } else {
+                let scores: Vec<f32> = hits.iter().map(|h| h.score).collect();
+                shown_by_default(&scores)
+            };
+            let mut previous: Option<&[String]> = None;
+            let mut results = Vec::with_capacity(shown);
+            for h in &hits[..shown] {
+                let r = OpRef {
+                    api: h.spec,
+                    op: h.op,
+                };
+                let Some(op) = apis.operation(r) else {
+                    continue;
+                };
+                let repeated = previous == Some(op.tags.as_slice());
+                previous = Some(op.tags.as_slice());
+                results.push(DiscoverHit {
                     operation_id: apis.shown_id(r),
-                    api: apis.qualified().then(|| apis.list[r.api].name.clone()),
                     method: op.method,
                     path: op.path.clone(),
                     summary: short_summary(op),
-                    tags: op.tags.clone(),
+                    tags: if repeated {
+                        Vec::new()
+                    } else {
+                        op.tags.clone()
+                    },
                     mutating: op.mutating(),
-                    score: (f64::from(score) * 1000.0).round() / 1000.0,
-                })
-                .collect();
+                });
+            }
             Ok(Output::Discover(DiscoverResult {
                 results,
                 total,
                 overview: None,
             }))
         }
-        Prepared::Schema(r, detail) => {
+        Prepared::Schema(r, SchemaDetail::Part(path)) => {
+            let api = &apis.list[r.api];
+            let op = &api.spec.operations[r.op];
+            let part = api.spec.describe_part(op, &path).map_err(|message| {
+                ToolError::invalid(
+                    format!("{message}; or leave `detail` out for the whole operation, shortened"),
+                    vec![Violation {
+                        pointer: "/detail".into(),
+                        message,
+                    }],
+                )
+            })?;
+            Ok(Output::SchemaPart(Box::new(SchemaPart {
+                operation_id: apis.shown_id(r),
+                method: op.method,
+                path: op.path.clone(),
+                detail: path,
+                part,
+            })))
+        }
+        Prepared::Schema(r, SchemaDetail::View(detail)) => {
             let api = &apis.list[r.api];
             let op = &api.spec.operations[r.op];
             let mut operation = api.spec.describe(op, detail);
@@ -578,7 +633,7 @@ pub(super) async fn done(
                 operation.operation_id = apis.shown_id(r);
             }
             let to = super::credentials::call_api(apis, api);
-            if let Some(security) = security_view(api, to, principal, op) {
+            if let Some(security) = security_view(api, to, principal, op, detail) {
                 operation.security = Some(security);
             }
             // A credential parameter a configured credential stands for is not the agent's to
@@ -600,7 +655,7 @@ pub(super) async fn done(
                     fields.insert("suppliedParameters".into(), shown);
                 }
             }
-            let select = super::select::lesson(&operation.responses);
+            let select = operation.outline.as_ref().and_then(super::select::lesson);
             Ok(Output::Schema(Box::new(SchemaResult {
                 operation,
                 api: apis.qualified().then(|| api.name.clone()),
@@ -635,6 +690,7 @@ fn security_view(
     to: crate::auth::session_upstream::CallApi<'_>,
     principal: &Principal,
     op: &Operation,
+    detail: Detail,
 ) -> Option<Value> {
     let alternatives = crate::spec::security_alternatives(op.security.as_ref())?;
     // Only the headers stored for this API count: the others never go to it.
@@ -665,6 +721,10 @@ fn security_view(
             Value::Array(schemes)
         })
         .collect();
+    // Credentials apigate supplies are all an agent needs to know of them (the compact view).
+    if any && detail == Detail::Compact {
+        return Some(json!({"needed": true, "supplied": true}));
+    }
     Some(json!({
         "needed": true,
         "alternatives": shown,
@@ -726,5 +786,23 @@ fn upstream_error(e: crate::upstream::UpstreamError) -> ToolError {
         ),
         E::Timeout { .. } => ToolError::new(Code::UpstreamTimeout, e.to_string()),
         other => ToolError::new(Code::UpstreamError, other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shown_by_default;
+
+    #[test]
+    fn the_default_shows_the_hits_close_to_the_best() {
+        // Clear: the rest score under 60 % of the best; three are shown all the same.
+        assert_eq!(shown_by_default(&[90.0, 50.0, 40.0, 30.0, 20.0]), 3);
+        // Close ones stay, down to 60 % of the best.
+        let close = [100.0, 90.0, 80.0, 70.0, 61.0, 59.0, 50.0];
+        assert_eq!(shown_by_default(&close), 5);
+        // Fewer than three: all of them; no scores (filters only): all of them.
+        assert_eq!(shown_by_default(&[5.0, 1.0]), 2);
+        assert_eq!(shown_by_default(&[0.0; 10]), 10);
+        assert_eq!(shown_by_default(&[]), 0);
     }
 }

@@ -16,6 +16,7 @@ use crate::upstream::{Cut, UpstreamResponse};
 pub enum Output {
     Discover(DiscoverResult),
     Schema(Box<SchemaResult>),
+    SchemaPart(Box<SchemaPart>),
     Execute(Box<ExecuteResult>),
     DryRun(DryRunResult),
 }
@@ -76,27 +77,30 @@ pub struct GroupOverview {
     pub description: Option<String>,
 }
 
-/// One operation `api_discover` found.
+/// One operation `api_discover` found, best first.
 #[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DiscoverHit {
-    /// `NAME:operationId` when the server serves several APIs.
+    /// `NAME:operationId` when the server serves several APIs (the `api` it belongs to).
     pub operation_id: String,
-    /// The API it belongs to, when the server serves several.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub api: Option<String>,
     pub method: Method,
     pub path: String,
     pub summary: String,
+    /// Its tags; left out when they are those of the hit before.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
+    /// Present, and true, when the call may change data (any method but GET, HEAD and
+    /// OPTIONS).
+    #[serde(default, skip_serializing_if = "is_false")]
     pub mutating: bool,
-    /// Rounded to three decimals (and printed so: `0.123`, not the `f32`'s
-    /// `0.12300000339746475`).
-    pub score: f64,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// `api_schema`'s result: the operation's view, with what the caller's credentials allow and
-/// a `select` hint for its answer.
+/// a `select` example for its answer.
 #[serde_with::skip_serializing_none]
 #[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -106,8 +110,22 @@ pub struct SchemaResult {
     /// The API the operation belongs to, when the server serves several (its `operationId`
     /// is then `NAME:operationId`).
     pub api: Option<String>,
-    /// A `select` expression that keeps the answer small, with an example.
+    /// An example of `api_execute`'s `select` (JMESPath) made of the answer's own fields.
     pub select: Option<String>,
+}
+
+/// `api_schema`'s result with `detail` naming a part: that part, whole.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SchemaPart {
+    pub operation_id: String,
+    pub method: Method,
+    pub path: String,
+    /// The part, as `detail` named it.
+    pub detail: String,
+    /// The part whole: a parameter's view, the request body, a response or a field's schema
+    /// (`$ref`s inlined), the media types, or the description.
+    pub part: Value,
 }
 
 /// `api_execute`'s result for a sent call: the API's answer (4xx included: `ok` is false),
@@ -255,7 +273,7 @@ fn tidy(v: &mut Value) {
 pub fn output_schema(tool: Tool) -> Value {
     let mut results = match tool {
         Tool::Discover => vec![schema_of::<DiscoverResult>()],
-        Tool::Schema => vec![schema_of::<SchemaResult>()],
+        Tool::Schema => vec![schema_of::<SchemaResult>(), schema_of::<SchemaPart>()],
         Tool::Execute => vec![schema_of::<ExecuteResult>(), schema_of::<DryRunResult>()],
     };
     results.push(schema_of::<ErrorResult<'static>>());

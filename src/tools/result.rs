@@ -71,9 +71,9 @@ pub fn finish(
     // The later pages' items join the first's, in order, under the last page's envelope
     // (its `has_more` and cursor are the current ones).
     let mut joined: Vec<Value> = Vec::new();
-    let mut duration_ms = last.response.duration_ms;
+    let mut duration_ms = last.response.duration_ms.unwrap_or(0);
     for p in pages.iter_mut() {
-        duration_ms = duration_ms.saturating_add(p.response.duration_ms);
+        duration_ms = duration_ms.saturating_add(p.response.duration_ms.unwrap_or(0));
         if let Some(Value::Array(items)) = p
             .list
             .as_deref()
@@ -94,7 +94,7 @@ pub fn finish(
         list,
         ..
     } = last;
-    response.duration_ms = duration_ms;
+    response.duration_ms = Some(duration_ms);
     if !joined.is_empty()
         && let Some(Value::Array(items)) =
             list.as_deref().and_then(|l| response.body.pointer_mut(l))
@@ -124,6 +124,7 @@ pub fn finish(
                 .body
                 .as_array()
                 .is_some_and(|a| a.len() == total_items);
+        response.keep_acted_on();
     }
     let fitted = fit(
         std::mem::take(&mut response.body),

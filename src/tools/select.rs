@@ -443,63 +443,54 @@ fn to_json(v: &jmespath::Variable, used: &mut Used) -> Result<Value, Over> {
     })
 }
 
-/// `api_schema`'s lesson on `select` for an operation it described (`responses`, of its
-/// compact view): one example made of the success body's own field names, when it has some.
-pub fn lesson(responses: &serde_json::Map<String, Value>) -> Option<String> {
-    let shape = responses
-        .iter()
-        .filter(|(status, _)| status.starts_with('2'))
-        .find_map(|(_, r)| r.get("shape").filter(|s| s.is_object()))?;
-    // Two names, identifiers and titles first; names JMESPath takes bare.
-    let pick = |fields: &serde_json::Map<String, Value>, arrays: bool| -> Vec<String> {
-        let bare = |n: &str| {
-            n.chars()
-                .next()
-                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-                && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        };
-        let is_array = |t: &Value| t.as_str().is_some_and(|t| t.starts_with("array"));
-        let mut names: Vec<&String> = fields
-            .iter()
-            .filter(|(n, t)| bare(n) && is_array(t) == arrays)
-            .map(|(n, _)| n)
-            .collect();
+/// `api_schema`'s example of `select` for an operation's answer, from the outline of its
+/// success body: two of its fields (numbers, titles, names and ids first), of each item of a
+/// list body, or of each item of the body's list whose fields the outline shows
+/// (`data[].{id: id, status: status}`), else of the body; none without two such fields.
+pub fn lesson(outline: &crate::spec::Outline) -> Option<String> {
+    use crate::spec::{FieldKind, Outline};
+    // Names JMESPath takes bare.
+    let bare = |n: &str| {
+        n.chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    };
+    let pairs = |o: &Outline| -> Option<String> {
         let rank = |n: &str| {
             ["number", "title", "name", "id", "status", "state"]
                 .iter()
                 .position(|p| *p == n)
                 .unwrap_or(usize::MAX)
         };
-        names.sort_by_key(|n| rank(n));
-        names.into_iter().take(2).cloned().collect()
-    };
-    let pairs = |names: &[String]| {
-        names
+        let mut names: Vec<&str> = o
+            .fields
             .iter()
-            .map(|n| format!("{n}: {n}"))
-            .collect::<Vec<_>>()
-            .join(", ")
+            .filter(|f| f.kind == FieldKind::Scalar && bare(&f.name))
+            .map(|f| f.name.as_str())
+            .collect();
+        names.sort_by_key(|n| rank(n));
+        (names.len() >= 2).then(|| {
+            names[..2]
+                .iter()
+                .map(|n| format!("{n}: {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
     };
-    let example = if let Some(items) = shape["items"]["properties"].as_object() {
-        format!("[].{{{}}}", pairs(&pick(items, false)))
-    } else {
-        let fields = shape["properties"].as_object()?;
-        match pick(fields, true).first() {
-            Some(list) => {
-                let others = pick(fields, false);
-                let mut parts = vec![format!("{list}: {list}[:10]")];
-                parts.extend(others.iter().map(|n| format!("{n}: {n}")));
-                format!("{{{}}}", parts.join(", "))
-            }
-            None => format!("{{{}}}", pairs(&pick(fields, false))),
-        }
-    };
-    (!example.contains("{}")).then(|| {
-        format!(
-            "api_execute's `select` keeps only what you need of the response body before it is \
-             cut to the budget: a JMESPath expression, e.g. `{example}`"
-        )
-    })
+    if outline.list {
+        return pairs(outline).map(|p| format!("[].{{{p}}}"));
+    }
+    let list = outline.fields.iter().find_map(|f| {
+        let items = f.fields.as_deref()?;
+        (f.kind == FieldKind::List && bare(&f.name)).then_some((f.name.as_str(), items))
+    });
+    if let Some((name, items)) = list
+        && let Some(p) = pairs(items)
+    {
+        return Some(format!("{name}[].{{{p}}}"));
+    }
+    pairs(outline).map(|p| format!("{{{p}}}"))
 }
 
 /// The most operators (`.`, `|`, `||`, `&&`, comparisons, `!`, opening brackets) an
@@ -602,28 +593,64 @@ mod tests {
 
     #[test]
     fn api_schema_teaches_it_with_the_fields_of_the_body() {
-        let responses = |v: Value| v["responses"].as_object().cloned().unwrap();
-        let list = responses(
-            json!({"responses": {"200": {"shape": {"type": "array", "items": {"type": "object",
-            "properties": {"url": "string", "number": "integer", "title": "string"}}}}}}),
+        use crate::spec::{FieldKind, FieldOutline, Outline};
+        let field = |name: &str, kind: FieldKind, fields: Option<Outline>| FieldOutline {
+            name: name.into(),
+            kind,
+            fields: fields.map(Box::new),
+        };
+        let object = |fields: Vec<FieldOutline>| Outline {
+            list: false,
+            scalar: None,
+            fields,
+            more: 0,
+        };
+        let issue = object(vec![
+            field("url", FieldKind::Scalar, None),
+            field("number", FieldKind::Scalar, None),
+            field("title", FieldKind::Scalar, None),
+            field("labels", FieldKind::List, None),
+        ]);
+        let mut issues = issue.clone();
+        issues.list = true;
+        assert_eq!(
+            lesson(&issues).as_deref(),
+            Some("[].{number: number, title: title}")
         );
-        let l = lesson(&list).unwrap();
-        assert!(l.contains("`[].{number: number, title: title}`"), "{l}");
-        let stripe = responses(
-            json!({"responses": {"200": {"shape": {"type": "object", "properties":
-            {"data": "array of object", "has_more": "boolean", "object": "string"}}}}}),
+        assert_eq!(
+            lesson(&issue).as_deref(),
+            Some("{number: number, title: title}")
         );
-        let l = lesson(&stripe).unwrap();
-        assert!(
-            l.contains("`{data: data[:10], has_more: has_more, object: object}`"),
-            "{l}"
+        let charge = object(vec![
+            field("amount", FieldKind::Scalar, None),
+            field("id", FieldKind::Scalar, None),
+            field("status", FieldKind::Scalar, None),
+            field("billing_details", FieldKind::Object, None),
+        ]);
+        let stripe = object(vec![
+            field("data", FieldKind::List, Some(charge)),
+            field("has_more", FieldKind::Scalar, None),
+            field("object", FieldKind::Scalar, None),
+        ]);
+        assert_eq!(
+            lesson(&stripe).as_deref(),
+            Some("data[].{id: id, status: status}")
         );
-        for s in [&list, &stripe] {
-            let e = lesson(s).unwrap();
-            let expr = e.split('`').nth(3).unwrap();
-            Select::parse(expr).unwrap();
+        for o in [&issues, &issue, &stripe] {
+            Select::parse(&lesson(o).unwrap()).unwrap();
         }
-        assert_eq!(lesson(&responses(json!({"responses": {"204": {}}}))), None);
+        // Without two fields to name, no example.
+        let bare = object(vec![field("ok", FieldKind::Scalar, None)]);
+        assert_eq!(lesson(&bare), None);
+        assert_eq!(
+            lesson(&Outline {
+                list: false,
+                scalar: Some("string".into()),
+                fields: Vec::new(),
+                more: 0
+            }),
+            None
+        );
     }
 
     #[test]

@@ -493,7 +493,7 @@ impl Upstream {
                 headers: safe_headers,
                 body,
                 truncated,
-                duration_ms,
+                duration_ms: Some(duration_ms),
                 binary,
             },
             secrets,

@@ -15,13 +15,16 @@ use super::redact::Secrets;
 
 /// The API's answer as `api_execute` shows it: `{status, ok, headers, body, truncated,
 /// durationMs}` (the doc comments are the descriptions of its output schema).
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct UpstreamResponse {
     pub status: u16,
     /// The API answered 2xx (a 4xx is a result too, with `ok` false: read its body).
     pub ok: bool,
-    /// The response headers an agent may see, lower-case names.
+    /// The response headers an agent may see, lower-case names; with `select`, only those an
+    /// agent acts on (`link`, `location`, `retry-after`, the rate limit's remaining and reset,
+    /// `content-type`).
     pub headers: Map<String, Value>,
     /// Parsed JSON, text, or null. A binary answer (a type that is not text, and bytes that
     /// are not text) is described: {contentType, bytes, sha256, returnedAs, uri?, expiresAt?,
@@ -33,7 +36,8 @@ pub struct UpstreamResponse {
     pub body: Value,
     /// Something of the body is not shown (see `cut` and `note`).
     pub truncated: bool,
-    pub duration_ms: u64,
+    /// How long the API took, in milliseconds (left out with `select`).
+    pub duration_ms: Option<u64>,
     /// The whole body when it is binary (not text by type and content), complete, within
     /// `--max-read-bytes` and free of credentials; `body` then describes it
     /// (`{contentType, bytes, sha256}`). Never serialized: `tools::binary_out` decides how it
@@ -97,6 +101,32 @@ fn is_safe_header(name: &str) -> bool {
     ]
     .iter()
     .any(|p| name.starts_with(p))
+}
+
+/// Of the headers an agent may see, those it acts on when it asked for part of the body: where
+/// the next page is (`link`), where a created resource is (`location`), when to try again
+/// (`retry-after`, a rate limit's remaining calls and reset time) and what the body is.
+/// Request ids, caching, byte counts and the rate limit's other numbers are left out.
+fn is_acted_on(name: &str) -> bool {
+    const RATE_LIMIT: [&str; 3] = ["x-ratelimit-", "x-rate-limit-", "ratelimit-"];
+    // `ratelimit` is the IETF draft's one header holding both (`limit=100, remaining=50,
+    // reset=5`); `…-remaining-minute`, `…-reset-after` are other APIs' spellings.
+    matches!(
+        name,
+        "link" | "location" | "retry-after" | "content-type" | "ratelimit"
+    ) || RATE_LIMIT.iter().any(|prefix| {
+        name.strip_prefix(prefix)
+            .is_some_and(|rest| rest.starts_with("remaining") || rest.starts_with("reset"))
+    })
+}
+
+impl UpstreamResponse {
+    /// For a call with `select`: keeps only the headers an agent acts on and leaves out the
+    /// timing, so that a small selected body is not outweighed by what it did not ask for.
+    pub fn keep_acted_on(&mut self) {
+        self.headers.retain(|name, _| is_acted_on(name));
+        self.duration_ms = None;
+    }
 }
 
 /// The allow-listed headers of a response from `url`; `Location` only when it stays on the
@@ -826,6 +856,63 @@ mod tests {
         assert!(parse.over, "{v}");
         let shown = v.as_array().unwrap();
         assert!(!shown.is_empty() && v.to_string().len() <= 200, "{v}");
+    }
+
+    #[test]
+    fn a_selected_answer_keeps_the_headers_an_agent_acts_on() {
+        let mut h = http::HeaderMap::new();
+        for (name, value) in [
+            ("content-type", "application/json; charset=utf-8"),
+            ("content-length", "6383"),
+            ("cache-control", "private, max-age=60"),
+            ("etag", "W/\"8b7f\""),
+            ("link", "</r?page=2>; rel=\"next\""),
+            ("location", "/v1/y"),
+            ("retry-after", "30"),
+            ("x-ratelimit-limit", "5000"),
+            ("x-ratelimit-remaining", "4957"),
+            ("x-ratelimit-reset", "1772467200"),
+            ("x-ratelimit-used", "43"),
+            ("x-ratelimit-resource", "core"),
+            ("x-rate-limit-remaining", "9"),
+            ("ratelimit-reset", "12"),
+            ("ratelimit", "limit=100, remaining=50, reset=5"),
+            ("ratelimit-policy", "100;w=60"),
+            ("x-github-request-id", "C6A2:3F1B2"),
+            ("request-id", "req_1"),
+        ] {
+            h.insert(http::HeaderName::from_static(name), value.parse().unwrap());
+        }
+        let url = Url::parse("https://api.example/v1/x").unwrap();
+        let mut r = UpstreamResponse {
+            status: 200,
+            ok: true,
+            headers: safe_headers(&h, &url),
+            body: json!([1]),
+            truncated: false,
+            duration_ms: Some(7),
+            binary: None,
+        };
+        assert_eq!(r.headers.len(), 18, "{:?}", r.headers);
+        r.keep_acted_on();
+        let mut kept: Vec<&str> = r.headers.keys().map(String::as_str).collect();
+        kept.sort_unstable();
+        assert_eq!(
+            kept,
+            [
+                "content-type",
+                "link",
+                "location",
+                "ratelimit",
+                "ratelimit-reset",
+                "retry-after",
+                "x-rate-limit-remaining",
+                "x-ratelimit-remaining",
+                "x-ratelimit-reset"
+            ]
+        );
+        let shown = serde_json::to_value(&r).unwrap();
+        assert!(shown.get("durationMs").is_none(), "{shown}");
     }
 
     #[test]

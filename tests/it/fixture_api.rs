@@ -245,7 +245,7 @@ fn stripe_error(message: &str) -> Response {
 }
 
 /// Deterministic words for titles and bodies.
-fn words(seed: u64, n: usize) -> String {
+pub fn words(seed: u64, n: usize) -> String {
     const W: [&str; 24] = [
         "cache", "index", "request", "timeout", "parser", "retry", "client", "server", "token",
         "config", "docs", "build", "error", "stream", "schema", "query", "page", "field", "label",
@@ -257,7 +257,7 @@ fn words(seed: u64, n: usize) -> String {
         .join(" ")
 }
 
-fn user(login: &str, id: u64) -> Value {
+pub fn user(login: &str, id: u64) -> Value {
     let u = format!("https://api.github.com/users/{login}");
     json!({
         "login": login, "id": id, "node_id": format!("MDQ6VXNlcj{id:08}"),
@@ -453,7 +453,7 @@ pub fn workflow_run(owner: &str, repo: &str, n: u64) -> Value {
     })
 }
 
-fn charge_id(n: u64) -> String {
+pub fn charge_id(n: u64) -> String {
     format!("ch_3Mtw{n:04}LkdIwHu7ix28a3tqPa")
 }
 

@@ -2,6 +2,7 @@
 //! suite that drives apigate through its real parts.
 
 mod admin_http;
+mod agent_tasks;
 mod attacks;
 mod auth;
 mod binary_in;
@@ -11,6 +12,7 @@ mod conform;
 mod db;
 mod dense;
 mod faults;
+mod five_apis;
 mod fixture_api;
 mod fuzz;
 mod identity;

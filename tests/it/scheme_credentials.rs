@@ -196,8 +196,19 @@ async fn each_credential_goes_where_its_scheme_says_and_only_where_needed() {
         Some(&*format!("Basic {basic}"))
     );
 
-    // api_schema: what each operation needs and whether apigate supplies it.
+    // api_schema: what each operation needs and whether apigate supplies it; supplied, the
+    // compact view says only that, the full view names the schemes.
     let (_, schema) = call(&client, "api_schema", json!({"operationId": "queryOnly"})).await;
+    assert_eq!(
+        schema["security"],
+        json!({"needed": true, "supplied": true})
+    );
+    let (_, schema) = call(
+        &client,
+        "api_schema",
+        json!({"operationId": "queryOnly", "detail": "full"}),
+    )
+    .await;
     assert_eq!(
         schema["security"]["alternatives"],
         json!([[{"type": "apiKey", "in": "query", "name": "api_key", "scheme": "queryKey", "supplied": true}]])

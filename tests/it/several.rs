@@ -150,17 +150,21 @@ async fn discovery_spans_the_apis_and_names_each_results_api() {
         json!({"query": "list the issues of a repository"}),
     )
     .await;
+    // The id names the API (`NAME:`), once: no separate `api` field repeats it.
     let first = &found["results"][0];
     assert_eq!(
         first["operationId"], "github:issues/list-for-repo",
         "{found}"
     );
-    assert_eq!(first["api"], "github");
+    assert!(first.get("api").is_none(), "{found}");
     let found = call_ok(&client, "api_discover", json!({"query": "refund a charge"})).await;
     let first = &found["results"][0];
-    assert_eq!(first["api"], "stripe", "{found}");
     assert!(
-        first["operationId"].as_str().unwrap().contains("Refund"),
+        first["operationId"]
+            .as_str()
+            .unwrap()
+            .starts_with("stripe:")
+            && first["operationId"].as_str().unwrap().contains("Refund"),
         "{found}"
     );
     // `api` keeps one API's operations.
@@ -172,7 +176,6 @@ async fn discovery_spans_the_apis_and_names_each_results_api() {
     .await;
     let results = found["results"].as_array().unwrap();
     assert!(!results.is_empty());
-    assert!(results.iter().all(|r| r["api"] == "petstore"), "{found}");
     assert!(ids(&found).iter().all(|id| id.starts_with("petstore:")));
     // An API that is not there is refused with the names that are.
     let refused = call_err(

@@ -159,11 +159,12 @@ async fn plan_execute_is_the_servers_path() {
     assert_eq!(e.code.as_str(), "FORBIDDEN");
 }
 
-/// `api_schema` is compact by default: parameters and body in full, responses as status →
-/// description and the success body's top-level fields; `include: ["responses"]` adds the
-/// full response schemas.
+/// `api_schema` is compact by default: parameters and body with their first sentences, the
+/// success body as an outline of its field names, the other statuses a line each, and `more`
+/// naming the `detail` that shows the rest; `detail: "full"` (or the older `include`) gives
+/// the full response schemas, `detail` naming a part gives that part whole.
 #[tokio::test]
-async fn api_schema_is_compact_unless_asked_for_responses() {
+async fn api_schema_is_compact_unless_asked_for_detail() {
     let (_upstream, _server, client) = petstore_client(false).await;
     let d = call_ok(
         &client,
@@ -173,12 +174,16 @@ async fn api_schema_is_compact_unless_asked_for_responses() {
     .await;
     let ok = &d["responses"]["200"];
     assert!(ok.get("schema").is_none(), "{ok}");
-    assert_eq!(ok["shape"]["type"], "array");
-    let fields = &ok["shape"]["items"]["properties"];
-    assert_eq!(fields["name"], "string");
-    assert_eq!(fields["photoUrls"], "array of string");
-    assert_eq!(fields["id"], "integer (int64)");
-    assert!(d["responsesDetail"].as_str().unwrap().contains("include"));
+    assert_eq!(
+        ok["fields"], "[{id, name, status, category{id, name}, photoUrls[], tags[{id, name}]}]",
+        "{ok}"
+    );
+    assert_eq!(d["responses"]["400"], "Invalid status value");
+    assert!(
+        d["more"].as_str().unwrap().contains("\"responses.200\""),
+        "{d}"
+    );
+    assert_eq!(d["select"], "[].{name: name, id: id}");
     // What a call needs is all there.
     assert_eq!(d["parameters"][0]["name"], "status");
     assert!(d["parameters"][0]["schema"]["items"]["enum"].is_array());
@@ -186,18 +191,20 @@ async fn api_schema_is_compact_unless_asked_for_responses() {
     let full = call_ok(
         &client,
         "api_schema",
-        json!({"operationId": "findPetsByStatus", "include": ["responses"]}),
+        json!({"operationId": "findPetsByStatus", "detail": "full"}),
     )
     .await;
     assert_eq!(full["responses"]["200"]["schema"]["type"], "array");
-    assert!(full.get("responsesDetail").is_none());
-    let same = call_ok(
-        &client,
-        "api_schema",
-        json!({"operationId": "findPetsByStatus", "include": ["descriptions"]}),
-    )
-    .await;
-    assert_eq!(same, full, "either include gives the full view");
+    assert!(full.get("more").is_none());
+    for include in ["responses", "descriptions"] {
+        let same = call_ok(
+            &client,
+            "api_schema",
+            json!({"operationId": "findPetsByStatus", "include": [include]}),
+        )
+        .await;
+        assert_eq!(same, full, "include gives the full view");
+    }
     call_err(
         &client,
         "api_schema",
@@ -205,6 +212,34 @@ async fn api_schema_is_compact_unless_asked_for_responses() {
         "INVALID_ARGUMENTS",
     )
     .await;
+    // One part, whole: a field of the answer's items, a parameter.
+    let part = call_ok(
+        &client,
+        "api_schema",
+        json!({"operationId": "findPetsByStatus", "detail": "responses.200.category"}),
+    )
+    .await;
+    assert_eq!(part["detail"], "responses.200.category");
+    assert!(part["part"]["properties"]["name"].is_object(), "{part}");
+    let part = call_ok(
+        &client,
+        "api_schema",
+        json!({"operationId": "findPetsByStatus", "detail": "status"}),
+    )
+    .await;
+    assert_eq!(part["part"], full["parameters"][0]);
+    let refused = call_err(
+        &client,
+        "api_schema",
+        json!({"operationId": "findPetsByStatus", "detail": "colour"}),
+        "INVALID_ARGUMENTS",
+    )
+    .await;
+    let message = refused["error"].as_str().unwrap();
+    assert!(
+        message.contains("a parameter (status)") && message.contains("(200, 400)"),
+        "{message}"
+    );
 }
 
 /// Each tool publishes an `outputSchema`, and what it returns (results, dry runs and errors)
@@ -226,8 +261,24 @@ async fn results_match_the_published_output_schemas() {
             "api_schema",
             json!({"operationId": "addPet", "include": ["responses"]}),
         ),
+        (
+            "api_schema",
+            json!({"operationId": "addPet", "detail": "full"}),
+        ),
+        (
+            "api_schema",
+            json!({"operationId": "addPet", "detail": "requestBody.category"}),
+        ),
+        (
+            "api_schema",
+            json!({"operationId": "addPet", "detail": "colour"}),
+        ),
         ("api_schema", json!({"operationId": "nope"})),
         ("api_execute", json!({"method": "GET", "path": "/pet/5"})),
+        (
+            "api_execute",
+            json!({"method": "GET", "path": "/pet/5", "select": "name"}),
+        ),
         (
             "api_execute",
             json!({"method": "GET", "path": "/pet/5", "dryRun": true}),
