@@ -122,3 +122,69 @@ fn redact_response_regressions() {
         }
     }
 }
+
+/// `paging` cases: `{declared, extensions, sent, headers, body, list}`; a next query names only
+/// parameters the operation declares (or that were sent), as the fuzz target's oracle says.
+#[test]
+fn paging_regressions() {
+    use apigate::spec::{Method, Operation, ParamIn, Parameter};
+    use apigate::tools::paging::{Next, paging};
+    for path in cases("paging") {
+        let case = json_case(&path);
+        let declared: Vec<String> = case["declared"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap().to_string())
+            .collect();
+        let op = Operation {
+            id: "list".into(),
+            method: Method::Get,
+            path: "/things".into(),
+            summary: None,
+            description: None,
+            tags: Vec::new(),
+            deprecated: false,
+            parameters: declared
+                .iter()
+                .map(|n| Parameter {
+                    name: n.clone(),
+                    location: ParamIn::Query,
+                    required: false,
+                    description: None,
+                    schema: json!({"type": "string"}),
+                    style: "form".into(),
+                    explode: true,
+                    deprecated: false,
+                })
+                .collect(),
+            request_body: None,
+            responses: Vec::new(),
+            security: None,
+            servers: Vec::new(),
+            extensions: case["extensions"].as_object().cloned().unwrap_or_default(),
+            required_features: Vec::new(),
+            response_types: Vec::new(),
+        };
+        let sent = case["sent"].as_object().cloned().unwrap_or_default();
+        let headers = case["headers"].as_object().cloned().unwrap_or_default();
+        let url = url::Url::parse("https://api.example/things?page=1").unwrap();
+        let p = paging(
+            &op,
+            &url,
+            &sent,
+            &headers,
+            &case["body"],
+            case["list"].as_str(),
+        );
+        if let Next::Query(q) = &p.next {
+            for k in q.keys() {
+                assert!(
+                    declared.contains(k) || sent.contains_key(k),
+                    "{}: {k} is not declared: {q:?}",
+                    path.display()
+                );
+            }
+        }
+    }
+}

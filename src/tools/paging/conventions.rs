@@ -320,6 +320,13 @@ impl Shows<'_> {
                 })
             }
             Shows::Increment { param, flag } => {
+                if !super::declares(seen.op, param) {
+                    return Some(Next::Unmapped(Continuation::new(
+                        "the operation's pagination extension",
+                        param,
+                        format!("the operation declares no `{param}` query parameter"),
+                    )));
+                }
                 let more = match flag {
                     Some(f) => seen.body.pointer(f)?.as_bool()?,
                     None => true,
