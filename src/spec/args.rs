@@ -219,7 +219,7 @@ pub fn violations(validator: &jsonschema::Validator, instance: &Value) -> Vec<Vi
             jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } => {
                 for name in unexpected {
                     out.push(Violation {
-                        pointer: format!("{pointer}/{}", escape_pointer(name)),
+                        pointer: format!("{pointer}/{}", super::refs::escape(name)),
                         message: format!("unknown property {name:?}"),
                     });
                 }
@@ -253,10 +253,6 @@ pub fn violations(validator: &jsonschema::Validator, instance: &Value) -> Vec<Vi
         }
     }
     out
-}
-
-fn escape_pointer(name: &str) -> String {
-    name.replace('~', "~0").replace('/', "~1")
 }
 
 /// `text` cut at `max` bytes (on a character boundary), with an ellipsis when cut.

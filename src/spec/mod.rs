@@ -30,7 +30,7 @@ pub use describe::{
 pub use method::{Method, NotAMethod};
 pub use operation::{Dialect, MediaType, Operation, ParamIn, Parameter, RequestBody, Response};
 pub use paths::match_template;
-pub(crate) use refs::InlineBudget;
+pub(crate) use refs::{InlineBudget, escape as escape_pointer, push_segment};
 pub use remote::{FetchPolicy, parse_origin};
 pub use security::{
     CREDENTIAL_NAMES, CredentialParam, KeyIn, SchemeKind, alternatives as security_alternatives,

@@ -24,7 +24,7 @@ pub fn escape(segment: &str) -> String {
 
 /// Appends `/` and the escaped `segment` to `pointer`, without allocating when there is
 /// nothing to escape (the common case: this runs for every key of large documents).
-fn push_segment(pointer: &mut String, segment: &str) {
+pub(crate) fn push_segment(pointer: &mut String, segment: &str) {
     pointer.push('/');
     if segment.contains(['~', '/']) {
         pointer.push_str(&escape(segment));

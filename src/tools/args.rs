@@ -232,7 +232,7 @@ impl InputLimits {
             ("headers", &a.call.headers),
         ] {
             for (name, value) in map {
-                let pointer = format!("/{part}/{}", pointer_escape(name));
+                let pointer = format!("/{part}/{}", crate::spec::escape_pointer(name));
                 self.text(&mut over, &pointer, Some(name));
                 let len = match value {
                     Value::String(s) => s.len(),
@@ -303,11 +303,6 @@ fn refuse(over: Vec<Violation>) -> Result<(), ToolError> {
         "an argument is over its size limit (see `violations`)",
         over,
     ))
-}
-
-/// `name` as one JSON pointer token (RFC 6901).
-fn pointer_escape(name: &str) -> String {
-    name.replace('~', "~0").replace('/', "~1")
 }
 
 impl Target {

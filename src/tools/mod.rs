@@ -305,7 +305,7 @@ impl Engine {
                 .config()
                 .max_body_bytes
         });
-        let mut filled = listed_bytes(&first);
+        let mut filled = room.map_or(0, |_| listed_bytes(&first));
         let mut pages = vec![*first];
         let mut stopped = None;
         while pages.len() < asked {
@@ -381,7 +381,9 @@ impl Engine {
                     break;
                 }
                 Ok(Ran::Page(p)) if p.response.ok && p.list == last.list => {
-                    filled = filled.saturating_add(listed_bytes(&p));
+                    if room.is_some() {
+                        filled = filled.saturating_add(listed_bytes(&p));
+                    }
                     pages.push(*p)
                 }
                 Ok(Ran::Page(p)) if p.response.ok => {

@@ -390,7 +390,7 @@ fn credential_args(
             pointer: format!(
                 "/{}/{}",
                 crate::spec::section(c.param.location),
-                c.param.name.replace('~', "~0").replace('/', "~1")
+                crate::spec::escape_pointer(&c.param.name)
             ),
             message: "a credential: the server sends the operator's configured credential \
                       instead; leave it out"

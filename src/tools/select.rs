@@ -105,8 +105,7 @@ impl Select {
             match ast {
                 Ast::Identity { .. } => true,
                 Ast::Field { name, .. } => {
-                    out.push('/');
-                    out.push_str(&name.replace('~', "~0").replace('/', "~1"));
+                    crate::spec::push_segment(out, name);
                     true
                 }
                 Ast::Subexpr { lhs, rhs, .. } => path(lhs, out) && path(rhs, out),

@@ -294,7 +294,7 @@ fn extract_in(
             };
             if let Value::Object(fields) = value {
                 for (name, v) in fields.iter_mut() {
-                    let pointer = format!("/body/{}", escape(name));
+                    let pointer = format!("/body/{}", crate::spec::escape_pointer(name));
                     let schema = properties.iter().find(|(n, _)| n == name).map(|(_, s)| *s);
                     let field = file_field(spec, media, name, schema);
                     let items = file_items(spec, media, name, schema);
@@ -354,7 +354,7 @@ fn extract_in(
                 for (name, v) in fields {
                     let schema = props.iter().find(|(n, _)| n == name).map(|(_, s)| *s);
                     if is_binary_value(v) && !schema.is_some_and(|s| declares(s, v)) {
-                        at.push(format!("/body/{}", escape(name)));
+                        at.push(format!("/body/{}", crate::spec::escape_pointer(name)));
                     }
                 }
             }
@@ -568,11 +568,6 @@ fn properties<'a>(spec: &'a Spec, schema: &'a Value) -> Vec<(String, &'a Value)>
     let mut out = Vec::new();
     walk(spec, schema, &mut out, 0);
     out
-}
-
-/// `name` as one JSON pointer token (RFC 6901).
-fn escape(name: &str) -> String {
-    name.replace('~', "~0").replace('/', "~1")
 }
 
 #[cfg(test)]

@@ -225,10 +225,11 @@ fn json_path(path: &str) -> Result<String, String> {
 }
 
 fn pointer_of(names: &[&str]) -> String {
-    names
-        .iter()
-        .map(|n| format!("/{}", n.replace('~', "~0").replace('/', "~1")))
-        .collect()
+    let mut pointer = String::new();
+    for n in names {
+        crate::spec::push_segment(&mut pointer, n);
+    }
+    pointer
 }
 
 #[cfg(test)]

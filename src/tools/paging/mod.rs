@@ -121,7 +121,8 @@ pub fn any_list(body: &Value) -> Option<String> {
     let mut best: Option<(usize, String)> = None;
     let top = body.as_object()?;
     for (k, v) in top {
-        let at = format!("/{}", k.replace('~', "~0").replace('/', "~1"));
+        let mut at = String::new();
+        crate::spec::push_segment(&mut at, k);
         let mut consider = |len: usize, at: String| {
             if best.as_ref().is_none_or(|(b, _)| len > *b) {
                 best = Some((len, at));
@@ -132,10 +133,9 @@ pub fn any_list(body: &Value) -> Option<String> {
             Value::Object(inner) => {
                 for (k2, v2) in inner {
                     if let Value::Array(a) = v2 {
-                        consider(
-                            a.len(),
-                            format!("{at}/{}", k2.replace('~', "~0").replace('/', "~1")),
-                        );
+                        let mut inner_at = at.clone();
+                        crate::spec::push_segment(&mut inner_at, k2);
+                        consider(a.len(), inner_at);
                     }
                 }
             }
