@@ -23,7 +23,7 @@ use rmcp::service::{Peer, RoleClient};
 use serde_json::{Value, json};
 
 use crate::five_apis::FiveApis;
-use crate::support::{Server, engine_args, spec_path};
+use crate::support::{Server, engine_args, search, spec_path};
 
 /// A header an upstream is given: name, value.
 type Credential = (&'static str, &'static str);
@@ -138,15 +138,6 @@ pub async fn read(client: &Peer<RoleClient>, tool: &str, args: &Value) -> Read {
         value,
         text,
     }
-}
-
-fn search(expression: &str, data: &Value) -> Value {
-    let compiled = jmespath::compile(expression)
-        .unwrap_or_else(|e| panic!("{expression:?} is not JMESPath: {e}"));
-    let found = compiled
-        .search(jmespath::Variable::try_from(data).expect("JSON"))
-        .unwrap_or_else(|e| panic!("{expression:?} failed: {e}"));
-    serde_json::to_value(&*found).expect("JSON")
 }
 
 /// The field names a `select` starts from (`items[?…].{…}` → `items`; `{a: a, b: b.c}` → `a`,

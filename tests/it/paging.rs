@@ -15,7 +15,7 @@ use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-use crate::support::{Server, call, engine_args, serve_app, spec_path};
+use crate::support::{Server, call, engine_args, search, serve_app, spec_path};
 
 /// Items every fixture list holds: three pages of ten, the last one short.
 const ITEMS: usize = 28;
@@ -69,15 +69,6 @@ struct Row {
     id: &'static str,
     item: fn(usize) -> Value,
     serve: Serve,
-}
-
-fn search(expression: &str, data: &Value) -> Value {
-    let compiled = jmespath::compile(expression)
-        .unwrap_or_else(|e| panic!("{expression:?} is not JMESPath: {e}"));
-    let found = compiled
-        .search(jmespath::Variable::try_from(data).expect("JSON"))
-        .unwrap_or_else(|e| panic!("{expression:?} failed: {e}"));
-    serde_json::to_value(&*found).expect("JSON")
 }
 
 fn pad(i: usize) -> String {

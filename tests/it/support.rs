@@ -1029,3 +1029,14 @@ fn schema_formats(schema: &Value, at: &str, out: &mut Vec<(String, Value)>) {
         }
     }
 }
+
+/// `expression` (JMESPath, as `select` takes it) evaluated on `data` by the reference crate:
+/// how the task and paging tests compute the answers they expect.
+pub fn search(expression: &str, data: &Value) -> Value {
+    let compiled = jmespath::compile(expression)
+        .unwrap_or_else(|e| panic!("{expression:?} is not JMESPath: {e}"));
+    let found = compiled
+        .search(jmespath::Variable::try_from(data).expect("JSON"))
+        .unwrap_or_else(|e| panic!("{expression:?} failed: {e}"));
+    serde_json::to_value(&*found).expect("JSON")
+}

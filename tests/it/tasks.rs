@@ -13,7 +13,7 @@ use rmcp::service::{Peer, RoleClient};
 use serde_json::{Value, json};
 
 use crate::fixture_api::{self, CHARGES, FixtureApi, ISSUES, RUNS};
-use crate::support::{Server, engine_args, spec_path};
+use crate::support::{Server, engine_args, search, spec_path};
 
 /// The budget every result had before issue 27.
 const OLD_BUDGET: usize = 64 * 1024;
@@ -40,15 +40,6 @@ async fn execute(client: &Peer<RoleClient>, args: &Value) -> (bool, Value, usize
         .sum();
     let value = result.structured_content.clone().unwrap_or(Value::Null);
     (result.is_error.unwrap_or(false), value, text)
-}
-
-fn search(expression: &str, data: &Value) -> Value {
-    let compiled = jmespath::compile(expression)
-        .unwrap_or_else(|e| panic!("{expression:?} is not JMESPath: {e}"));
-    let found = compiled
-        .search(jmespath::Variable::try_from(data).expect("JSON"))
-        .unwrap_or_else(|e| panic!("{expression:?} failed: {e}"));
-    serde_json::to_value(&*found).expect("JSON")
 }
 
 /// Runs one plan's steps: every call, the bytes read, and the answers concatenated.
