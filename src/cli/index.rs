@@ -16,7 +16,7 @@ use crate::index::embed::ModelFiles;
 use crate::index::{Embedder, Index, Ranker};
 use crate::spec::Spec;
 
-/// Semantic ranking: hybrid (words and meaning) with the model the repository ships, unless
+/// Semantic ranking: hybrid (words and meaning) with the model built into the binary, unless
 /// told otherwise.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct RankingArgs {
@@ -27,10 +27,10 @@ pub struct RankingArgs {
     /// Rank by words only: the same as `--ranker lexical`.
     #[arg(long)]
     pub no_embedding_model: bool,
-    /// A folder with the sentence-embedding model (model.safetensors, tokenizer.json,
-    /// config.json). Default: the shipped `minilm-api`, looked for beside the installed binary
-    /// (`../share/apigate/models/minilm-api`), in /usr/share/apigate/models/minilm-api, then in
-    /// the repository the binary was built from.
+    /// A folder with another embedding model: a sentence encoder (model.safetensors,
+    /// tokenizer.json, config.json, e.g. the repository's models/minilm-api) or a static one
+    /// (static.bin, tokenizer.json). Default: the static model built into the binary
+    /// (static-api, distilled from models/minilm-api).
     #[arg(long, env = "APIGATE_EMBEDDING_MODEL", value_name = "DIR")]
     pub embedding_model: Option<PathBuf>,
     /// Where operation vectors are cached across restarts (and shared by replicas).
@@ -46,38 +46,6 @@ fn ranker_parser() -> impl clap::builder::TypedValueParser<Value = Ranker> {
     use clap::builder::TypedValueParser;
     clap::builder::PossibleValuesParser::new(["lexical", "dense", "hybrid"])
         .map(|s| s.parse::<Ranker>().unwrap_or(Ranker::Hybrid))
-}
-
-/// The folder name of the model the repository ships.
-pub(crate) const SHIPPED_MODEL: &str = "minilm-api";
-
-/// Where the shipped model is looked for, in this order: beside the installed binary
-/// (`BIN/../share/apigate/models/minilm-api`, as a package or `make install` lays it out),
-/// the Docker image's /usr/share/apigate/models/minilm-api, and the repository the binary was
-/// built from (`cargo run`, and `cargo install --path .` while the checkout exists).
-pub(crate) fn shipped_model_places() -> Vec<PathBuf> {
-    let mut places = Vec::new();
-    if let Ok(exe) = std::env::current_exe()
-        && let Some(bin) = exe.parent()
-    {
-        places.push(bin.join("../share/apigate/models").join(SHIPPED_MODEL));
-    }
-    places.push(Path::new("/usr/share/apigate/models").join(SHIPPED_MODEL));
-    places.push(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("models")
-            .join(SHIPPED_MODEL),
-    );
-    places
-}
-
-/// The first of [`shipped_model_places`] that holds the model's files.
-pub(crate) fn shipped_model() -> Option<PathBuf> {
-    shipped_model_places().into_iter().find(|dir| {
-        crate::index::embed::MODEL_FILES
-            .iter()
-            .all(|f| dir.join(f).is_file())
-    })
 }
 
 impl RankingArgs {
@@ -98,42 +66,29 @@ impl RankingArgs {
         }
     }
 
-    /// The model folder to load: `--embedding-model`, else the shipped one; `None` when the
+    /// The model's files: `--embedding-model`'s, else the built-in model's; `None` when the
     /// ranker is lexical.
-    pub fn model_dir(&self) -> anyhow::Result<Option<PathBuf>> {
+    pub fn model_files(&self) -> anyhow::Result<Option<ModelFiles>> {
         if self.ranker() == Ranker::Lexical {
             return Ok(None);
         }
-        if let Some(dir) = &self.embedding_model {
-            return Ok(Some(dir.clone()));
-        }
-        match shipped_model() {
-            Some(dir) => Ok(Some(dir)),
-            None => {
-                let places: Vec<String> = shipped_model_places()
-                    .iter()
-                    .map(|p| p.display().to_string())
-                    .collect();
-                anyhow::bail!(
-                    "the shipped embedding model ({SHIPPED_MODEL}) is in none of {}; give \
-                     --embedding-model DIR (a copy of the repository's models/{SHIPPED_MODEL}), \
-                     or --ranker lexical to rank by words only",
-                    places.join(", ")
-                )
-            }
+        match &self.embedding_model {
+            Some(dir) => Ok(Some(
+                ModelFiles::read(dir).context("--embedding-model")?,
+            )),
+            None => Ok(Some(ModelFiles::builtin())),
         }
     }
 
     /// The model, loaded now (a clear error if the folder is wrong or missing), or `None` for
     /// the lexical ranker.
     pub fn embedder(&self) -> anyhow::Result<Option<Arc<Embedder>>> {
-        let Some(dir) = self.model_dir()? else {
+        let Some(files) = self.model_files()? else {
             return Ok(None);
         };
         let started = Instant::now();
-        let embedder = Embedder::load(&dir).with_context(|| self.model_origin(&dir))?;
+        let embedder = Embedder::from_files(files).with_context(|| self.model_origin())?;
         tracing::info!(
-            dir = %dir.display(),
             model = %embedder.id(),
             ms = started.elapsed().as_millis() as u64,
             "embedding model loaded"
@@ -141,12 +96,12 @@ impl RankingArgs {
         Ok(Some(Arc::new(embedder)))
     }
 
-    /// What an error about the model folder `dir` names it as.
-    fn model_origin(&self, dir: &Path) -> String {
+    /// What an error about the model names it as.
+    fn model_origin(&self) -> &'static str {
         if self.embedding_model.is_some() {
-            "--embedding-model".to_string()
+            "--embedding-model"
         } else {
-            format!("the shipped model in {}", dir.display())
+            "the built-in embedding model"
         }
     }
 
@@ -157,8 +112,8 @@ impl RankingArgs {
         }
     }
 
-    /// Starts semantic ranking for `index` (at once from disk, or in the background), or says
-    /// once that ranking is lexical.
+    /// Starts semantic ranking for `index` (at once with a static model or from disk, or in
+    /// the background), or says once that ranking is lexical.
     pub fn start(&self, index: &Arc<Index>) -> anyhow::Result<()> {
         match self.ranker() {
             Ranker::Lexical if self.index.is_some() => anyhow::bail!(
@@ -170,16 +125,21 @@ impl RankingArgs {
             ),
             _ => {}
         }
-        let Some(dir) = self.model_dir()? else {
+        let Some(files) = self.model_files()? else {
             tracing::info!("ranker: lexical (--ranker lexical)");
             return Ok(());
         };
-        // Only the files are read now; the model is built in the background unless its
-        // vectors are on disk already.
-        let files = ModelFiles::read(&dir).with_context(|| self.model_origin(&dir))?;
-        tracing::info!(dir = %dir.display(), model = %files.id(), "embedding model found");
-        background::start(index.clone(), files, self.dirs())
-            .with_context(|| self.model_origin(&dir))?;
+        if files.is_static() && self.index.is_some() {
+            anyhow::bail!(
+                "--index holds an encoder's vectors (`apigate index build --embedding-model \
+                 DIR`): give the same --embedding-model DIR, or drop --index (the built-in \
+                 model embeds the spec at start-up, in milliseconds)"
+            );
+        }
+        // An encoder's files are only read now; it is built in the background unless its
+        // vectors are on disk already. A static model embeds the spec in milliseconds.
+        tracing::debug!(model = %files.id(), "embedding model found");
+        background::start(index.clone(), files, self.dirs()).with_context(|| self.model_origin())?;
         Ok(())
     }
 }
@@ -217,8 +177,9 @@ pub struct BuildArgs {
     /// The OpenAPI document: a file path or an http(s) URL.
     #[arg(long)]
     pub spec: String,
-    /// The sentence-embedding model folder. Default: the shipped `minilm-api`, found as
-    /// `dev` finds it; `serve`/`dev --index` must then use the same model.
+    /// The sentence encoder's folder (e.g. the repository's models/minilm-api);
+    /// `serve`/`dev --index` must then use the same `--embedding-model`. The built-in model
+    /// needs no prebuilt vectors.
     #[arg(long, env = "APIGATE_EMBEDDING_MODEL", value_name = "DIR")]
     pub embedding_model: Option<PathBuf>,
     /// The folder to write (created if needed).
@@ -236,6 +197,13 @@ async fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     let spec = Spec::load(&args.spec).await?;
     let index = Index::build(&[&spec]).context("building the search index")?;
+    if args.embedding_model.is_none() {
+        anyhow::bail!(
+            "the built-in model embeds a spec at start-up in milliseconds and needs no prebuilt \
+             vectors; `index build` is for an encoder: give --embedding-model DIR (e.g. the \
+             repository's models/minilm-api)"
+        );
+    }
     let embedder = RankingArgs {
         embedding_model: args.embedding_model.clone(),
         ..RankingArgs::default()
@@ -305,21 +273,20 @@ mod tests {
         assert!(Flags::try_parse_from(all).is_err());
     }
 
-    /// Run from the repository, the shipped model is found without a flag, and a lexical
-    /// ranker loads none.
+    /// Without a flag the built-in model ranks (nothing to find on disk), a folder given is
+    /// read, and a lexical ranker loads none.
     #[test]
-    fn the_shipped_model_is_found_from_the_repository() {
-        let found = shipped_model().expect("models/minilm-api in this checkout");
-        assert!(found.ends_with("models/minilm-api"), "{}", found.display());
-        assert_eq!(RankingArgs::lexical().model_dir().unwrap(), None);
+    fn the_built_in_model_ranks_unless_another_is_given() {
+        let builtin = RankingArgs::default().model_files().unwrap().unwrap();
+        assert!(builtin.is_static());
+        assert_eq!(builtin.id().name, crate::index::embed::BUILTIN_MODEL);
+        assert!(RankingArgs::lexical().model_files().unwrap().is_none());
         let given = RankingArgs {
             embedding_model: Some(PathBuf::from("/elsewhere")),
             ranker: Some(Ranker::Hybrid),
             ..RankingArgs::default()
         };
-        assert_eq!(
-            given.model_dir().unwrap(),
-            Some(PathBuf::from("/elsewhere"))
-        );
+        let err = format!("{:#}", given.model_files().err().unwrap());
+        assert!(err.contains("--embedding-model") && err.contains("/elsewhere"), "{err}");
     }
 }

@@ -1,4 +1,5 @@
-//! Switching an index to hybrid ranking without making start-up wait for the model. Vectors
+//! Switching an index to hybrid ranking without making start-up wait for the model. A static
+//! model (the built-in one) embeds every operation at once, in milliseconds. An encoder's vectors
 //! come, in this order, from a folder made by `apigate index build` (`--index`), from the
 //! vector cache (`--cache-dir`), or from an embedding pass on a background thread that then
 //! fills the cache; until then the index ranks lexically.
@@ -77,6 +78,9 @@ pub fn enable_now(
     dirs: &VectorDirs,
     progress: &dyn Fn(usize),
 ) -> Result<(), EmbedError> {
+    if embedder.is_static() {
+        return Ok(index.enable_dense(embedder.clone(), compute(index, embedder, progress)?)?);
+    }
     let vectors = match dirs.load(index, embedder) {
         Some(v) => v,
         None => {
@@ -102,6 +106,20 @@ pub fn start(
     dirs: VectorDirs,
 ) -> Result<Option<std::thread::JoinHandle<()>>, EmbedError> {
     let model = files.id();
+    if files.is_static() {
+        // Microseconds per operation: hybrid from the first request, no cache needed.
+        let started = Instant::now();
+        let embedder = Arc::new(Embedder::from_files(files)?);
+        let vectors = compute(&index, &embedder, &|_| {})?;
+        index.enable_dense(embedder, vectors)?;
+        tracing::info!(
+            operations = index.len(),
+            %model,
+            ms = started.elapsed().as_millis() as u64,
+            "ranker: hybrid (operations embedded)"
+        );
+        return Ok(None);
+    }
     if let Some(v) = dirs.load_for(&index, &model.hash, files.dim()) {
         let embedder = Arc::new(Embedder::from_files(files)?);
         match index.enable_dense(embedder.clone(), v) {

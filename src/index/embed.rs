@@ -1,8 +1,20 @@
-//! The sentence-embedding model, run in-process: all-MiniLM-L6-v2 (a 6-layer BERT) with candle
-//! on the CPU, mean pooling over the attention mask, L2-normalised (the sentence-transformers
-//! recipe for this model). Loads from a folder with `model.safetensors`, `tokenizer.json` and
-//! `config.json` (`scripts/fetch-model.sh` fetches one). Recent query vectors are cached.
+//! The embedding model, run in-process, in one of two forms behind one [`Embedder`]:
+//!
+//! - **static** (the default, built into the binary: `models/static-api`, [`ModelFiles::builtin`]):
+//!   one vector per vocabulary token, distilled from the sentence encoder below
+//!   (`static_model`); a text costs a tokenisation and a sum. A folder with `static.bin` and
+//!   `tokenizer.json` is one too.
+//! - **encoder**: all-MiniLM-L6-v2 (a 6-layer BERT) with candle on the CPU, mean pooling over
+//!   the attention mask, L2-normalised (the sentence-transformers recipe for this model), from
+//!   a folder with `model.safetensors`, `tokenizer.json` and `config.json`
+//!   (`scripts/fetch-model.sh` fetches one; `models/minilm-api` is the one the static table is
+//!   distilled from). Milliseconds per text.
+//!
+//! Recent query vectors are cached.
 
+mod static_model;
+
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -12,8 +24,18 @@ use candle_transformers::models::bert::{BertModel, Config};
 use sha2::{Digest, Sha256};
 use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
 
-/// The files a model folder must hold.
+/// The files an encoder's folder must hold.
 pub(crate) const MODEL_FILES: [&str; 3] = ["model.safetensors", "tokenizer.json", "config.json"];
+
+/// The file that makes a folder a static model's (with `tokenizer.json`).
+pub(crate) const STATIC_FILE: &str = "static.bin";
+
+/// The name the built-in static model goes by.
+pub const BUILTIN_MODEL: &str = "static-api";
+
+/// The built-in model's files, compiled into the binary.
+static BUILTIN_TABLE: &[u8] = include_bytes!("../../models/static-api/static.bin");
+static BUILTIN_TOKENIZER: &[u8] = include_bytes!("../../models/static-api/tokenizer.json");
 
 /// Tokens per input beyond this are cut (the model's `max_seq_length`).
 const MAX_TOKENS: usize = 256;
@@ -32,7 +54,7 @@ pub(crate) const QUERY_KEY_CHARS: usize = 1000;
 #[derive(Debug, thiserror::Error)]
 pub enum EmbedError {
     #[error(
-        "embedding model folder {dir}: {file} is missing (it needs model.safetensors, tokenizer.json and config.json; scripts/fetch-model.sh DIR fetches them)"
+        "embedding model folder {dir}: {file} is missing (an encoder's folder holds model.safetensors, tokenizer.json and config.json, as scripts/fetch-model.sh DIR fetches them; a static model's static.bin and tokenizer.json)"
     )]
     Missing { dir: PathBuf, file: &'static str },
     #[error("embedding model: reading {path}: {source}")]
@@ -48,6 +70,8 @@ pub enum EmbedError {
     Candle(#[from] candle_core::Error),
     #[error("embedding model: {0}")]
     Vectors(#[from] super::VectorError),
+    #[error("embedding model: {0}")]
+    Table(#[from] static_model::TableError),
 }
 
 /// A model's name (its folder's) and the hash of its files.
@@ -63,18 +87,51 @@ impl std::fmt::Display for ModelId {
     }
 }
 
-/// A model folder's files, read and hashed but not yet built into a model: enough to know
-/// which model it is (for the vector cache's key) before paying for [`Embedder::from_files`].
+/// A model's files, read and hashed but not yet built into a model: enough to know which
+/// model it is (for the vector cache's key) before paying for [`Embedder::from_files`].
 pub struct ModelFiles {
-    weights: Vec<u8>,
-    tokenizer: Vec<u8>,
-    config: Config,
+    form: Form,
+    tokenizer: Cow<'static, [u8]>,
     hash: String,
     name: String,
 }
 
+/// What the tokenizer feeds.
+enum Form {
+    Encoder { weights: Vec<u8>, config: Config },
+    Static { table: Cow<'static, [u8]>, dim: usize },
+}
+
 impl ModelFiles {
-    /// Reads the files in `dir`, hashes them and parses `config.json`.
+    /// The static model compiled into the binary.
+    pub fn builtin() -> ModelFiles {
+        ModelFiles::new_static(
+            Cow::Borrowed(BUILTIN_TABLE),
+            Cow::Borrowed(BUILTIN_TOKENIZER),
+            BUILTIN_MODEL.to_string(),
+        )
+    }
+
+    fn new_static(
+        table: Cow<'static, [u8]>,
+        tokenizer: Cow<'static, [u8]>,
+        name: String,
+    ) -> ModelFiles {
+        let hash = hash_of(&[&table, &tokenizer]);
+        // The dimension is in the header; a damaged header is refused when the model is built.
+        let dim = table
+            .get(12..16)
+            .map_or(0, |w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]) as usize);
+        ModelFiles {
+            form: Form::Static { table, dim },
+            tokenizer,
+            hash,
+            name,
+        }
+    }
+
+    /// Reads the files in `dir` (a static model's when it holds `static.bin`, else an
+    /// encoder's), hashes them and parses `config.json`.
     pub fn read(dir: &Path) -> Result<ModelFiles, EmbedError> {
         let read = |file: &'static str| {
             let path = dir.join(file);
@@ -86,22 +143,24 @@ impl ModelFiles {
             }
             std::fs::read(&path).map_err(|source| EmbedError::Read { path, source })
         };
-        let [weights, tokenizer, config] = MODEL_FILES.map(read);
-        let (weights, tokenizer, config) = (weights?, tokenizer?, config?);
-        let mut hasher = Sha256::new();
-        for data in [&weights, &tokenizer, &config] {
-            hasher.update((data.len() as u64).to_le_bytes());
-            hasher.update(data);
-        }
-        let hash = hex::encode(&hasher.finalize()[..12]);
-        let config: Config = serde_json::from_slice(&config).map_err(EmbedError::Config)?;
         let name = dir
             .file_name()
             .map_or_else(|| "model".into(), |n| n.to_string_lossy().into_owned());
+        if dir.join(STATIC_FILE).is_file() {
+            let (table, tokenizer) = (read(STATIC_FILE)?, read("tokenizer.json")?);
+            return Ok(ModelFiles::new_static(
+                Cow::Owned(table),
+                Cow::Owned(tokenizer),
+                name,
+            ));
+        }
+        let [weights, tokenizer, config] = MODEL_FILES.map(read);
+        let (weights, tokenizer, config) = (weights?, tokenizer?, config?);
+        let hash = hash_of(&[&weights, &tokenizer, &config]);
+        let config: Config = serde_json::from_slice(&config).map_err(EmbedError::Config)?;
         Ok(ModelFiles {
-            weights,
-            tokenizer,
-            config,
+            form: Form::Encoder { weights, config },
+            tokenizer: Cow::Owned(tokenizer),
             hash,
             name,
         })
@@ -117,20 +176,43 @@ impl ModelFiles {
 
     /// Length of the vectors the model makes.
     pub fn dim(&self) -> usize {
-        self.config.hidden_size
+        match &self.form {
+            Form::Encoder { config, .. } => config.hidden_size,
+            Form::Static { dim, .. } => *dim,
+        }
     }
+
+    /// A static model: built in microseconds, and embeds a spec in milliseconds.
+    pub fn is_static(&self) -> bool {
+        matches!(self.form, Form::Static { .. })
+    }
+}
+
+/// A short hash over files' lengths and bytes.
+fn hash_of(files: &[&[u8]]) -> String {
+    let mut hasher = Sha256::new();
+    for data in files {
+        hasher.update((data.len() as u64).to_le_bytes());
+        hasher.update(data);
+    }
+    hex::encode(&hasher.finalize()[..12])
 }
 
 /// A loaded model. `Send + Sync`: one per process, shared by the background indexer and
 /// every query.
 pub struct Embedder {
-    model: BertModel,
+    engine: Engine,
     tokenizer: Tokenizer,
-    device: Device,
     dim: usize,
     hash: String,
     name: String,
     queries: moka::sync::Cache<String, Arc<[f32]>>,
+}
+
+/// What turns token ids into vectors.
+enum Engine {
+    Encoder { model: BertModel, device: Device },
+    Static(static_model::StaticModel),
 }
 
 impl std::fmt::Debug for Embedder {
@@ -149,37 +231,47 @@ impl Embedder {
         Embedder::from_files(ModelFiles::read(dir)?)
     }
 
-    /// Builds the model from files already read (the slower half of [`Embedder::load`]).
+    /// Builds the model from files already read (the slower half of [`Embedder::load`] for an
+    /// encoder).
     pub(crate) fn from_files(files: ModelFiles) -> Result<Embedder, EmbedError> {
         let ModelFiles {
-            weights,
+            form,
             tokenizer,
-            config,
             hash,
             name,
         } = files;
-        let device = Device::Cpu;
-        let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &device)?;
-        let model = BertModel::load(vb, &config)?;
         let mut tokenizer =
             Tokenizer::from_bytes(&tokenizer).map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
-        // The shipped tokenizer.json pads every input to 128 tokens; pad each batch only to
-        // its longest input instead.
-        tokenizer.with_padding(Some(PaddingParams {
-            strategy: PaddingStrategy::BatchLongest,
-            ..PaddingParams::default()
-        }));
         tokenizer
             .with_truncation(Some(TruncationParams {
                 max_length: MAX_TOKENS,
                 ..TruncationParams::default()
             }))
             .map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
+        let (engine, dim) = match form {
+            Form::Encoder { weights, config } => {
+                let device = Device::Cpu;
+                let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &device)?;
+                let model = BertModel::load(vb, &config)?;
+                // The shipped tokenizer.json pads every input to 128 tokens; pad each batch
+                // only to its longest input instead.
+                tokenizer.with_padding(Some(PaddingParams {
+                    strategy: PaddingStrategy::BatchLongest,
+                    ..PaddingParams::default()
+                }));
+                (Engine::Encoder { model, device }, config.hidden_size)
+            }
+            Form::Static { table, .. } => {
+                let model = static_model::StaticModel::parse(table)?;
+                tokenizer.with_padding(None);
+                let dim = model.dim();
+                (Engine::Static(model), dim)
+            }
+        };
         Ok(Embedder {
-            model,
+            engine,
             tokenizer,
-            device,
-            dim: config.hidden_size,
+            dim,
             hash,
             name,
             queries: moka::sync::Cache::builder()
@@ -191,7 +283,18 @@ impl Embedder {
         })
     }
 
-    /// Length of each vector (384 for all-MiniLM-L6-v2).
+    /// The static model compiled into the binary.
+    pub fn builtin() -> Result<Embedder, EmbedError> {
+        Embedder::from_files(ModelFiles::builtin())
+    }
+
+    /// A static model: embedding costs microseconds, so callers need not move it off the
+    /// async runtime or into the background.
+    pub fn is_static(&self) -> bool {
+        matches!(self.engine, Engine::Static(_))
+    }
+
+    /// Length of each vector (384 for all-MiniLM-L6-v2, 256 for the built-in static model).
     pub fn dim(&self) -> usize {
         self.dim
     }
@@ -201,7 +304,7 @@ impl Embedder {
         &self.hash
     }
 
-    /// The model folder's name (`minilm-api` for the shipped model).
+    /// The model's name: [`BUILTIN_MODEL`], or its folder's.
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -214,27 +317,43 @@ impl Embedder {
         }
     }
 
-    /// Unit vectors for `texts`, in one forward pass padded to the longest input.
+    /// Unit vectors for `texts`: for an encoder, in one forward pass padded to the longest
+    /// input.
     pub fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         if texts.is_empty() {
             return Ok(Vec::new());
         }
+        let (model, device) = match &self.engine {
+            Engine::Static(table) => {
+                return texts
+                    .iter()
+                    .map(|t| {
+                        let encoding = self
+                            .tokenizer
+                            .encode_fast(*t, false)
+                            .map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
+                        Ok(table.embed(encoding.get_ids()))
+                    })
+                    .collect();
+            }
+            Engine::Encoder { model, device } => (model, device),
+        };
         let encodings = self
             .tokenizer
             .encode_batch(texts.to_vec(), true)
             .map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
         let ids = encodings
             .iter()
-            .map(|e| Tensor::new(e.get_ids(), &self.device))
+            .map(|e| Tensor::new(e.get_ids(), device))
             .collect::<Result<Vec<_>, _>>()?;
         let mask = encodings
             .iter()
-            .map(|e| Tensor::new(e.get_attention_mask(), &self.device))
+            .map(|e| Tensor::new(e.get_attention_mask(), device))
             .collect::<Result<Vec<_>, _>>()?;
         let ids = Tensor::stack(&ids, 0)?;
         let mask = Tensor::stack(&mask, 0)?;
         let types = ids.zeros_like()?;
-        let hidden = self.model.forward(&ids, &types, Some(&mask))?;
+        let hidden = model.forward(&ids, &types, Some(&mask))?;
         let pooled = normalize(&mean_pool(&hidden, &mask)?)?;
         Ok(pooled.to_vec2::<f32>()?)
     }
@@ -261,10 +380,18 @@ impl Embedder {
         Ok(out)
     }
 
-    /// The vector of a search query, from the cache of recent queries when it was seen
-    /// before. The model is uncased, so case does not change the key.
+    /// The vector of a search query: a static model's computed each time, an encoder's from
+    /// the cache of recent queries when it was seen before. The model is uncased, so case does not change the key.
     pub fn embed_query(&self, text: &str) -> Result<Arc<[f32]>, EmbedError> {
         let key = query_key(text);
+        if self.is_static() {
+            // Cheaper than the cache's bookkeeping; nothing to keep.
+            return Ok(self
+                .embed_batch(&[key.as_str()])?
+                .pop()
+                .unwrap_or_default()
+                .into());
+        }
         if let Some(v) = self.queries.get(&key) {
             return Ok(v);
         }

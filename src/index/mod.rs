@@ -12,9 +12,9 @@
 //! intent, collection vs item path, path depth, how many query concepts an operation covers,
 //! deprecation, and in a pooled index which API fits the query) and applies the filters.
 //!
-//! The dense ranker (`embed`, `vectors`) is optional and arrives late: an index starts
-//! lexical, and `Index::enable_dense` switches it to hybrid once the operation vectors are
-//! loaded or computed (`background`). A hybrid query carries its own vector
+//! The dense ranker (`embed`, `vectors`) is optional: an index starts lexical, and
+//! `Index::enable_dense` switches it to hybrid once the operation vectors are computed (at once
+//! with the built-in static model) or loaded (`background`). A hybrid query carries its own vector
 //! (`Index::query_vector`); its ranking is a weighted sum of the lexical score (over the best
 //! one) and the cosine similarity (`Tuning::dense_weight`), where the lexical side counts only
 //! as much as the query's words were found in the spec at all (`Index::fuse`, `fusion`).
@@ -231,6 +231,15 @@ impl Index {
         } else {
             Ranker::Lexical
         }
+    }
+
+    /// The index is hybrid with a static model: a query's embedding costs microseconds, so it
+    /// may be computed on the async runtime.
+    pub(crate) fn embeds_cheaply(&self) -> bool {
+        self.dense
+            .load()
+            .as_ref()
+            .is_some_and(|d| d.embedder.is_static())
     }
 
     /// The embedding of a recent query, if the index is hybrid and has it cached: costs no

@@ -482,11 +482,15 @@ pub(crate) fn select_error(e: &SelectError) -> ToolError {
     )
 }
 
-/// The query's embedding when the index is hybrid: from the cache of recent queries, else
-/// computed on a blocking thread (a forward pass of the model takes milliseconds of CPU).
+/// The query's embedding when the index is hybrid: here with a static model (microseconds),
+/// else from the cache of recent queries or on a blocking thread (an encoder's forward pass
+/// takes milliseconds of CPU).
 async fn query_vector(apis: &Apis, text: &str) -> Option<std::sync::Arc<[f32]>> {
     if apis.index.ranker() != crate::index::Ranker::Hybrid {
         return None;
+    }
+    if apis.index.embeds_cheaply() {
+        return apis.index.query_vector(text);
     }
     if let Some(v) = apis.index.cached_query_vector(text) {
         return Some(v);

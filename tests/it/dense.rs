@@ -1,9 +1,10 @@
-//! Semantic ranking with the domain-adapted model the repository ships (`models/minilm-api`,
-//! what every ranking command uses by default) and, where it is present, the base
-//! all-MiniLM-L6-v2: vectors against an independent numpy implementation
+//! Semantic ranking: by default with the static model built into the binary (hybrid from the
+//! first answer, also from a copied binary with no checkout beside it), and with a sentence
+//! encoder given by `--embedding-model`: the domain-adapted model the repository ships
+//! (`models/minilm-api`, which the static model is distilled from) and, where it is present,
+//! the base all-MiniLM-L6-v2: vectors against an independent numpy implementation
 //! (`tests/data/embed/reference.py`), the server's switch from lexical to hybrid and its vector
-//! cache, the default (no flag) being hybrid, `apigate index build` and `--index`, and a broken
-//! model folder.
+//! cache, `apigate index build` and `--index`, and a broken model folder.
 //!
 //! Only [`vectors_match_the_reference_implementation`] needs the base model
 //! (`scripts/fetch-model.sh` puts it in /var/tmp/apigate-model, or set APIGATE_TEST_MODEL):
@@ -225,9 +226,10 @@ async fn wait_for_hybrid(server: &Server) {
     panic!("the server did not switch to hybrid ranking within 300 s");
 }
 
-/// The CLI's defaults (hybrid with the shipped model), with vectors cached in `cache`.
+/// Hybrid with the encoder `models/minilm-api`, with vectors cached in `cache`.
 fn ranking_args(cache: &Path, index: Option<&Path>) -> apigate::cli::index::RankingArgs {
     apigate::cli::index::RankingArgs {
+        embedding_model: Some(model_dir()),
         cache_dir: Some(cache.to_path_buf()),
         index: index.map(Path::to_path_buf),
         ..Default::default()
@@ -307,9 +309,20 @@ async fn the_server_turns_hybrid_in_the_background_and_reuses_its_cache() {
 async fn index_build_output_is_loaded_by_dev_and_a_bad_model_stops_start_up() {
     let out = tempfile::tempdir().unwrap();
     let spec = spec_path(SPEC);
-    // No --embedding-model: `index build` uses the shipped model, as `dev` does.
-    let status = tokio::process::Command::new(env!("CARGO_BIN_EXE_apigate"))
+    // Without --embedding-model, `index build` says the built-in model needs none.
+    let refused = tokio::process::Command::new(env!("CARGO_BIN_EXE_apigate"))
         .args(["index", "build", "--spec", &spec, "--out"])
+        .arg(out.path())
+        .env_remove("APIGATE_EMBEDDING_MODEL")
+        .output()
+        .await
+        .unwrap();
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("needs no prebuilt vectors"), "{stderr}");
+    let encoder = model_dir();
+    let status = tokio::process::Command::new(env!("CARGO_BIN_EXE_apigate"))
+        .args(["index", "build", "--spec", &spec, "--embedding-model", path(&encoder), "--out"])
         .arg(out.path())
         .env("NO_COLOR", "1")
         .env_remove("APIGATE_EMBEDDING_MODEL")
@@ -338,6 +351,8 @@ async fn index_build_output_is_loaded_by_dev_and_a_bad_model_stops_start_up() {
         &[
             "--index",
             path(out.path()),
+            "--embedding-model",
+            path(&encoder),
             "--cache-dir",
             path(cache.path()),
         ],
@@ -364,6 +379,10 @@ async fn index_build_output_is_loaded_by_dev_and_a_bad_model_stops_start_up() {
         dev.terminate().await;
     }
 
+    // Prebuilt vectors with the built-in model: refused, saying which model they need.
+    let stderr = dev_refused(&spec, &["--index", path(out.path())]).await;
+    assert!(stderr.contains("give the same --embedding-model"), "{stderr}");
+
     // Prebuilt vectors with the lexical ranker: refused.
     let stderr = dev_refused(&spec, &["--ranker", "lexical", "--index", path(out.path())]).await;
     assert!(
@@ -378,51 +397,70 @@ async fn index_build_output_is_loaded_by_dev_and_a_bad_model_stops_start_up() {
     assert!(stderr.contains("scripts/fetch-model.sh"), "{stderr}");
 }
 
-/// What a new user runs, `apigate dev --spec openapi/petstore.json` with no flag and no
-/// environment: lexical answers at once, then hybrid with the shipped model; a second start
-/// with the (default) vector cache is hybrid from its first answer.
+/// What a new user runs, `apigate dev --spec SPEC` with no flag and no environment, from a copy of the binary in an empty folder (as `cargo install`, a package or
+/// the Docker image leave it: no checkout, no `share/`): hybrid from the first answer with the
+/// built-in model, named with its hash in `/health` and the start-up line, and nothing written
+/// to the vector cache.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn with_no_flag_dev_ranks_hybrid_with_the_shipped_model() {
+async fn a_copied_binary_with_no_flag_ranks_hybrid_from_its_first_answer() {
     let home = tempfile::tempdir().unwrap();
-    let spec = format!("{}/openapi/petstore.json", env!("CARGO_MANIFEST_DIR"));
-    // The default cache is $XDG_CACHE_HOME/apigate: kept in a temporary folder here.
-    let env = [
-        ("APIGATE_RANKER", ""),
-        ("XDG_CACHE_HOME", path(home.path())),
-    ];
-    let args: Vec<&str> = DEV.iter().copied().chain([spec.as_str()]).collect();
-    let (mut dev, url) = Proc::spawn_with_env("dev", &args, &env, "apigate dev:").await;
-    let base = url.trim_end_matches("/mcp").to_string();
-    let mut health = Value::Null;
-    for _ in 0..600 {
-        health = crate::support::get_json(format!("{base}/health")).await;
-        if health["ranker"] == "hybrid" {
-            break;
-        }
-        // Meanwhile the model is named and the words answer.
-        assert_eq!(health["ranker"], "lexical");
-        tokio::time::sleep(Duration::from_millis(500)).await;
+    let bin_dir = tempfile::tempdir().unwrap();
+    let bin = bin_dir.path().join("apigate");
+    std::fs::copy(env!("CARGO_BIN_EXE_apigate"), &bin).unwrap();
+    let spec = bin_dir.path().join(SPEC);
+    std::fs::copy(spec_path(SPEC), &spec).unwrap();
+    let mut dev = tokio::process::Command::new(&bin)
+        .args(DEV)
+        .arg(&spec)
+        .current_dir(bin_dir.path())
+        .env_clear()
+        .env("HOME", home.path())
+        .env("PATH", "/usr/bin:/bin")
+        .env("NO_COLOR", "1")
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stderr = tokio::io::BufReader::new(dev.stderr.take().unwrap());
+    let mut banner = String::new();
+    while !banner.contains("apigate dev:") {
+        use tokio::io::AsyncBufReadExt as _;
+        let mut line = String::new();
+        let n = stderr.read_line(&mut line).await.unwrap();
+        assert!(n > 0, "apigate exited: {banner}");
+        banner.push_str(&line);
     }
-    assert_eq!(health["ranker"], "hybrid", "{}", dev.stderr());
-    assert_eq!(health["model"]["name"], "minilm-api", "{health}");
-    let hash = health["model"]["hash"].as_str().unwrap().to_string();
+    let url = banner
+        .split_whitespace()
+        .find(|w| w.starts_with("http://127.0.0.1:"))
+        .unwrap_or_else(|| panic!("no URL in {banner}"))
+        .trim_end_matches(['.', ','])
+        .to_string();
+    let base = url.trim_end_matches("/mcp");
+    let health = crate::support::get_json(format!("{base}/health")).await;
+    assert_eq!(health["ranker"], "hybrid", "{health}\n{banner}");
+    assert_eq!(health["model"]["name"], "static-api", "{health}");
+    let hash = health["model"]["hash"].as_str().unwrap();
     assert_eq!(hash.len(), 24, "{hash}");
-    dev.terminate().await;
-    let cached = std::fs::read_dir(home.path().join("apigate"))
-        .unwrap()
-        .count();
-    assert_eq!(cached, 1, "one vector file in the default cache");
-
-    let (mut dev, url) = Proc::spawn_with_env("dev", &args, &env, "apigate dev:").await;
-    let health: Value =
-        crate::support::get_json(format!("{}/health", url.trim_end_matches("/mcp"))).await;
-    assert_eq!(health["ranker"], "hybrid");
-    let banner = dev.stderr();
     assert!(
-        banner.contains(&format!("(ranker: hybrid, model minilm-api ({hash}))")),
+        banner.contains(&format!("(ranker: hybrid, model static-api ({hash}))")),
         "{banner}"
     );
-    dev.terminate().await;
+    // The first answer is ranked by meaning too: "mute" shares no word with the volume call.
+    let client = crate::support::mcp_client(&url, &[("x-api-key", crate::support::KEY)]).await;
+    let out = call_ok(&client, "api_discover", json!({"query": QUERY, "limit": 5})).await;
+    let hits: Vec<String> = out["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| format!("{} {}", r["method"].as_str().unwrap(), r["path"].as_str().unwrap()))
+        .collect();
+    assert!(hits.iter().any(|h| h == EXPECTED), "{hits:?}");
+    let _ = dev.kill().await;
+    assert!(
+        !home.path().join(".cache/apigate").exists(),
+        "the built-in model caches nothing"
+    );
 }
 
 fn path(p: &Path) -> &str {
