@@ -277,12 +277,19 @@ impl EngineArgs {
                 .max(max_body_bytes),
             ..UpstreamConfig::default()
         })?;
-        let target = match &upstream.config().base_url {
-            Some(u) => shown_target(u.as_str()),
-            None => spec.servers.first().map_or_else(
-                || "nowhere: the spec names no server; start with --upstream URL".to_string(),
-                |s| shown_target(s),
-            ),
+        // The URLs calls go under, as the requests are built (`--upstream` with the spec
+        // server's path, `/v2` of the Petstore, where it applies).
+        let urls = crate::upstream::server_urls(upstream.config(), spec);
+        let target = match (urls.first(), urls.len()) {
+            (Some(url), 1) => shown_target(url),
+            (Some(url), n) => format!("{} (and {} more server URLs)", shown_target(url), n - 1),
+            (None, _) => match &upstream.config().base_url {
+                Some(u) => shown_target(u.as_str()),
+                None => spec.servers.first().map_or_else(
+                    || "nowhere: the spec names no server; start with --upstream URL".to_string(),
+                    |s| shown_target(s),
+                ),
+            },
         };
         tracing::info!(api = %c.name, %target, "API calls go to {target}");
         if upstream.oauth().is_some() {
