@@ -26,9 +26,11 @@ enum Shown {
 struct Plain {
     out: Box<dyn Write + Send>,
     every: Duration,
-    /// When the current piece of work started and the last line was written; `None` before
-    /// the first update and after the last.
-    started: Option<(Instant, Instant)>,
+    /// Since when the current piece of work runs: the start, or the end of the previous one
+    /// (the work reports its first count after its first batch).
+    since: Instant,
+    /// When the last line was written, while a piece of work runs.
+    last: Option<Instant>,
     total: usize,
 }
 
@@ -57,7 +59,8 @@ impl Progress {
             shown: Shown::Plain(Mutex::new(Plain {
                 out,
                 every,
-                started: None,
+                since: Instant::now(),
+                last: None,
                 total,
             })),
         }
@@ -109,40 +112,40 @@ impl Progress {
 }
 
 impl Plain {
+    /// A count comes only from work under way (cached vectors report none): the first one
+    /// starts a piece of work, the one reaching `total` ends it.
     fn update(&mut self, done: usize, total: usize) {
         let now = Instant::now();
         self.total = total;
         // Each line is best effort: a closed stderr must not stop the work.
-        let (started, last) = match self.started {
-            Some(times) => times,
-            None => {
-                if done >= total {
-                    // Nothing left to do (all cached): nothing to report.
-                    return;
-                }
+        let last = match self.last {
+            Some(last) => last,
+            None if done < total => {
                 let _ = writeln!(self.out, "embedding {total} operations …");
                 let _ = self.out.flush();
-                self.started = Some((now, now));
-                (now, now)
+                self.last = Some(now);
+                return;
             }
+            None => now,
         };
         if done >= total {
             let _ = writeln!(
                 self.out,
                 "embedded {total} operations in {:.1} s",
-                now.duration_since(started).as_secs_f64()
+                now.duration_since(self.since).as_secs_f64()
             );
             let _ = self.out.flush();
-            self.started = None;
-        } else if now.duration_since(last) >= self.every && done > 0 {
+            self.last = None;
+            self.since = now;
+        } else if now.duration_since(last) >= self.every {
             let _ = writeln!(
                 self.out,
                 "embedding: {done}/{total} operations ({} %), {:.0} s so far",
                 done * 100 / total.max(1),
-                now.duration_since(started).as_secs_f64()
+                now.duration_since(self.since).as_secs_f64()
             );
             let _ = self.out.flush();
-            self.started = Some((started, now));
+            self.last = Some(now);
         }
     }
 }
@@ -174,12 +177,12 @@ mod tests {
     }
 
     /// Off a terminal: a line when the work starts, one per update once `every` has passed
-    /// (zero here: every update), one when it ends; nothing for work that was all cached.
+    /// (zero here: every update), one when it ends.
     #[test]
     fn plain_lines_say_how_far_the_work_is() {
         let out = Lines::default();
         let p = Progress::plain(Box::new(out.clone()), Duration::ZERO, 40);
-        p.set(0);
+        p.set(5);
         p.set(10);
         p.set(20);
         p.set(40);
@@ -196,15 +199,17 @@ mod tests {
         );
         assert!(lines[3].starts_with("embedded 40 operations in "), "{text}");
         assert_eq!(lines.len(), 4, "{text}");
-        // A second piece of work (eval: one per index) starts again; a cached one says nothing.
+        // A second piece of work (eval: one per index) starts again; one done in a single
+        // batch says only that it is done.
         p.update(3, 3);
-        p.update(0, 5);
+        p.update(1, 5);
         p.update(5, 5);
         let text = out.text();
         let tail: Vec<&str> = text.lines().skip(4).collect();
-        assert_eq!(tail[0], "embedding 5 operations …", "{text}");
-        assert!(tail[1].starts_with("embedded 5 operations in "), "{text}");
-        assert_eq!(tail.len(), 2, "{text}");
+        assert!(tail[0].starts_with("embedded 3 operations in "), "{text}");
+        assert_eq!(tail[1], "embedding 5 operations …", "{text}");
+        assert!(tail[2].starts_with("embedded 5 operations in "), "{text}");
+        assert_eq!(tail.len(), 3, "{text}");
     }
 
     /// Between lines, `every` must pass: updates in between write nothing.
@@ -212,7 +217,7 @@ mod tests {
     fn plain_lines_are_spaced() {
         let out = Lines::default();
         let p = Progress::plain(Box::new(out.clone()), Duration::from_secs(3600), 10);
-        for done in 0..10 {
+        for done in 1..10 {
             p.set(done);
         }
         assert_eq!(out.text(), "embedding 10 operations …\n");

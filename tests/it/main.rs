@@ -12,6 +12,7 @@ mod conform;
 mod db;
 mod dense;
 mod faults;
+mod first_hour;
 mod five_apis;
 mod fixture_api;
 mod fuzz;
