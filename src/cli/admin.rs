@@ -367,7 +367,7 @@ fn no_grants(user: &str, served: &[String]) -> String {
          feature, e.g. apigate.discover); say what the user may do, for example:\n  \
          apigate sessions create --user {user} --features {features}\n\
          (add the API's own features, e.g. billing.*, or --roles NAME from `apigate roles list`)",
-        features = super::serve::features_for(served)
+        features = crate::apis::features_for(served)
     )
 }
 

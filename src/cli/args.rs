@@ -19,22 +19,7 @@ use crate::store::Store;
 use crate::tools::Engine;
 use crate::tools::args::InputLimits;
 
-/// The headings `dev`, `serve` and `stdio --help` group their flags under, in this order
-/// after the essentials (which have none): clap shows a heading where its first flag is
-/// declared, so the commands declare the groups in this order.
-pub mod heading {
-    /// No heading: the essentials, first. Flags after a flattened group that sets a heading
-    /// name it (or this), as clap keeps that heading for what follows.
-    pub const ESSENTIALS: Option<&str> = None;
-    pub const KEYS: &str = "Keys and sessions";
-    pub const SIGN_IN: &str = "Sign-in (OAuth)";
-    pub const LIMITS: &str = "Limits";
-    pub const UPSTREAM: &str = "Upstream";
-    pub const MONITOR: &str = "Agent monitor";
-    pub const RANKING: &str = "Ranking";
-    pub const HTTP: &str = "HTTP";
-    pub const IDENTITY: &str = "Identity assertions";
-}
+use super::help::heading;
 
 /// Options of every command that runs the tools.
 #[derive(Debug, clap::Args)]
@@ -500,6 +485,6 @@ pub fn banner(command: &str, engine: &Engine, url: &str, stateless: bool) -> Str
     };
     format!(
         "apigate {command}: {title} ({}) at {url}{mode} ({ranking})",
-        super::monitor::count(apis.operations(), "operation", "operations")
+        super::help::count(apis.operations(), "operation", "operations")
     )
 }

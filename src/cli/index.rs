@@ -42,7 +42,7 @@ pub struct RankingArgs {
 }
 
 /// The help heading of the ranking flags.
-const RANKING: &str = super::args::heading::RANKING;
+const RANKING: &str = super::help::heading::RANKING;
 
 fn ranker_parser() -> impl clap::builder::TypedValueParser<Value = Ranker> {
     use clap::builder::PossibleValue;

@@ -5,6 +5,7 @@ pub mod args;
 mod config;
 pub mod dev;
 pub mod eval;
+pub mod help;
 pub mod identity;
 pub mod index;
 mod load;

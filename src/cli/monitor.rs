@@ -74,7 +74,7 @@ pub async fn run(args: MonitorArgs) -> anyhow::Result<()> {
         human_duration(args.approval_timeout),
         url = monitor.url(),
         link = monitor.page_link(),
-        rules = count(rule_count, "rule", "rules"),
+        rules = super::help::count(rule_count, "rule", "rules"),
     );
     if !args.listen.ip().is_loopback() {
         eprintln!(
@@ -86,11 +86,6 @@ pub async fn run(args: MonitorArgs) -> anyhow::Result<()> {
     shutdown_signal().await;
     eprintln!("apigate monitor: shutting down");
     monitor.shutdown().await
-}
-
-/// `n` and the noun in its number: "1 rule", "3 rules".
-pub(crate) fn count(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 async fn shutdown_signal() {
@@ -122,7 +117,7 @@ async fn shutdown_signal() {
 
 /// The gate's command-line flags, for `apigate dev` and `apigate serve` (`#[command(flatten)]`).
 #[derive(Debug, Clone, clap::Args)]
-#[command(next_help_heading = super::args::heading::MONITOR)]
+#[command(next_help_heading = super::help::heading::MONITOR)]
 pub struct MonitorFlags {
     /// Ask this agent monitor before every tool call (fail-closed), e.g.
     /// http://127.0.0.1:37123 (`apigate monitor` or the VS Code agent-monitor extension).

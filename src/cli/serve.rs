@@ -115,20 +115,6 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The `--features` a key or session needs to use every API of `names` (the APIs served; one
-/// unnamed API needs only the tools' features): with several, each API's `NAME.execute` too.
-pub fn features_for(names: &[String]) -> String {
-    let mut features = vec![
-        "apigate.discover".to_string(),
-        "apigate.schema".to_string(),
-        "apigate.execute".to_string(),
-    ];
-    if names.len() > 1 {
-        features.extend(names.iter().map(|n| format!("{n}.execute")));
-    }
-    features.join(",")
-}
-
 /// With no active server key in the database and no MCP_SERVER_API_KEY, every request gets
 /// 401: say so at start-up, with the command that fixes it for the APIs served (`names`).
 async fn warn_if_no_key_can_connect(auth: &Auth, names: &[String]) {
@@ -148,7 +134,7 @@ async fn warn_if_no_key_can_connect(auth: &Auth, names: &[String]) {
         .filter(|k| k.revoked_at.is_none() && k.expires_at.is_none_or(|t| t > now))
         .count();
     if active == 0 {
-        let features = features_for(names);
+        let features = crate::apis::features_for(names);
         let sessions = if names.len() > 1 {
             " Sessions need the same features: each API's NAME.execute shows that API's operations"
         } else {

@@ -9,18 +9,13 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::db::TestDb;
+use crate::petstore_upstream;
 use crate::support::*;
 
 /// The Petstore the README's quickstart serves.
-fn petstore() -> String {
+pub fn petstore() -> String {
     format!("{}/openapi/petstore.json", env!("CARGO_MANIFEST_DIR"))
 }
-
-/// The example upstream, included as the tests' own module: the same `app` that
-/// `cargo run --example petstore-upstream` serves.
-#[allow(dead_code)]
-#[path = "../../examples/petstore-upstream.rs"]
-mod petstore_upstream;
 
 /// A database that does not exist is named, with the command that makes it; the server's own
 /// source line ("at line 948") is not shown, nor is the server said to be unreachable.
