@@ -13,6 +13,8 @@ COPY openapi ./openapi
 COPY examples ./examples
 COPY tests ./tests
 COPY benches ./benches
+# The built-in embedding model (8 MB), compiled into the binary.
+COPY models/static-api ./models/static-api
 RUN cargo build --release --locked --bin apigate
 
 FROM debian:bookworm-slim
@@ -22,10 +24,9 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --no-create-home --shell /usr/sbin/nologin apigate
 COPY --from=build /src/target/release/apigate /usr/local/bin/apigate
-# The domain-adapted embedding model (45 MB), which every ranking command finds here by
-# default (hybrid ranking; `--ranker lexical` opts out). Its vectors are cached in
-# /var/cache/apigate (mount a volume there to keep them across containers).
-COPY models /usr/share/apigate/models
+# The embedding model is in the binary (hybrid ranking by default; `--ranker lexical` opts
+# out). An encoder given with --embedding-model caches its vectors in /var/cache/apigate
+# (mount a volume there to keep them across containers).
 RUN mkdir -p /var/cache/apigate && chown apigate /var/cache/apigate
 USER apigate
 ENV RUST_LOG=info APIGATE_CACHE_DIR=/var/cache/apigate

@@ -1,10 +1,8 @@
 //! The `apigate` binary: parse the command line, run it, exit with its code.
 
-use clap::Parser;
-
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    let cli = apigate::cli::Cli::parse();
+    let cli = apigate::cli::parse();
     apigate::cli::init_logging(&cli.log_format);
     apigate::cli::run(cli).await
 }

@@ -199,3 +199,18 @@ impl Apis {
         ])
     }
 }
+
+/// The features a key or session needs to use every API of `names` (the APIs served, as
+/// `Apis::names` gives them), comma-separated: the three tools', and with several APIs each
+/// one's `NAME.execute` (one API needs none of its own).
+pub fn features_for(names: &[String]) -> String {
+    let mut features = vec![
+        "apigate.discover".to_string(),
+        "apigate.schema".to_string(),
+        "apigate.execute".to_string(),
+    ];
+    if names.len() > 1 {
+        features.extend(names.iter().map(|n| format!("{n}.execute")));
+    }
+    features.join(",")
+}

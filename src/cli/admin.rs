@@ -106,8 +106,6 @@ pub enum KeysCommand {
 pub struct SessionsArgs {
     #[command(flatten)]
     pub db: DbArgs,
-    #[command(flatten)]
-    pub secret_key: super::args::SecretKeyArgs,
     #[command(subcommand)]
     pub command: SessionsCommand,
 }
@@ -147,6 +145,10 @@ pub enum SessionsCommand {
         /// headers go to it
         #[arg(long, value_name = "NAME", requires = "upstream_headers")]
         api: Option<String>,
+        /// The key that seals --upstream-header values (the server's): only a session with
+        /// upstream headers needs it
+        #[command(flatten)]
+        secret_key: super::args::SecretKeyArgs,
         /// Print JSON instead of text
         #[arg(long)]
         json: bool,
@@ -272,7 +274,11 @@ pub(crate) async fn run_keys(args: KeysArgs) -> anyhow::Result<()> {
 }
 
 pub(crate) async fn run_sessions(args: SessionsArgs) -> anyhow::Result<()> {
-    let keys = args.secret_key.load()?;
+    // Only `create` seals anything (a session's upstream headers).
+    let keys = match &args.command {
+        SessionsCommand::Create { secret_key, .. } => secret_key.load()?,
+        _ => None,
+    };
     let admin = Admin::new(args.db.store().await?).with_secret_keys(keys);
     super::print(&sessions(&admin, args.command).await?)?;
     Ok(())
@@ -347,7 +353,7 @@ pub async fn keys(admin: &Admin, cmd: KeysCommand) -> anyhow::Result<String> {
 /// Why `sessions create` without `--features` or `--roles` is refused, and the command that
 /// works: such a session could call no tool at all (every tool needs a feature, and a call's
 /// features are the key's intersected with the session's).
-fn no_grants(user: &str) -> String {
+fn no_grants(user: &str, served: &[String]) -> String {
     let user = if user
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || "-_.@".contains(c))
@@ -359,8 +365,9 @@ fn no_grants(user: &str) -> String {
     format!(
         "a session with no --features and no --roles could call no tool (every tool needs a \
          feature, e.g. apigate.discover); say what the user may do, for example:\n  \
-         apigate sessions create --user {user} --features apigate.discover,apigate.schema,apigate.execute\n\
-         (add the API's own features, e.g. billing.*, or --roles NAME from `apigate roles list`)"
+         apigate sessions create --user {user} --features {features}\n\
+         (add the API's own features, e.g. billing.*, or --roles NAME from `apigate roles list`)",
+        features = crate::apis::features_for(served)
     )
 }
 
@@ -378,10 +385,12 @@ pub async fn sessions(admin: &Admin, cmd: SessionsCommand) -> anyhow::Result<Str
             upstream_headers,
             api,
             json,
+            secret_key: _,
         } => {
             let blank = |list: &[String]| list.iter().all(|v| v.trim().is_empty());
             if blank(&features) && blank(&roles) {
-                anyhow::bail!("{}", no_grants(&user));
+                let served = admin.served_api_names().await.unwrap_or_default();
+                anyhow::bail!("{}", no_grants(&user, &served));
             }
             let upstream = match upstream_headers.is_empty() {
                 true => Vec::new(),

@@ -19,79 +19,89 @@ use crate::store::Store;
 use crate::tools::Engine;
 use crate::tools::args::InputLimits;
 
+use super::help::heading;
+
 /// Options of every command that runs the tools.
 #[derive(Debug, clap::Args)]
 pub struct EngineArgs {
     /// The OpenAPI document: a file path or an http(s) URL.
-    #[arg(long, value_name = "FILE|URL", required_unless_present = "config")]
+    #[arg(long, value_name = "FILE|URL", required_unless_present = "config",
+          help_heading = heading::ESSENTIALS)]
     pub spec: Option<String>,
     /// Several APIs: an `apigate.toml` with one `[[api]]` table per API (name, spec,
     /// upstream, credentials by env:VAR or file:PATH reference, timeouts, rules). Instead of
     /// --spec and the flags about one API.
-    #[arg(long, value_name = "FILE", conflicts_with_all = [
+    #[arg(long, value_name = "FILE", help_heading = heading::ESSENTIALS, conflicts_with_all = [
         "spec", "upstream", "upstream_headers", "upstream_credentials",
         "upstream_oauth_token_url",
     ])]
     pub config: Option<PathBuf>,
-    /// Send API calls here instead of the spec's server URL. User info
-    /// (http://user:password@host) is sent as `Authorization: Basic …` and redacted like any
-    /// credential.
-    #[arg(long, value_name = "URL")]
-    pub upstream: Option<String>,
-    /// A header added to every upstream request, e.g. "Authorization: Bearer …" (repeatable).
-    /// Never shown to the agent, in dry runs or in logs.
-    #[arg(long = "upstream-header", value_name = "NAME: VALUE")]
-    pub upstream_headers: Vec<String>,
-    /// A credential for the spec's security scheme SCHEME, placed where the scheme says
-    /// (apiKey header, query or cookie; http bearer or basic as user:password; oauth2 as a
-    /// bearer token), only on the operations that require it. VALUE may be env:VAR
-    /// (repeatable).
-    #[arg(long = "upstream-credential", value_name = "SCHEME=VALUE")]
-    pub upstream_credentials: Vec<String>,
-    #[command(flatten)]
-    pub oauth: OAuthArgs,
-    /// Total time allowed for one upstream request (30s, 2m; a bare number is seconds).
-    #[arg(long, default_value = "30s", value_parser = crate::monitor::parse_duration)]
-    pub upstream_timeout: Duration,
-    /// Time allowed to connect to the upstream (10s, 500ms; a bare number is seconds).
-    #[arg(long, default_value = "10s", value_parser = crate::monitor::parse_duration)]
-    pub connect_timeout: Duration,
     /// Response bodies beyond this many bytes are cut (valid JSON, marked `truncated`).
-    #[arg(long, default_value_t = crate::upstream::DEFAULT_MAX_BODY_BYTES)]
+    #[arg(long, default_value_t = crate::upstream::DEFAULT_MAX_BODY_BYTES,
+          help_heading = heading::LIMITS)]
     pub max_response_bytes: usize,
     /// Response bodies are read up to this many bytes: so that `select` and a cut of whole
     /// items see more than --max-response-bytes (beyond it a text body is cut on reading), and
     /// a binary answer (a download) comes back whole (beyond it, it is described, never cut).
     #[arg(long, default_value_t = crate::upstream::DEFAULT_MAX_READ_BYTES,
-          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=MAX_READ_BYTES_CAP))]
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=MAX_READ_BYTES_CAP),
+          help_heading = heading::LIMITS)]
     pub max_read_bytes: usize,
     /// The most memory one `api_execute` call may take: every page it reads (counted after
     /// its Content-Encoding is undone), its parsed JSON (112 bytes per value beside its text)
     /// and its `select` result. Past it the call stops early and says where and why
     /// (`pages.stoppedBecause`, or a note on a cut body); the server goes on.
     #[arg(long, default_value_t = crate::upstream::DEFAULT_MAX_CALL_BYTES,
-          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1024..=16 * MAX_READ_BYTES_CAP))]
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1024..=16 * MAX_READ_BYTES_CAP),
+          help_heading = heading::LIMITS)]
     pub max_call_bytes: usize,
     /// The most memory all `api_execute` calls together may take at once, counted as
     /// --max-call-bytes counts one call's: a call that finds none left stops early and says
     /// so, and the others go on.
     #[arg(long, default_value_t = crate::upstream::DEFAULT_MAX_BYTES_IN_FLIGHT,
-          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1024..=64 * MAX_READ_BYTES_CAP))]
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1024..=64 * MAX_READ_BYTES_CAP),
+          help_heading = heading::LIMITS)]
     pub max_bytes_in_flight: usize,
     #[command(flatten)]
     pub binary: BinaryArgs,
     #[command(flatten)]
-    pub monitor: MonitorFlags,
-    #[command(flatten)]
-    pub ranking: super::index::RankingArgs,
-    #[command(flatten)]
     pub limits: LimitArgs,
     #[command(flatten)]
     pub spec_limits: SpecLimitArgs,
+    /// Send API calls here instead of the spec's server URL. User info
+    /// (http://user:password@host) is sent as `Authorization: Basic …` and redacted like any
+    /// credential.
+    #[arg(long, value_name = "URL", help_heading = heading::UPSTREAM)]
+    pub upstream: Option<String>,
+    /// A header added to every upstream request, e.g. "Authorization: Bearer …" (repeatable).
+    /// Never shown to the agent, in dry runs or in logs.
+    #[arg(long = "upstream-header", value_name = "NAME: VALUE", help_heading = heading::UPSTREAM)]
+    pub upstream_headers: Vec<String>,
+    /// A credential for the spec's security scheme SCHEME, placed where the scheme says
+    /// (apiKey header, query or cookie; http bearer or basic as user:password; oauth2 as a
+    /// bearer token), only on the operations that require it. VALUE may be env:VAR
+    /// (repeatable).
+    #[arg(long = "upstream-credential", value_name = "SCHEME=VALUE", help_heading = heading::UPSTREAM)]
+    pub upstream_credentials: Vec<String>,
+    #[command(flatten)]
+    pub oauth: OAuthArgs,
+    /// Total time allowed for one upstream request (30s, 2m; a bare number is seconds).
+    #[arg(long, default_value = "30s", value_parser = crate::monitor::parse_duration,
+          help_heading = heading::UPSTREAM)]
+    pub upstream_timeout: Duration,
+    /// Time allowed to connect to the upstream (10s, 500ms; a bare number is seconds).
+    #[arg(long, default_value = "10s", value_parser = crate::monitor::parse_duration,
+          help_heading = heading::UPSTREAM)]
+    pub connect_timeout: Duration,
+    #[command(flatten)]
+    pub monitor: MonitorFlags,
+    #[command(flatten)]
+    pub ranking: super::index::RankingArgs,
 }
 
 /// What loading a spec may read.
 #[derive(Debug, Clone, Copy, clap::Args)]
+#[command(next_help_heading = heading::LIMITS)]
 pub struct SpecLimitArgs {
     /// Most bytes of a spec (file or URL) and the documents its `$ref`s name, together; read
     /// streaming, a larger one is refused before it is parsed (parsed, a document takes up to
@@ -118,6 +128,7 @@ pub(super) const MAX_READ_BYTES_CAP: u64 = 1 << 30;
 /// How binary responses come back: images as MCP image content, the rest as resource links
 /// the same API key reads with `resources/read`.
 #[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = heading::LIMITS)]
 pub struct BinaryArgs {
     /// PNG, JPEG, GIF and WebP responses up to this many bytes come back as MCP image
     /// content; larger ones as a resource link.
@@ -153,6 +164,7 @@ impl Default for BinaryArgs {
 
 /// OAuth 2.0 client credentials for the upstream (RFC 6749 §4.4).
 #[derive(clap::Args, Default)]
+#[command(next_help_heading = heading::UPSTREAM)]
 pub struct OAuthArgs {
     /// Fetch an access token here (client credentials grant, client_secret_basic) and send it
     /// as `Authorization: Bearer …` on every call; cached, refreshed before it expires, and
@@ -212,38 +224,39 @@ impl OAuthArgs {
 #[derive(Debug, clap::Args)]
 pub struct HttpArgs {
     /// Address to listen on.
-    #[arg(long, default_value = "127.0.0.1:3001")]
+    #[arg(long, default_value = "127.0.0.1:3001", help_heading = heading::ESSENTIALS)]
     pub listen: SocketAddr,
     /// Stateless Streamable HTTP (no Mcp-Session-Id): for replicas behind a load balancer.
-    #[arg(long)]
+    #[arg(long, help_heading = heading::ESSENTIALS)]
     pub stateless: bool,
     /// Extra `Host` values to serve (name or name:port), e.g. behind a proxy (repeatable).
-    #[arg(long = "allowed-host")]
+    #[arg(long = "allowed-host", help_heading = heading::HTTP)]
     pub allowed_hosts: Vec<String>,
     /// Browser origins allowed to call (scheme://host[:port|:*]) (repeatable).
-    #[arg(long = "allowed-origin")]
+    #[arg(long = "allowed-origin", help_heading = heading::HTTP)]
     pub allowed_origins: Vec<String>,
     /// Largest request body accepted, in bytes.
-    #[arg(long, default_value_t = http::DEFAULT_MAX_BODY_BYTES)]
+    #[arg(long, default_value_t = http::DEFAULT_MAX_BODY_BYTES, help_heading = heading::LIMITS)]
     pub max_body_bytes: usize,
     /// Live MCP sessions and `subscriptions/listen` streams one API key may hold (Streamable
     /// HTTP; legacy SSE streams apart); beyond it `initialize` and `subscriptions/listen` get
     /// 429. A key's listen streams also hold at most half of --max-connections.
-    #[arg(long, default_value_t = http::DEFAULT_MAX_SESSIONS_PER_KEY)]
+    #[arg(long, default_value_t = http::DEFAULT_MAX_SESSIONS_PER_KEY, help_heading = heading::LIMITS)]
     pub max_sessions_per_key: usize,
     /// Messages a legacy SSE session queues in each direction; beyond it POST /message gets 429.
-    #[arg(long, default_value_t = http::DEFAULT_SSE_QUEUE)]
+    #[arg(long, default_value_t = http::DEFAULT_SSE_QUEUE, help_heading = heading::LIMITS)]
     pub sse_queue: usize,
     /// A connection must send a request's complete header within this time (slow clients,
     /// idle keep-alive connections) or it is closed.
-    #[arg(long, default_value = "10s", value_parser = crate::monitor::parse_duration)]
+    #[arg(long, default_value = "10s", value_parser = crate::monitor::parse_duration,
+          help_heading = heading::LIMITS)]
     pub header_read_timeout: Duration,
     /// Connections open at once; more are closed as they arrive.
-    #[arg(long, default_value_t = 1024)]
+    #[arg(long, default_value_t = 1024, help_heading = heading::LIMITS)]
     pub max_connections: usize,
     /// Also serve /metrics without a key on this address, for a Prometheus scraper (on the
     /// main address /metrics needs the API key).
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", help_heading = heading::HTTP)]
     pub metrics_listen: Option<SocketAddr>,
 }
 
@@ -305,21 +318,21 @@ impl HttpArgs {
 pub struct AccessArgs {
     /// Permission rules: a TOML file of `[[rule]]` tables (`method`, `path` glob, `features`)
     /// that operations need on top of their `x-required-features`.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = heading::KEYS)]
     pub permissions: Option<PathBuf>,
     /// Tool calls per second allowed per server key (token bucket; 0 = no limit).
-    #[arg(long, default_value_t = 50.0)]
+    #[arg(long, default_value_t = 50.0, help_heading = heading::KEYS)]
     pub key_rate: f64,
     /// Burst allowed per server key.
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = 100, help_heading = heading::KEYS)]
     pub key_burst: u32,
     /// Tool calls per second allowed per user session (0 = no limit).
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(long, default_value_t = 10.0, help_heading = heading::KEYS)]
     pub session_rate: f64,
     /// Burst allowed per user session.
-    #[arg(long, default_value_t = 30)]
+    #[arg(long, default_value_t = 30, help_heading = heading::KEYS)]
     pub session_burst: u32,
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = heading::KEYS)]
     pub secret_key: SecretKeyArgs,
 }
 
@@ -395,6 +408,7 @@ impl AccessArgs {
 
 /// Size caps on the tools' arguments (`tools::args::InputLimits`), as flags.
 #[derive(Debug, Clone, Copy, clap::Args)]
+#[command(next_help_heading = heading::LIMITS)]
 pub struct LimitArgs {
     /// Longest `path` argument, in bytes.
     #[arg(long, default_value_t = InputLimits::default().max_path_bytes)]
@@ -470,7 +484,7 @@ pub fn banner(command: &str, engine: &Engine, url: &str, stateless: bool) -> Str
         _ => "ranker: lexical".to_string(),
     };
     format!(
-        "apigate {command}: {title} ({} operations) at {url}{mode} ({ranking})",
-        apis.operations()
+        "apigate {command}: {title} ({}) at {url}{mode} ({ranking})",
+        super::help::count(apis.operations(), "operation", "operations")
     )
 }

@@ -1,4 +1,7 @@
-//! `apigate config claude|opencode`: ready-to-paste client configuration.
+//! `apigate config claude|opencode`: ready-to-paste client configuration: over HTTP with the
+//! API key (and, in production, the session token) as headers, over HTTP signing in with the
+//! identity provider (`--oauth`: no headers, the client finds the provider itself), or the
+//! client spawning `apigate stdio` (`--stdio`).
 
 use std::process::ExitCode;
 
@@ -21,13 +24,30 @@ pub struct ConfigArgs {
     pub url: String,
     /// The API key to put in the snippet; without it, the snippet reads the key from the
     /// APIGATE_API_KEY environment variable when the client starts.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["oauth", "stdio"])]
     pub key: Option<String>,
     /// Production: also send the user's session in an `x-session-token` header, so the token
     /// never enters the model's context. Without a value, the snippet reads it from the
     /// APIGATE_SESSION_TOKEN environment variable when the client starts.
-    #[arg(long, value_name = "TOKEN", num_args = 0..=1, default_missing_value = "")]
+    #[arg(long, value_name = "TOKEN", num_args = 0..=1, default_missing_value = "",
+          conflicts_with_all = ["oauth", "stdio"])]
     pub session_token: Option<String>,
+    /// Production with `serve --oauth-issuer`: no key and no session header; the client finds
+    /// the identity provider from the server's 401 and opens a browser for the person to sign
+    /// in.
+    #[arg(long, conflicts_with = "stdio")]
+    pub oauth: bool,
+    /// The client starts `apigate stdio` itself (no server to run, no key); give the API with
+    /// --spec or --config.
+    #[arg(long, requires = "stdio_api")]
+    pub stdio: bool,
+    /// With --stdio: the OpenAPI document `apigate stdio` serves (a path, best absolute, or an
+    /// http(s) URL).
+    #[arg(long, value_name = "FILE|URL", group = "stdio_api", requires = "stdio")]
+    pub spec: Option<String>,
+    /// With --stdio: the `apigate.toml` of several APIs `apigate stdio` serves.
+    #[arg(long, value_name = "FILE", group = "stdio_api", requires = "stdio")]
+    pub config: Option<String>,
     /// The server's name in the client.
     #[arg(long, default_value = "apigate")]
     pub name: String,
@@ -71,7 +91,50 @@ pub fn opencode(name: &str, url: &str, creds: Credentials<'_>) -> Value {
     })
 }
 
+/// How the client reaches apigate.
+#[derive(Debug, Clone, Copy)]
+pub enum Connection<'a> {
+    /// Over HTTP at the URL, with these credentials as headers.
+    Http(&'a str, Credentials<'a>),
+    /// Over HTTP at the URL, signing in with the identity provider (no headers).
+    OAuth(&'a str),
+    /// The client spawns `apigate` with these arguments.
+    Stdio(&'a [String]),
+}
+
+/// The client's configuration document for `connection`.
+pub fn snippet(client: Client, name: &str, connection: Connection<'_>) -> Value {
+    match (client, connection) {
+        (Client::Claude, Connection::Http(url, creds)) => claude(name, url, creds),
+        (Client::Opencode, Connection::Http(url, creds)) => opencode(name, url, creds),
+        (Client::Claude, Connection::OAuth(url)) => {
+            json!({"mcpServers": {name: {"type": "http", "url": url}}})
+        }
+        (Client::Opencode, Connection::OAuth(url)) => json!({
+            "$schema": "https://opencode.ai/config.json",
+            "mcp": {name: {"type": "remote", "url": url, "enabled": true}}
+        }),
+        (Client::Claude, Connection::Stdio(args)) => json!({
+            "mcpServers": {name: {"type": "stdio", "command": "apigate", "args": args}}
+        }),
+        (Client::Opencode, Connection::Stdio(args)) => {
+            let command: Vec<&str> = std::iter::once("apigate")
+                .chain(args.iter().map(String::as_str))
+                .collect();
+            json!({
+                "$schema": "https://opencode.ai/config.json",
+                "mcp": {name: {"type": "local", "command": command, "enabled": true}}
+            })
+        }
+    }
+}
+
 pub fn run(args: ConfigArgs) -> anyhow::Result<ExitCode> {
+    let stdio = match (&args.spec, &args.config) {
+        (Some(spec), _) => vec!["stdio".to_string(), "--spec".to_string(), spec.clone()],
+        (None, Some(config)) => vec!["stdio".to_string(), "--config".to_string(), config.clone()],
+        (None, None) => Vec::new(),
+    };
     let creds = Credentials {
         key: args.key.as_deref(),
         session_token: args
@@ -79,10 +142,14 @@ pub fn run(args: ConfigArgs) -> anyhow::Result<ExitCode> {
             .as_deref()
             .map(|t| Some(t.trim()).filter(|t| !t.is_empty())),
     };
-    let doc = match args.client {
-        Client::Claude => claude(&args.name, &args.url, creds),
-        Client::Opencode => opencode(&args.name, &args.url, creds),
+    let connection = if args.stdio {
+        Connection::Stdio(&stdio)
+    } else if args.oauth {
+        Connection::OAuth(&args.url)
+    } else {
+        Connection::Http(&args.url, creds)
     };
+    let doc = snippet(args.client, &args.name, connection);
     super::print(&format!("{}\n", serde_json::to_string_pretty(&doc)?))?;
     Ok(ExitCode::SUCCESS)
 }

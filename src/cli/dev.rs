@@ -16,6 +16,7 @@ use crate::http::{self, HttpOptions, KeyCheck};
 use crate::mcp::McpServer;
 
 #[derive(Debug, clap::Args)]
+// The flags' order is the help's: the essentials, then the groups of `args::heading`.
 pub struct DevArgs {
     #[command(flatten)]
     pub engine: EngineArgs,
@@ -23,11 +24,12 @@ pub struct DevArgs {
     pub http: HttpArgs,
     /// The API key clients must send in `x-api-key` (else APIGATE_API_KEY,
     /// MCP_SERVER_API_KEY, .mcp.json, or a generated one).
-    #[arg(long)]
+    #[arg(long, help_heading = super::help::heading::ESSENTIALS)]
     pub api_key: Option<String>,
     /// Optional: check the dev key against this database once at start-up and apply its
     /// permissions (and write the audit log).
-    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true, value_name = "URL",
+          help_heading = super::help::heading::KEYS)]
     pub database_url: Option<String>,
     #[command(flatten)]
     pub access: AccessArgs,
@@ -37,18 +39,19 @@ pub struct DevArgs {
     /// body or a multipart file field), so large files need not pass through the model. Only
     /// names inside it are read (no absolute path, `..` or symbolic link out), each within
     /// --max-request-bytes. Development only: `serve` has no such flag.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", help_heading = super::help::heading::ESSENTIALS)]
     pub upload_dir: Option<std::path::PathBuf>,
     /// Also write every binary response to a new file in this folder (a generated name,
     /// mode 0600, never overwriting) and return its path. Each file is removed after
     /// --response-ttl; see --max-download-bytes.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", help_heading = super::help::heading::ESSENTIALS)]
     pub download_dir: Option<std::path::PathBuf>,
     /// The most bytes apigate's files in --download-dir hold together: the oldest are removed
     /// to make room, and a larger answer is not written there (it still comes back as a
     /// resource link).
     #[arg(long, default_value_t = crate::tools::binary_out::DEFAULT_MAX_DOWNLOAD_BYTES,
-          value_parser = clap::value_parser!(u64).range(1..))]
+          value_parser = clap::value_parser!(u64).range(1..),
+          help_heading = super::help::heading::LIMITS)]
     pub max_download_bytes: u64,
 }
 

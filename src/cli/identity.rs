@@ -10,6 +10,7 @@ use crate::auth::identity::{Identity, create_key_file};
 
 /// Signed identity assertions: the flags `serve` and `dev` share.
 #[derive(Debug, Clone, Default, clap::Args)]
+#[command(next_help_heading = super::help::heading::IDENTITY)]
 pub struct IdentityArgs {
     /// Add a signed identity assertion (a 60-second EdDSA JWT naming the user, tenant,
     /// organization, the agent's key and the request) to every upstream call, in this header

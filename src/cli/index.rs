@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Context;
-use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
 use crate::index::background::{self, VectorDirs};
@@ -21,31 +20,40 @@ use crate::spec::Spec;
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct RankingArgs {
     /// `hybrid` ranks by words and by meaning (the default), `lexical` by words only and loads
-    /// no model; `apigate eval` also measures `dense` (meaning only).
-    #[arg(long, env = "APIGATE_RANKER", value_parser = ranker_parser())]
+    /// no model (`apigate eval` also measures `dense`, meaning only; servers refuse it).
+    #[arg(long, env = "APIGATE_RANKER", value_parser = ranker_parser(), help_heading = RANKING)]
     pub ranker: Option<Ranker>,
     /// Rank by words only: the same as `--ranker lexical`.
-    #[arg(long)]
+    #[arg(long, help_heading = RANKING)]
     pub no_embedding_model: bool,
     /// A folder with another embedding model: a sentence encoder (model.safetensors,
     /// tokenizer.json, config.json, e.g. the repository's models/minilm-api) or a static one
     /// (static.bin, tokenizer.json). Default: the static model built into the binary
     /// (static-api, distilled from models/minilm-api).
-    #[arg(long, env = "APIGATE_EMBEDDING_MODEL", value_name = "DIR")]
+    #[arg(long, env = "APIGATE_EMBEDDING_MODEL", value_name = "DIR", help_heading = RANKING)]
     pub embedding_model: Option<PathBuf>,
     /// Where operation vectors are cached across restarts (and shared by replicas).
     /// Default: $XDG_CACHE_HOME/apigate or ~/.cache/apigate.
-    #[arg(long, env = "APIGATE_CACHE_DIR", value_name = "DIR")]
+    #[arg(long, env = "APIGATE_CACHE_DIR", value_name = "DIR", help_heading = RANKING)]
     pub cache_dir: Option<PathBuf>,
     /// A folder made by `apigate index build`, read before the cache.
-    #[arg(long, env = "APIGATE_INDEX", value_name = "DIR")]
+    #[arg(long, env = "APIGATE_INDEX", value_name = "DIR", help_heading = RANKING)]
     pub index: Option<PathBuf>,
 }
 
+/// The help heading of the ranking flags.
+const RANKING: &str = super::help::heading::RANKING;
+
 fn ranker_parser() -> impl clap::builder::TypedValueParser<Value = Ranker> {
+    use clap::builder::PossibleValue;
     use clap::builder::TypedValueParser;
-    clap::builder::PossibleValuesParser::new(["lexical", "dense", "hybrid"])
-        .map(|s| s.parse::<Ranker>().unwrap_or(Ranker::Hybrid))
+    // `dense` is for `apigate eval` only: not listed, so no server's help offers it.
+    clap::builder::PossibleValuesParser::new([
+        PossibleValue::new("hybrid"),
+        PossibleValue::new("lexical"),
+        PossibleValue::new("dense").hide(true),
+    ])
+    .map(|s| s.parse::<Ranker>().unwrap_or(Ranker::Hybrid))
 }
 
 impl RankingArgs {
@@ -144,14 +152,6 @@ impl RankingArgs {
     }
 }
 
-/// The bar long CLI work shows on stderr (hidden when stderr is not a terminal).
-pub(crate) fn progress_bar(operations: usize) -> ProgressBar {
-    ProgressBar::new(operations as u64).with_style(
-        ProgressStyle::with_template("embedding {bar:40} {pos}/{len} operations, {eta} left")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    )
-}
-
 fn default_cache_dir() -> Option<PathBuf> {
     let base = std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
@@ -210,12 +210,12 @@ async fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
     }
     .embedder()?
     .context("index build needs an embedding model")?;
-    let bar = progress_bar(index.len());
+    let progress = super::progress::Progress::embedding(index.len());
     let embed_started = Instant::now();
     let vectors = tokio::task::block_in_place(|| {
-        background::compute(&index, &embedder, &|done| bar.set_position(done as u64))
+        background::compute(&index, &embedder, &|done| progress.set(done))
     })?;
-    bar.finish_and_clear();
+    progress.finish();
     let embed_seconds = embed_started.elapsed().as_secs_f64();
     let path = background::save(&args.out, &index, &embedder, &vectors)?;
     let manifest = json!({

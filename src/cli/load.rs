@@ -187,8 +187,12 @@ impl EngineArgs {
                     Some(Err(e)) => {
                         tracing::warn!(error = %e, "reusing the previous vectors failed; embedding again");
                         self.ranking.start(&index)?;
+                        report_embedding(&index);
                     }
-                    None => self.ranking.start(&index)?,
+                    None => {
+                        self.ranking.start(&index)?;
+                        report_embedding(&index);
+                    }
                 }
                 index
             }
@@ -277,12 +281,19 @@ impl EngineArgs {
                 .max(max_body_bytes),
             ..UpstreamConfig::default()
         })?;
-        let target = match &upstream.config().base_url {
-            Some(u) => shown_target(u.as_str()),
-            None => spec.servers.first().map_or_else(
-                || "nowhere: the spec names no server; start with --upstream URL".to_string(),
-                |s| shown_target(s),
-            ),
+        // The URLs calls go under, as the requests are built (`--upstream` with the spec
+        // server's path, `/v2` of the Petstore, where it applies).
+        let urls = crate::upstream::server_urls(upstream.config(), spec);
+        let target = match (urls.first(), urls.len()) {
+            (Some(url), 1) => shown_target(url),
+            (Some(url), n) => format!("{} (and {} more server URLs)", shown_target(url), n - 1),
+            (None, _) => match &upstream.config().base_url {
+                Some(u) => shown_target(u.as_str()),
+                None => spec.servers.first().map_or_else(
+                    || "nowhere: the spec names no server; start with --upstream URL".to_string(),
+                    |s| shown_target(s),
+                ),
+            },
         };
         tracing::info!(api = %c.name, %target, "API calls go to {target}");
         if upstream.oauth().is_some() {
@@ -302,6 +313,38 @@ impl EngineArgs {
         }
         Ok(upstream)
     }
+}
+
+/// While `index` is embedded in the background (the server answers lexically meanwhile),
+/// says every few seconds that the work goes on: between the start and the end lines of the
+/// embedding pass nothing else would, on a terminal or off one. Stops when the index is hybrid,
+/// replaced, or its embedding thread (which holds it) ended without making it hybrid.
+fn report_embedding(index: &Arc<Index>) {
+    if index.ranker() == crate::index::Ranker::Hybrid || index.model().is_none() {
+        return;
+    }
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let weak = Arc::downgrade(index);
+    let started = std::time::Instant::now();
+    runtime.spawn(async move {
+        let mut tick = tokio::time::interval(super::progress::PLAIN_EVERY);
+        tick.tick().await;
+        loop {
+            tick.tick().await;
+            let Some(index) = weak.upgrade() else { return };
+            // The server's own reference, the embedding thread's and this one.
+            if index.ranker() == crate::index::Ranker::Hybrid || Arc::strong_count(&index) < 3 {
+                return;
+            }
+            tracing::info!(
+                operations = index.len(),
+                seconds = started.elapsed().as_secs(),
+                "still embedding the operations in the background; ranking by words until then"
+            );
+        }
+    });
 }
 
 /// Logs that a spec has warnings (each at debug level).

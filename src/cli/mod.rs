@@ -5,11 +5,13 @@ pub mod args;
 mod config;
 pub mod dev;
 pub mod eval;
+pub mod help;
 pub mod identity;
 pub mod index;
 mod load;
 pub mod monitor;
 pub mod oauth;
+mod progress;
 mod reload;
 pub mod serve;
 mod specs;
@@ -24,7 +26,9 @@ use clap::{Parser, Subcommand};
 #[command(name = "apigate", version, about, long_about = None)]
 pub struct Cli {
     /// Log format on stderr: `text` or `json`. Levels come from RUST_LOG (default `info`).
-    #[arg(long, global = true, default_value = "text", value_parser = ["text", "json"])]
+    // Global: every subcommand shows it, always last before --help.
+    #[arg(long, global = true, default_value = "text", value_parser = ["text", "json"],
+          display_order = 10_000)]
     pub log_format: String,
     #[command(subcommand)]
     pub command: Command,
@@ -67,6 +71,77 @@ pub enum Command {
     /// Check an OAuth issuer for `serve --oauth-issuer`: its metadata, keys and what its
     /// tokens would map to.
     Oauth(oauth::OAuthCommand),
+}
+
+/// The command line as `apigate` parses it: [`Cli`], with every environment variable a flag
+/// reads shown by name only (`[env: APIGATE_MONITOR_URL]`: clap would print an unset one as
+/// `=` and a set one's value, a secret perhaps).
+pub fn command() -> clap::Command {
+    fn tidy(cmd: clap::Command) -> clap::Command {
+        cmd.mut_args(|a| {
+            if a.get_env().is_some() {
+                a.hide_env_values(true)
+            } else {
+                a
+            }
+        })
+        .mut_subcommands(tidy)
+    }
+    tidy(<Cli as clap::CommandFactory>::command())
+}
+
+/// Parses the process's arguments with [`command`] (exits with clap's message, and
+/// [`with_tips`], on an error).
+pub fn parse() -> Cli {
+    use clap::FromArgMatches;
+    let matches = command()
+        .try_get_matches()
+        .unwrap_or_else(|e| with_tips(e).exit());
+    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+}
+
+/// Parses `args` as [`parse`] does, returning the error (with its tips) instead of exiting.
+pub fn try_parse_from<I, T>(args: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    use clap::FromArgMatches;
+    let matches = command().try_get_matches_from(args).map_err(with_tips)?;
+    Cli::from_arg_matches(&matches)
+}
+
+/// A missing required flag's error with where else its value may come from: `--database-url`
+/// is also DATABASE_URL, `--spec` has `--config` beside it.
+fn with_tips(mut e: clap::Error) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() != ErrorKind::MissingRequiredArgument {
+        return e;
+    }
+    let Some(ContextValue::Strings(missing)) = e.get(ContextKind::InvalidArg) else {
+        return e;
+    };
+    let mut tips = Vec::new();
+    if missing.iter().any(|a| a.starts_with("--database-url")) {
+        tips.push(
+            "set DATABASE_URL (postgres://user:password@host:5432/apigate) or pass \
+             --database-url; `createdb apigate` makes the database, `apigate dev` needs none",
+        );
+    }
+    if missing.iter().any(|a| a.starts_with("--spec")) {
+        tips.push(
+            "give the API with --spec FILE|URL (one OpenAPI document), or several with \
+             --config apigate.toml",
+        );
+    }
+    if !tips.is_empty() {
+        let tips = tips
+            .into_iter()
+            .map(clap::builder::StyledStr::from)
+            .collect();
+        e.insert(ContextKind::Suggested, ContextValue::StyledStrs(tips));
+    }
+    e
 }
 
 /// Runs the parsed command; errors are printed with their whole cause chain.

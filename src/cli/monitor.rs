@@ -69,11 +69,12 @@ pub async fn run(args: MonitorArgs) -> anyhow::Result<()> {
     eprintln!(
         "apigate monitor listening on {url}\n  dashboard:  {link}\n              (open this link: \
          its secret, new every run, lets the page approve calls; keep it to yourself)\n  \
-         endpoint:   {url}/agent-monitor\n  rules:      {rules_source} ({rule_count} rules)\n  \
+         endpoint:   {url}/agent-monitor\n  rules:      {rules_source} ({rules})\n  \
          approvals time out after {}",
         human_duration(args.approval_timeout),
         url = monitor.url(),
         link = monitor.page_link(),
+        rules = super::help::count(rule_count, "rule", "rules"),
     );
     if !args.listen.ip().is_loopback() {
         eprintln!(
@@ -116,6 +117,7 @@ async fn shutdown_signal() {
 
 /// The gate's command-line flags, for `apigate dev` and `apigate serve` (`#[command(flatten)]`).
 #[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = super::help::heading::MONITOR)]
 pub struct MonitorFlags {
     /// Ask this agent monitor before every tool call (fail-closed), e.g.
     /// http://127.0.0.1:37123 (`apigate monitor` or the VS Code agent-monitor extension).

@@ -16,6 +16,7 @@ use crate::http::OAuthGate;
 
 /// The OAuth flags of `serve`.
 #[derive(Debug, Clone, Default, clap::Args)]
+#[command(next_help_heading = super::help::heading::SIGN_IN)]
 pub struct SignInArgs {
     /// Accept bearer tokens from this issuer (its `iss`; repeatable). Its keys come from its
     /// metadata (RFC 8414 or OpenID discovery) unless --oauth-jwks-url says.

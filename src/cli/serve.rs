@@ -14,20 +14,23 @@ use crate::tools::Access;
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = SERVE_HELP)]
+// The flags' order is the help's: the essentials (the database, the API, where to listen),
+// then the groups of `args::heading` in their order.
 pub struct ServeArgs {
+    /// Postgres connection URL (postgres://user:password@host:5432/apigate); the database
+    /// must exist (`createdb apigate`), migrations run at start-up.
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true, value_name = "URL")]
+    pub database_url: String,
+    #[command(flatten)]
+    pub access: AccessArgs,
+    #[command(flatten)]
+    pub oauth: super::oauth::SignInArgs,
     #[command(flatten)]
     pub engine: EngineArgs,
     #[command(flatten)]
     pub http: HttpArgs,
     #[command(flatten)]
-    pub access: AccessArgs,
-    #[command(flatten)]
     pub identity: super::identity::IdentityArgs,
-    #[command(flatten)]
-    pub oauth: super::oauth::SignInArgs,
-    /// Postgres connection URL.
-    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
-    pub database_url: String,
 }
 
 /// What `serve --help` says after the flags: how clients get in, and how long sessions live.
@@ -35,7 +38,9 @@ const SERVE_HELP: &str = "\
 Clients need a server key in x-api-key: `apigate keys create --name agent \
 --features apigate.discover,apigate.schema,apigate.execute` (or MCP_SERVER_API_KEY as a bootstrap key). Every tool call then names \
 a user session (`_sessionToken` or the x-session-token header). A call gets the features its key \
-and its session both hold: add the API's features (`billing.*`) to the key when operations need them.
+and its session both hold: add the API's features (`billing.*`) to the key when operations need them. \
+With several APIs (--config), an API's operations also need a feature naming it (`NAME.execute`, \
+e.g. `--features apigate.discover,apigate.schema,apigate.execute,petstore.execute,stripe.execute`).
 
 Sessions live 120 minutes unless created with another lifetime: \
 `apigate sessions create --user U --ttl-minutes N`, or `ttlMinutes` in POST /admin/v1/sessions \
@@ -50,8 +55,8 @@ calls to that API, and go to no other.";
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let auth = args.access.auth(&args.database_url).await?;
-    warn_if_no_key_can_connect(&auth).await;
     let mut engine = args.engine.build().await?;
+    warn_if_no_key_can_connect(&auth, &engine.apis().names()).await;
     engine.access = Access::Sessions;
     engine.add_rules(args.access.rules()?);
     engine.auth = Some(auth.clone());
@@ -111,8 +116,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// With no active server key in the database and no MCP_SERVER_API_KEY, every request gets
-/// 401: say so at start-up, with the command that fixes it.
-async fn warn_if_no_key_can_connect(auth: &Auth) {
+/// 401: say so at start-up, with the command that fixes it for the APIs served (`names`).
+async fn warn_if_no_key_can_connect(auth: &Auth, names: &[String]) {
     if std::env::var("MCP_SERVER_API_KEY").is_ok_and(|k| !k.trim().is_empty()) {
         return;
     }
@@ -129,10 +134,16 @@ async fn warn_if_no_key_can_connect(auth: &Auth) {
         .filter(|k| k.revoked_at.is_none() && k.expires_at.is_none_or(|t| t > now))
         .count();
     if active == 0 {
+        let features = crate::apis::features_for(names);
+        let sessions = if names.len() > 1 {
+            " Sessions need the same features: each API's NAME.execute shows that API's operations"
+        } else {
+            ""
+        };
         tracing::warn!(
             "no client can connect: the database has no active server key and MCP_SERVER_API_KEY \
              is not set. Create a key with `apigate keys create --name agent \
-             --features apigate.discover,apigate.schema,apigate.execute` (same DATABASE_URL) and give it to the agent as x-api-key"
+             --features {features}` (same DATABASE_URL) and give it to the agent as x-api-key.{sessions}"
         );
     }
 }

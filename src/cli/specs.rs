@@ -141,13 +141,13 @@ pub async fn search(args: SearchArgs) -> anyhow::Result<ExitCode> {
     let mut vector = None;
     if let Some(embedder) = args.ranking.embedder()? {
         let dirs = args.ranking.dirs();
-        let bar = super::index::progress_bar(index.len());
+        let progress = super::progress::Progress::embedding(index.len());
         tokio::task::block_in_place(|| {
             crate::index::background::enable_now(&index, &embedder, &dirs, &|done| {
-                bar.set_position(done as u64)
+                progress.set(done)
             })
         })?;
-        bar.finish_and_clear();
+        progress.finish();
         vector = index.query_vector(&text);
     }
     let (hits, total) = index.search_total(&Query {
@@ -244,17 +244,11 @@ pub async fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
             .embedder()?
             .context("--ranker dense|hybrid needs an embedding model")?;
         options.model = Some((embedder, args.ranking.dirs()));
-        let bar = super::index::progress_bar(0);
-        // One bar per index that has to be embedded (its vectors were not cached).
+        let progress = super::progress::Progress::embedding(0);
+        // One bar (or run of plain lines) per index that has to be embedded (its vectors were
+        // not cached).
         options.progress = Some(std::sync::Arc::new(move |done, total| {
-            if bar.is_finished() {
-                bar.reset();
-            }
-            bar.set_length(total as u64);
-            bar.set_position(done as u64);
-            if done == total {
-                bar.finish_and_clear();
-            }
+            progress.update(done, total)
         }));
     }
     let report = super::eval::run(&args.specs_dir, &args.queries, options).await?;

@@ -36,9 +36,32 @@ pub enum StoreError {
     BadUrl(String),
     // The cause is in the message, not `source()`, so `{:#}` does not print it twice.
     #[error(
-        "cannot reach Postgres at {target}: {cause}. Is the server running and DATABASE_URL right?"
+        "cannot reach Postgres at {target}: {}. Is the server running and DATABASE_URL right?",
+        server_message(cause)
     )]
     Unreachable { target: String, cause: sqlx::Error },
+    /// The server answered, and the database DATABASE_URL names is not there (SQLSTATE 3D000).
+    #[error(
+        "database {database} does not exist on the Postgres server at {server}; create it with \
+         `createdb {createdb}` (or `CREATE DATABASE \"{database}\";` in psql), or point \
+         DATABASE_URL at one that exists"
+    )]
+    NoDatabase {
+        database: String,
+        server: String,
+        /// The `createdb` arguments: the server's host, port and user when they are not the
+        /// defaults `createdb` assumes, then the name.
+        createdb: String,
+    },
+    /// The server answered and refused the connection (a wrong password, a role it does not
+    /// know, too many connections): it is reachable, so say what it said.
+    #[error("Postgres at {target} refused the connection: {message}{hint}")]
+    Refused {
+        target: String,
+        message: String,
+        /// What to check, when the SQLSTATE says (a wrong user or password), else empty.
+        hint: &'static str,
+    },
     #[error("database migration failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("database error: {0}")]
@@ -57,7 +80,9 @@ impl StoreError {
     /// (SQLSTATE class 08, connection exception, or 57, e.g. `57P01` when it shuts down).
     pub fn is_unavailable(&self) -> bool {
         match self {
-            StoreError::Unreachable { .. } => true,
+            StoreError::Unreachable { .. }
+            | StoreError::NoDatabase { .. }
+            | StoreError::Refused { .. } => true,
             StoreError::Database(sqlx::Error::Database(e)) => is_connection_state(e.code()),
             StoreError::Database(e) => matches!(
                 e,
@@ -110,6 +135,74 @@ pub fn describe_target(url: &str) -> String {
     }
 }
 
+/// What a failed connection says: a missing database and a refusal by a server that answered
+/// are told apart from a server that cannot be reached.
+fn connect_error(url: &str, opts: &PgConnectOptions, cause: sqlx::Error) -> StoreError {
+    let target = describe_target(url);
+    let sqlx::Error::Database(db) = &cause else {
+        return StoreError::Unreachable { target, cause };
+    };
+    if db.code().as_deref() == Some("3D000") {
+        let database = opts
+            .get_database()
+            .unwrap_or(opts.get_username())
+            .to_string();
+        return StoreError::NoDatabase {
+            createdb: createdb_args(opts, &database),
+            server: format!("{}:{}", opts.get_host(), opts.get_port()),
+            database,
+        };
+    }
+    let hint = if db.code().is_some_and(|c| c.starts_with("28")) {
+        ". Check the user and password in DATABASE_URL"
+    } else {
+        ""
+    };
+    StoreError::Refused {
+        target,
+        message: db.message().to_string(),
+        hint,
+    }
+}
+
+/// `createdb`'s arguments for `database` on the server `opts` names: `-h` and `-p` only where
+/// they differ from what `createdb` assumes (local socket or localhost, 5432), and the user.
+fn createdb_args(opts: &PgConnectOptions, database: &str) -> String {
+    let mut args = Vec::new();
+    let host = opts.get_host();
+    if !(host == "localhost" || host.starts_with('/')) {
+        args.push(format!("-h {host}"));
+    }
+    if opts.get_port() != 5432 {
+        args.push(format!("-p {}", opts.get_port()));
+    }
+    args.push(format!("-U {}", shell_word(opts.get_username())));
+    args.push(shell_word(database));
+    args.join(" ")
+}
+
+/// `word` as one shell word (quoted when it holds anything but letters, digits, `_` and `-`).
+fn shell_word(word: &str) -> String {
+    if !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// A connection error as a user reads it: a server's message without the position in
+/// Postgres' own source (`PgDatabaseError`'s Display appends "at line 948").
+fn server_message(e: &sqlx::Error) -> String {
+    match e {
+        sqlx::Error::Database(db) => db.message().to_string(),
+        other => other.to_string(),
+    }
+}
+
 /// The query for the `api_keys` row (`k`) matching `condition`, with the features of its roles
 /// (`role_features`).
 macro_rules! with_role_features {
@@ -148,10 +241,7 @@ impl Store {
                     },
                     other => other,
                 };
-                return Err(StoreError::Unreachable {
-                    target: describe_target(url),
-                    cause,
-                });
+                return Err(connect_error(url, &opts, cause));
             }
         };
         Ok(Store { pool })

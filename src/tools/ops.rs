@@ -7,7 +7,7 @@ use serde_json::{Map, Value, json};
 
 use super::args::{self, DiscoverArgs, ExecuteArgs, SchemaArgs, SchemaDetail};
 use super::output::{DiscoverHit, DiscoverResult, DryRunResult, Output, SchemaPart, SchemaResult};
-use super::resolve::{Found, api_named, find, may_see, permitted, visible};
+use super::resolve::{Found, api_named, find, may_see, permitted, visible, why_hidden};
 use super::select::{Select, SelectError};
 use super::{Code, Engine, Tool, ToolError};
 use crate::apis::{Apis, OpRef};
@@ -557,10 +557,29 @@ pub(super) async fn done(
             let allowed = visible(engine, apis, principal, only);
             if d.query.trim().is_empty() && d.tag.is_none() && d.method.is_none() {
                 let overview = super::overview::overview(apis, &allowed, only);
+                let total = overview.iter().map(|a| a.operations).sum();
+                // Nothing to show: say whether permissions hid what there is.
+                let hidden = if total == 0 {
+                    let unseen: Vec<OpRef> = apis
+                        .list
+                        .iter()
+                        .enumerate()
+                        .filter(|&(api, _)| only.is_none_or(|o| o == api))
+                        .flat_map(|(api, a)| {
+                            (0..a.spec.operations.len()).map(move |op| OpRef { api, op })
+                        })
+                        .filter(|r| !allowed(r.api, r.op))
+                        .collect();
+                    why_hidden(apis, principal, unseen.len(), &unseen, false)
+                } else {
+                    None
+                };
                 return Ok(Output::Discover(DiscoverResult {
                     results: Vec::new(),
-                    total: overview.iter().map(|a| a.operations).sum(),
+                    total,
                     overview: Some(overview),
+                    hidden: hidden.as_ref().map(|h| h.count),
+                    note: hidden.map(|h| h.note),
                 }));
             }
             let vector = query_vector(apis, &d.query).await;
@@ -603,10 +622,41 @@ pub(super) async fn done(
                     mutating: op.mutating(),
                 });
             }
+            // Nothing found: say whether permissions hid operations that match.
+            let hidden = if results.is_empty() {
+                let in_scope = |api: usize, _: usize| only.is_none_or(|o| o == api);
+                let (all_hits, all_total) = apis.index.search_total(&Query {
+                    text: d.query.trim(),
+                    method: d.method,
+                    tag: d.tag.as_deref(),
+                    limit: d.limit(),
+                    allowed: Some(&in_scope),
+                    vector: vector.as_deref(),
+                });
+                let unseen: Vec<OpRef> = all_hits
+                    .iter()
+                    .map(|h| OpRef {
+                        api: h.spec,
+                        op: h.op,
+                    })
+                    .filter(|r| !allowed(r.api, r.op))
+                    .collect();
+                why_hidden(
+                    apis,
+                    principal,
+                    all_total.saturating_sub(total),
+                    &unseen,
+                    true,
+                )
+            } else {
+                None
+            };
             Ok(Output::Discover(DiscoverResult {
                 results,
                 total,
                 overview: None,
+                hidden: hidden.as_ref().map(|h| h.count),
+                note: hidden.map(|h| h.note),
             }))
         }
         Prepared::Schema(r, SchemaDetail::Part(path)) => {
@@ -633,6 +683,12 @@ pub(super) async fn done(
             let api = &apis.list[r.api];
             let op = &api.spec.operations[r.op];
             let mut operation = api.spec.describe(op, detail);
+            // Where calls really go: `--upstream` replaces the spec's server.
+            if operation.server_url.is_some() {
+                operation.server_url =
+                    crate::upstream::server_url(api.upstream.config(), &api.spec, op)
+                        .or(operation.server_url);
+            }
             if apis.qualified() {
                 operation.operation_id = apis.shown_id(r);
             }

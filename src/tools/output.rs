@@ -47,6 +47,14 @@ pub struct DiscoverResult {
     /// Without a `query`: the APIs and their groups of operations, to search in their words.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub overview: Option<Vec<ApiOverview>>,
+    /// With nothing to show: how many operations match (or, without a query, exist) that this
+    /// caller may not see.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hidden: Option<usize>,
+    /// Why they are hidden, and the feature that would show them (never naming an API the
+    /// caller holds no feature for).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// One API in `api_discover`'s overview.

@@ -295,3 +295,90 @@ impl Visibility {
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
+
+/// Operations an empty discovery left out because the caller may not see them: how many, and
+/// why, in words that name no API (an API the caller holds no feature for is never named).
+pub(crate) struct Hidden {
+    pub count: usize,
+    pub note: String,
+}
+
+/// Why `count` operations the principal may not see (`hidden`: they, or the first of them)
+/// are hidden from it: the feature that would show them, most general first; `matching`: they
+/// match a query, else they exist. `None` when there are none.
+pub(super) fn why_hidden(
+    apis: &Apis,
+    principal: &Principal,
+    count: usize,
+    hidden: &[OpRef],
+    matching: bool,
+) -> Option<Hidden> {
+    if count == 0 || hidden.is_empty() {
+        return None;
+    }
+    let (they, what) = match (count, matching) {
+        (1, true) => (
+            "it",
+            "1 operation matches that this caller may not see".to_string(),
+        ),
+        (1, false) => (
+            "it",
+            "1 operation exists that this caller may not see".to_string(),
+        ),
+        (n, true) => (
+            "them",
+            format!("{n} operations match that this caller may not see"),
+        ),
+        (n, false) => (
+            "them",
+            format!("{n} operations exist that this caller may not see"),
+        ),
+    };
+    let why = if !principal.features.allows("apigate.execute") {
+        format!(
+            "discovery lists only operations the caller may execute, and its key or session \
+             lacks `apigate.execute`; a key and session holding it would show {they}"
+        )
+    } else if hidden.iter().any(|r| !apis.api_allows(principal, *r)) {
+        format!(
+            "with several APIs an operation also needs a feature naming its API \
+             (`NAME.execute`, `NAME.*` or `NAME:operationId`, NAME being the API's name), \
+             on the key and on the session; one of those would show {they}"
+        )
+    } else if principal.read_only
+        && hidden
+            .iter()
+            .filter_map(|r| apis.operation(*r))
+            .any(|o| !o.method.is_safe())
+    {
+        format!("this caller is read-only, and {they} may change data")
+    } else {
+        let mut missing: Vec<&str> = Vec::new();
+        for r in hidden {
+            let (Some(api), Some(op)) = (apis.list.get(r.api), apis.operation(*r)) else {
+                continue;
+            };
+            let lacked = principal
+                .missing_to_execute(op.method, &op.path, &op.required_features, &api.rules)
+                .unwrap_or_default();
+            for f in lacked {
+                if !missing.contains(&f) && missing.len() < 5 {
+                    missing.push(f);
+                }
+            }
+        }
+        if missing.is_empty() {
+            format!("{they} need features this caller does not hold")
+        } else {
+            let names: Vec<String> = missing.iter().map(|f| format!("`{f}`")).collect();
+            format!(
+                "{they} need features this caller does not hold: {}",
+                names.join(", ")
+            )
+        }
+    };
+    Some(Hidden {
+        count,
+        note: format!("{what}: {why}"),
+    })
+}

@@ -218,6 +218,23 @@ pub fn server_origins(cfg: &UpstreamConfig, spec: &Spec) -> std::collections::BT
         .collect()
 }
 
+/// The URL `op`'s calls go under (origin and base path, no user info, no trailing `/`):
+/// `--upstream` with the spec server's path where it applies, else the spec's server. `None`
+/// when the spec names no usable server and there is no `--upstream`.
+pub fn server_url(cfg: &UpstreamConfig, spec: &Spec, op: &Operation) -> Option<String> {
+    server(cfg, spec, op)
+        .ok()
+        .map(|(origin, path)| format!("{origin}{path}"))
+}
+
+/// Every URL the operations' calls go under (see [`server_url`]), each once, in order.
+pub fn server_urls(cfg: &UpstreamConfig, spec: &Spec) -> std::collections::BTreeSet<String> {
+    spec.operations
+        .iter()
+        .filter_map(|op| server_url(cfg, spec, op))
+        .collect()
+}
+
 /// The origin (`scheme://host:port`, no user info) and base path (no trailing `/`) for `op`.
 ///
 /// The spec's first server applies (operation, path item, then document level; Swagger 2.0

@@ -40,7 +40,7 @@ pub use binary::sha256_hex;
 pub(crate) use body::choose_media;
 pub use budget::{CallBudget, DEFAULT_MAX_BYTES_IN_FLIGHT, DEFAULT_MAX_CALL_BYTES, InFlight, Over};
 pub(crate) use build::media_essence;
-pub use build::{CallArgs, PreparedRequest, server_origins};
+pub use build::{CallArgs, PreparedRequest, server_origins, server_url, server_urls};
 pub use config::{ConfigError, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_READ_BYTES, UpstreamConfig};
 pub(crate) use credentials::ASSERTION_SOURCE;
 pub use credentials::CallCredentials;

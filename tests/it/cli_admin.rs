@@ -141,6 +141,7 @@ async fn cli_commands_print_json_and_tables() {
             ttl_minutes: Some(15),
             upstream_headers: vec![],
             api: None,
+            secret_key: Default::default(),
             json: true,
         },
     )

@@ -12,6 +12,7 @@ mod conform;
 mod db;
 mod dense;
 mod faults;
+mod first_hour;
 mod five_apis;
 mod fixture_api;
 mod fuzz;
@@ -24,8 +25,14 @@ mod monitor_e2e;
 mod oauth;
 mod operator;
 mod paging;
+/// The example upstream (`cargo run --example petstore-upstream`), its `app` served by the
+/// tests as it is by the example.
+#[allow(dead_code)]
+#[path = "../../examples/petstore-upstream.rs"]
+mod petstore_upstream;
 mod pg_cluster;
 mod production;
+mod readme;
 mod real_bodies;
 mod reload;
 mod responses;

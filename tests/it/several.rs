@@ -652,3 +652,71 @@ async fn an_apis_own_rules_apply_to_its_operations_only() {
     assert_eq!(dry["dryRun"], true, "{dry}");
     assert_eq!(three.counts(), (0, 0, 0));
 }
+
+/// A caller whose features name none of the APIs finds nothing, and is told why: how many
+/// operations it may not see and the feature that would show them, naming no API (issue 46).
+#[tokio::test]
+async fn an_empty_discovery_says_what_permissions_hid() {
+    let (_three, _server, client) = Three::serving(holding(&[
+        "apigate.discover",
+        "apigate.schema",
+        "apigate.execute",
+    ]))
+    .await;
+    let found = call_ok(
+        &client,
+        "api_discover",
+        json!({"query": "find pets by status"}),
+    )
+    .await;
+    assert_eq!(found["results"], json!([]), "{found}");
+    assert_eq!(found["total"], 0, "{found}");
+    let hidden = found["hidden"].as_u64().unwrap_or(0);
+    assert!(hidden > 0, "{found}");
+    let note = found["note"].as_str().unwrap_or_default();
+    assert!(
+        note.starts_with(&format!(
+            "{hidden} operations match that this caller may not see"
+        )) && note.contains("`NAME.execute`"),
+        "{note}"
+    );
+    // The overview is empty for the same reason, and says so with every operation counted.
+    let map = call_ok(&client, "api_discover", json!({})).await;
+    assert_eq!(map["overview"], json!([]), "{map}");
+    let note = map["note"].as_str().unwrap_or_default();
+    assert!(
+        map["hidden"].as_u64().unwrap_or(0) > 1000
+            && note.contains("operations exist that this caller may not see")
+            && note.contains("`NAME.execute`"),
+        "{map}"
+    );
+    // Neither names an API the caller holds no feature for.
+    for text in [found.to_string(), map.to_string()] {
+        for api in ["github", "stripe", "petstore"] {
+            assert!(!text.contains(api), "{api} named in {text}");
+        }
+    }
+    // A caller that may see some of the APIs gets the usual answer: no note.
+    let (_three, _server, client) = Three::serving(holding(&[
+        "apigate.discover",
+        "apigate.execute",
+        "github.*",
+    ]))
+    .await;
+    let found = call_ok(&client, "api_discover", json!({"query": "list issues"})).await;
+    assert!(
+        found.get("note").is_none() && found.get("hidden").is_none(),
+        "{found}"
+    );
+}
+
+/// Without `apigate.execute` discovery shows nothing at all, and says which feature it lacks.
+#[tokio::test]
+async fn an_empty_discovery_without_execute_names_that_feature() {
+    let (_three, _server, client) =
+        Three::serving(holding(&["apigate.discover", "github.*", "stripe.*"])).await;
+    let found = call_ok(&client, "api_discover", json!({"query": "list issues"})).await;
+    assert_eq!(found["results"], json!([]), "{found}");
+    let note = found["note"].as_str().unwrap_or_default();
+    assert!(note.contains("lacks `apigate.execute`"), "{found}");
+}

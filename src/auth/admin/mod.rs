@@ -171,6 +171,12 @@ impl Admin {
         }
     }
 
+    /// The names of the APIs the servers serve, as the last one to start or reload recorded
+    /// them (`""` for the one API of `--spec`; none before a server ever ran).
+    pub async fn served_api_names(&self) -> Result<Vec<String>, AdminError> {
+        Ok(self.store.served_apis().await?)
+    }
+
     /// Refuses credentials for an API the servers do not serve, and, while they serve several,
     /// headers that name no API (what the last server to start or reload recorded).
     async fn fits_served(&self, up: &SessionUpstream) -> Result<(), AdminError> {
