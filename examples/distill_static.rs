@@ -72,12 +72,19 @@ fn token_vectors(model: &std::path::Path) -> anyhow::Result<Vec<f32>> {
         let types = ids.zeros_like()?;
         let mask = types.ones_like()?;
         let pooled = bert.forward(&ids, &types, Some(&mask))?.mean(1)?;
-        let norms = pooled.sqr()?.sum_keepdim(1)?.sqrt()?.clamp(1e-12, f64::MAX)?;
+        let norms = pooled
+            .sqr()?
+            .sum_keepdim(1)?
+            .sqrt()?
+            .clamp(1e-12, f64::MAX)?;
         let pooled = pooled.broadcast_div(&norms)?.to_vec2::<f32>()?;
         for (i, row) in pooled.into_iter().enumerate() {
             raw[(start + i) * hidden..(start + i + 1) * hidden].copy_from_slice(&row);
         }
-        eprint!("\r{end}/{vocab} tokens, {:.0} s", started.elapsed().as_secs_f64());
+        eprint!(
+            "\r{end}/{vocab} tokens, {:.0} s",
+            started.elapsed().as_secs_f64()
+        );
     }
     eprintln!();
     Ok(raw)

@@ -81,9 +81,7 @@ impl RankingArgs {
             return Ok(None);
         }
         match &self.embedding_model {
-            Some(dir) => Ok(Some(
-                ModelFiles::read(dir).context("--embedding-model")?,
-            )),
+            Some(dir) => Ok(Some(ModelFiles::read(dir).context("--embedding-model")?)),
             None => Ok(Some(ModelFiles::builtin())),
         }
     }
@@ -147,7 +145,8 @@ impl RankingArgs {
         // An encoder's files are only read now; it is built in the background unless its
         // vectors are on disk already. A static model embeds the spec in milliseconds.
         tracing::debug!(model = %files.id(), "embedding model found");
-        background::start(index.clone(), files, self.dirs()).with_context(|| self.model_origin())?;
+        background::start(index.clone(), files, self.dirs())
+            .with_context(|| self.model_origin())?;
         Ok(())
     }
 }
@@ -287,6 +286,9 @@ mod tests {
             ..RankingArgs::default()
         };
         let err = format!("{:#}", given.model_files().err().unwrap());
-        assert!(err.contains("--embedding-model") && err.contains("/elsewhere"), "{err}");
+        assert!(
+            err.contains("--embedding-model") && err.contains("/elsewhere"),
+            "{err}"
+        );
     }
 }

@@ -79,7 +79,8 @@ pub fn enable_now(
     progress: &dyn Fn(usize),
 ) -> Result<(), EmbedError> {
     if embedder.is_static() {
-        return Ok(index.enable_dense(embedder.clone(), compute(index, embedder, progress)?)?);
+        // Milliseconds: nothing to report, nothing to cache.
+        return Ok(index.enable_dense(embedder.clone(), compute(index, embedder, &|_| {})?)?);
     }
     let vectors = match dirs.load(index, embedder) {
         Some(v) => v,

@@ -40,6 +40,10 @@ static BUILTIN_TOKENIZER: &[u8] = include_bytes!("../../models/static-api/tokeni
 /// Tokens per input beyond this are cut (the model's `max_seq_length`).
 const MAX_TOKENS: usize = 256;
 
+/// A text is cut to this many bytes before it is tokenised: more than [`MAX_TOKENS`] tokens
+/// worth, so a spec's megabyte-long summary costs no more than a sentence.
+const MAX_TEXT_BYTES: usize = 8 * 1024;
+
 /// Inputs per forward pass at index time. Inputs are sorted by length first, so a batch pads
 /// to a length close to each of its inputs.
 pub(crate) const BATCH: usize = 32;
@@ -98,8 +102,14 @@ pub struct ModelFiles {
 
 /// What the tokenizer feeds.
 enum Form {
-    Encoder { weights: Vec<u8>, config: Config },
-    Static { table: Cow<'static, [u8]>, dim: usize },
+    Encoder {
+        weights: Vec<u8>,
+        config: Config,
+    },
+    Static {
+        table: Cow<'static, [u8]>,
+        dim: usize,
+    },
 }
 
 impl ModelFiles {
@@ -211,7 +221,10 @@ pub struct Embedder {
 
 /// What turns token ids into vectors.
 enum Engine {
-    Encoder { model: BertModel, device: Device },
+    Encoder {
+        model: Box<BertModel>,
+        device: Device,
+    },
     Static(static_model::StaticModel),
 }
 
@@ -259,7 +272,13 @@ impl Embedder {
                     strategy: PaddingStrategy::BatchLongest,
                     ..PaddingParams::default()
                 }));
-                (Engine::Encoder { model, device }, config.hidden_size)
+                (
+                    Engine::Encoder {
+                        model: Box::new(model),
+                        device,
+                    },
+                    config.hidden_size,
+                )
             }
             Form::Static { table, .. } => {
                 let model = static_model::StaticModel::parse(table)?;
@@ -323,6 +342,7 @@ impl Embedder {
         if texts.is_empty() {
             return Ok(Vec::new());
         }
+        let texts: Vec<&str> = texts.iter().map(|t| cut(t, MAX_TEXT_BYTES)).collect();
         let (model, device) = match &self.engine {
             Engine::Static(table) => {
                 return texts
@@ -340,7 +360,7 @@ impl Embedder {
         };
         let encodings = self
             .tokenizer
-            .encode_batch(texts.to_vec(), true)
+            .encode_batch(texts, true)
             .map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
         let ids = encodings
             .iter()
@@ -414,6 +434,18 @@ impl Embedder {
     pub fn cached_query(&self, text: &str) -> Option<Arc<[f32]>> {
         self.queries.get(&query_key(text))
     }
+}
+
+/// `text` up to `max` bytes, at a character boundary.
+fn cut(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }
 
 /// What a query is embedded and cached as: trimmed, lower-cased, at most

@@ -322,7 +322,15 @@ async fn index_build_output_is_loaded_by_dev_and_a_bad_model_stops_start_up() {
     assert!(stderr.contains("needs no prebuilt vectors"), "{stderr}");
     let encoder = model_dir();
     let status = tokio::process::Command::new(env!("CARGO_BIN_EXE_apigate"))
-        .args(["index", "build", "--spec", &spec, "--embedding-model", path(&encoder), "--out"])
+        .args([
+            "index",
+            "build",
+            "--spec",
+            &spec,
+            "--embedding-model",
+            path(&encoder),
+            "--out",
+        ])
         .arg(out.path())
         .env("NO_COLOR", "1")
         .env_remove("APIGATE_EMBEDDING_MODEL")
@@ -381,7 +389,10 @@ async fn index_build_output_is_loaded_by_dev_and_a_bad_model_stops_start_up() {
 
     // Prebuilt vectors with the built-in model: refused, saying which model they need.
     let stderr = dev_refused(&spec, &["--index", path(out.path())]).await;
-    assert!(stderr.contains("give the same --embedding-model"), "{stderr}");
+    assert!(
+        stderr.contains("give the same --embedding-model"),
+        "{stderr}"
+    );
 
     // Prebuilt vectors with the lexical ranker: refused.
     let stderr = dev_refused(&spec, &["--ranker", "lexical", "--index", path(out.path())]).await;
@@ -453,7 +464,13 @@ async fn a_copied_binary_with_no_flag_ranks_hybrid_from_its_first_answer() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|r| format!("{} {}", r["method"].as_str().unwrap(), r["path"].as_str().unwrap()))
+        .map(|r| {
+            format!(
+                "{} {}",
+                r["method"].as_str().unwrap(),
+                r["path"].as_str().unwrap()
+            )
+        })
         .collect();
     assert!(hits.iter().any(|h| h == EXPECTED), "{hits:?}");
     let _ = dev.kill().await;

@@ -98,7 +98,8 @@ mod tests {
         b.extend((scales.len() as u32).to_le_bytes());
         b.extend((rows[0].len() as u32).to_le_bytes());
         scales.iter().for_each(|s| b.extend(s.to_le_bytes()));
-        rows.iter().for_each(|r| b.extend(r.iter().map(|&q| q as u8)));
+        rows.iter()
+            .for_each(|r| b.extend(r.iter().map(|&q| q as u8)));
         b
     }
 
@@ -108,7 +109,10 @@ mod tests {
         // 1·[1,0] + 2·[0,1] = [1,2], normalised.
         let v = m.embed(&[0, 1]);
         let n = 5f32.sqrt();
-        assert!((v[0] - 1.0 / n).abs() < 1e-6 && (v[1] - 2.0 / n).abs() < 1e-6, "{v:?}");
+        assert!(
+            (v[0] - 1.0 / n).abs() < 1e-6 && (v[1] - 2.0 / n).abs() < 1e-6,
+            "{v:?}"
+        );
         // Unknown ids count for nothing; nothing known gives zeros, not NaN.
         assert_eq!(m.embed(&[7, 0]), vec![1.0, 0.0]);
         assert_eq!(m.embed(&[9]), vec![0.0, 0.0]);

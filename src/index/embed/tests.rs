@@ -55,3 +55,17 @@ fn empty_masks_and_zero_vectors_give_zeros_not_nan() {
     let unit = normalize(&pooled).unwrap().to_vec2::<f32>().unwrap();
     close(&unit, &[vec![0.0, 0.0]]);
 }
+
+#[test]
+fn long_texts_are_cut_at_a_character_boundary() {
+    use super::cut;
+    assert_eq!(cut("short", 8), "short");
+    // "é" is two bytes: a cut inside it steps back before it.
+    assert_eq!(cut("aé", 2), "a");
+    assert_eq!(cut("aéb", 3), "aé");
+    let long = "x".repeat(100_000);
+    assert_eq!(
+        cut(&long, super::MAX_TEXT_BYTES).len(),
+        super::MAX_TEXT_BYTES
+    );
+}
