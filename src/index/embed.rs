@@ -75,7 +75,11 @@ pub enum EmbedError {
     #[error("embedding model: {0}")]
     Vectors(#[from] super::VectorError),
     #[error("embedding model: {0}")]
-    Table(#[from] static_model::TableError),
+    Table(static_model::TableError),
+    #[error("embedding model: {path} is not a regular file")]
+    NotAFile { path: PathBuf },
+    #[error("embedding model: {path} is over {max} bytes; is this folder a model's?")]
+    TooLarge { path: PathBuf, max: u64 },
 }
 
 /// A model's name (its folder's) and the hash of its files.
@@ -143,21 +147,15 @@ impl ModelFiles {
     /// Reads the files in `dir` (a static model's when it holds `static.bin`, else an
     /// encoder's), hashes them and parses `config.json`.
     pub fn read(dir: &Path) -> Result<ModelFiles, EmbedError> {
-        let read = |file: &'static str| {
-            let path = dir.join(file);
-            if !path.is_file() {
-                return Err(EmbedError::Missing {
-                    dir: dir.to_path_buf(),
-                    file,
-                });
-            }
-            std::fs::read(&path).map_err(|source| EmbedError::Read { path, source })
-        };
+        let read = |file: &'static str| read_capped(dir, file);
         let name = dir
             .file_name()
             .map_or_else(|| "model".into(), |n| n.to_string_lossy().into_owned());
-        if dir.join(STATIC_FILE).is_file() {
-            let (table, tokenizer) = (read(STATIC_FILE)?, read("tokenizer.json")?);
+        if std::fs::symlink_metadata(dir.join(STATIC_FILE)).is_ok() {
+            // The table's header is checked before the tokenizer is read and parsed.
+            let table = read(STATIC_FILE)?;
+            static_model::check(&table).map_err(EmbedError::Table)?;
+            let tokenizer = read("tokenizer.json")?;
             return Ok(ModelFiles::new_static(
                 Cow::Owned(table),
                 Cow::Owned(tokenizer),
@@ -196,6 +194,48 @@ impl ModelFiles {
     pub fn is_static(&self) -> bool {
         matches!(self.form, Form::Static { .. })
     }
+}
+
+/// The most a model folder's file may weigh: an operator's typo (a folder of something else)
+/// is refused before it is read into memory.
+fn file_cap(file: &str) -> u64 {
+    match file {
+        "model.safetensors" => 1 << 30,
+        STATIC_FILE => 256 << 20,
+        "tokenizer.json" => 16 << 20,
+        _ => 1 << 20,
+    }
+}
+
+/// `dir/file`, read if it is a regular file (symlinks followed) within [`file_cap`].
+fn read_capped(dir: &Path, file: &'static str) -> Result<Vec<u8>, EmbedError> {
+    use std::io::Read as _;
+    let path = dir.join(file);
+    let meta = match std::fs::metadata(&path) {
+        Ok(meta) => meta,
+        Err(_) if std::fs::symlink_metadata(&path).is_err() => {
+            return Err(EmbedError::Missing {
+                dir: dir.to_path_buf(),
+                file,
+            });
+        }
+        Err(source) => return Err(EmbedError::Read { path, source }),
+    };
+    if !meta.is_file() {
+        return Err(EmbedError::NotAFile { path });
+    }
+    let cap = file_cap(file);
+    let mut data = Vec::new();
+    std::fs::File::open(&path)
+        .and_then(|f| f.take(cap + 1).read_to_end(&mut data))
+        .map_err(|source| EmbedError::Read {
+            path: path.clone(),
+            source,
+        })?;
+    if data.len() as u64 > cap {
+        return Err(EmbedError::TooLarge { path, max: cap });
+    }
+    Ok(data)
 }
 
 /// A short hash over files' lengths and bytes.
@@ -281,7 +321,7 @@ impl Embedder {
                 )
             }
             Form::Static { table, .. } => {
-                let model = static_model::StaticModel::parse(table)?;
+                let model = static_model::StaticModel::parse(table).map_err(EmbedError::Table)?;
                 tokenizer.with_padding(None);
                 let dim = model.dim();
                 (Engine::Static(model), dim)

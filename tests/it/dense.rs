@@ -579,3 +579,89 @@ async fn a_reload_keeps_the_vectors_of_unchanged_operations() {
     );
     assert!(dev.terminate().await, "{}", dev.stderr());
 }
+
+/// Hostile model folders given with `--embedding-model` (an operator's typo or a planted
+/// folder) are refused before they cost anything: a table that is not one before its tokenizer
+/// is parsed, an oversized tokenizer before it is read, a table that is a device, not a file.
+#[test]
+fn a_hostile_model_folder_is_refused_before_it_is_read() {
+    let load = |dir: &Path| Embedder::load(dir).unwrap_err().to_string();
+    // A bad table beside a 20 MB tokenizer: the table's header is checked first.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("static.bin"), vec![0u8; 4096]).unwrap();
+    let big = std::fs::File::create(dir.path().join("tokenizer.json")).unwrap();
+    big.set_len(20 << 20).unwrap();
+    let e = load(dir.path());
+    assert!(e.contains("wrong magic"), "{e}");
+    assert_eq!(e.matches("wrong magic").count(), 1, "said once: {e}");
+    // A real table beside that tokenizer: refused by size, unread.
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("models/static-api/static.bin"),
+        dir.path().join("static.bin"),
+    )
+    .unwrap();
+    let e = load(dir.path());
+    assert!(e.contains("tokenizer.json is over 16777216 bytes"), "{e}");
+    // A table that is a device: named as such, not "model.safetensors is missing".
+    let dev = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink("/dev/zero", dev.path().join("static.bin")).unwrap();
+    let e = load(dev.path());
+    assert!(e.contains("static.bin is not a regular file"), "{e}");
+}
+
+/// The peak RSS of `apigate ARGS` (VmHWM, read every 10 ms until it exits), in MiB.
+async fn peak_mib(args: &[&str]) -> u64 {
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_apigate"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .env_remove("APIGATE_RANKER")
+        .env_remove("APIGATE_EMBEDDING_MODEL")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let status = format!("/proc/{}/status", child.id().unwrap());
+    let mut peak = 0;
+    loop {
+        if let Ok(text) = std::fs::read_to_string(&status)
+            && let Some(kib) = text
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        {
+            peak = peak.max(kib);
+        }
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    peak / 1024
+}
+
+/// The red team's spec: one operation whose summary is 4 million CJK characters (12 MB, under
+/// the 32 MiB spec cap). Embedding it at start-up cost ~115 bytes of memory per character
+/// (1.3 GiB for 10 million) until a text was cut to 8 KiB before it is tokenised; now hybrid
+/// costs about what words alone cost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operation_with_megabytes_of_text_costs_the_embedding_no_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("huge.json");
+    let summary = "漢".repeat(4_000_000);
+    let doc = json!({
+        "openapi": "3.0.3",
+        "info": {"title": "huge", "version": "1"},
+        "servers": [{"url": "https://api.example.com"}],
+        "paths": {"/things": {"get": {"operationId": "listThings", "summary": summary,
+            "responses": {"200": {"description": "ok"}}}}}
+    });
+    std::fs::write(&spec, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let spec = path(&spec);
+    let lexical = peak_mib(&["search", "--spec", spec, "--ranker", "lexical", "things"]).await;
+    let hybrid = peak_mib(&["search", "--spec", spec, "things"]).await;
+    assert!(
+        hybrid < lexical + 150,
+        "hybrid peaked at {hybrid} MiB, words alone at {lexical} MiB"
+    );
+}

@@ -18,6 +18,28 @@ const HEADER: usize = 16;
 #[error("static.bin is not a static embedding table: {0}")]
 pub struct TableError(&'static str);
 
+/// The vocabulary size and dimension a table's header gives, once its magic, their range and
+/// the file's length agree.
+pub(crate) fn check(bytes: &[u8]) -> Result<(usize, usize), TableError> {
+    let header = bytes.get(..HEADER).ok_or(TableError("too short"))?;
+    if &header[..8] != MAGIC {
+        return Err(TableError("wrong magic"));
+    }
+    let word = |at: usize| {
+        let mut w = [0u8; 4];
+        w.copy_from_slice(&header[at..at + 4]);
+        u32::from_le_bytes(w) as usize
+    };
+    let (vocab, dim) = (word(8), word(12));
+    if dim == 0 || dim > 4096 || vocab > 1 << 20 {
+        return Err(TableError("implausible size"));
+    }
+    if bytes.len() != HEADER + 4 * vocab + vocab * dim {
+        return Err(TableError("length does not match its header"));
+    }
+    Ok((vocab, dim))
+}
+
 /// The token vectors, read in place from the file's bytes (the built-in table stays in the
 /// binary's read-only data).
 pub(crate) struct StaticModel {
@@ -29,23 +51,8 @@ pub(crate) struct StaticModel {
 impl StaticModel {
     /// Checks `bytes` and keeps them.
     pub(crate) fn parse(bytes: Cow<'static, [u8]>) -> Result<StaticModel, TableError> {
-        let header = bytes.get(..HEADER).ok_or(TableError("too short"))?;
-        if &header[..8] != MAGIC {
-            return Err(TableError("wrong magic"));
-        }
-        let word = |at: usize| {
-            let mut w = [0u8; 4];
-            w.copy_from_slice(&header[at..at + 4]);
-            u32::from_le_bytes(w) as usize
-        };
-        let (vocab, dim) = (word(8), word(12));
-        if dim == 0 || dim > 4096 || vocab > 1 << 20 {
-            return Err(TableError("implausible size"));
-        }
+        let (vocab, dim) = check(&bytes)?;
         let data_at = HEADER + 4 * vocab;
-        if bytes.len() != data_at + vocab * dim {
-            return Err(TableError("length does not match its header"));
-        }
         let scales = bytes[HEADER..data_at]
             .chunks_exact(4)
             .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
