@@ -32,8 +32,15 @@ impl Index {
             .filter(|&(doc, _)| keep(&self.docs[doc]))
             .map(|(doc, &c)| (doc, c * self.query_prior(&self.docs[doc], analyzed)))
             .collect();
-        near.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        near.truncate(self.tuning.dense_candidates);
+        // The nearest `dense_candidates` (ties by document, a total order): selected in linear
+        // time, not by sorting every operation (a sort of GitHub's 1,223 was a tenth of a
+        // static-model discover's CPU).
+        let nearer = |a: &(usize, f32), b: &(usize, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+        let k = self.tuning.dense_candidates;
+        if near.len() > k {
+            near.select_nth_unstable_by(k, nearer);
+            near.truncate(k);
+        }
         let mut fused: HashMap<usize, f32> = HashMap::with_capacity(lexical.len() + near.len());
         let top = lexical.iter().map(|x| x.1).fold(0.0f32, f32::max);
         if top > 0.0 {
