@@ -34,9 +34,6 @@ BINS=${BINS:-current=$BIN}
 SPECS=${SPECS-petstore github}
 TS_SDK=${TS_SDK:-1.32.2}
 TS_RUNS=${TS_RUNS:-4}
-TICK=$(getconf CLK_TCK)
-
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 
 # measure PID LOG [wrk args...]: runs wrk once to warm up and once measured; prints
 # "req/s cpu_us_per_call" of the measured run.

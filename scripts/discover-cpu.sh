@@ -28,8 +28,6 @@ DURATION=${DURATION:-5s}
 BINS=${BINS:-current=$BIN}
 SPECS=${SPECS-petstore github}
 RANKERS=${RANKERS:-lexical hybrid encoder}
-TICK=$(getconf CLK_TCK)
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 
 command -v jq >/dev/null || die "jq is needed"
 QUERIES="$OUT/queries.txt"
@@ -82,7 +80,6 @@ measure() {
   local log=$1 c=$2 before after
   LOAD_TOOL=discover LOAD_QUERIES_FILE=$QUERIES APIGATE_KEY=$KEY \
     wrk -t1 -c"$c" -d1s -s "$ROOT/scripts/load-mcp.lua" "$URL" >/dev/null
-  before=$(cpu_ticks "$SERVER")
   sleep 1 # a new second: the measured run's tags differ from the warm-up's
   before=$(cpu_ticks "$SERVER")
   LOAD_TOOL=discover LOAD_QUERIES_FILE=$QUERIES APIGATE_KEY=$KEY \

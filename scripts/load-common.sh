@@ -62,6 +62,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# A process's CPU time so far, in clock ticks (utime + stime); TICK ticks make a second.
+TICK=$(getconf CLK_TCK)
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 rss_kib() { awk '/^VmRSS/ { print $2 }' "/proc/$1/status"; }
 hwm_kib() { awk '/^VmHWM/ { print $2 }' "/proc/$1/status"; }
 mib() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }

@@ -111,8 +111,7 @@ pub fn start(
         // Microseconds per operation: hybrid from the first request, no cache needed.
         let started = Instant::now();
         let embedder = Arc::new(Embedder::from_files(files)?);
-        let vectors = compute(&index, &embedder, &|_| {})?;
-        index.enable_dense(embedder, vectors)?;
+        enable_now(&index, &embedder, &dirs, &|_| {})?;
         tracing::info!(
             operations = index.len(),
             %model,

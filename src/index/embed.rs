@@ -132,10 +132,8 @@ impl ModelFiles {
         name: String,
     ) -> ModelFiles {
         let hash = hash_of(&[&table, &tokenizer]);
-        // The dimension is in the header; a damaged header is refused when the model is built.
-        let dim = table
-            .get(12..16)
-            .map_or(0, |w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]) as usize);
+        // A damaged header is refused when the model is built.
+        let dim = static_model::check(&table).map_or(0, |(_, dim)| dim);
         ModelFiles {
             form: Form::Static { table, dim },
             tokenizer,

@@ -238,7 +238,12 @@ fn ranking_args(cache: &Path, index: Option<&Path>) -> apigate::cli::index::Rank
 
 async fn discovered(server: &Server, query: &str) -> Vec<String> {
     let client = server.client().await;
-    let out = call_ok(&client, "api_discover", json!({"query": query, "limit": 5})).await;
+    discovered_by(&client, query).await
+}
+
+/// The top five `api_discover` hits for `query`, as `METHOD /path`.
+async fn discovered_by(client: &rmcp::Peer<rmcp::RoleClient>, query: &str) -> Vec<String> {
+    let out = call_ok(client, "api_discover", json!({"query": query, "limit": 5})).await;
     out["results"]
         .as_array()
         .unwrap()
@@ -459,19 +464,7 @@ async fn a_copied_binary_with_no_flag_ranks_hybrid_from_its_first_answer() {
     );
     // The first answer is ranked by meaning too: "mute" shares no word with the volume call.
     let client = crate::support::mcp_client(&url, &[("x-api-key", crate::support::KEY)]).await;
-    let out = call_ok(&client, "api_discover", json!({"query": QUERY, "limit": 5})).await;
-    let hits: Vec<String> = out["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            format!(
-                "{} {}",
-                r["method"].as_str().unwrap(),
-                r["path"].as_str().unwrap()
-            )
-        })
-        .collect();
+    let hits = discovered_by(&client, QUERY).await;
     assert!(hits.iter().any(|h| h == EXPECTED), "{hits:?}");
     let _ = dev.kill().await;
     assert!(
