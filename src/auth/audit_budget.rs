@@ -8,7 +8,9 @@
 //! the budget admits for the same caller is preceded by one summarising row (error code
 //! `AUDIT_SUPPRESSED`, operation `N refused calls not recorded one by one since …`). A flood
 //! therefore leaves at most burst + rate × seconds rows per caller, and the operator still
-//! sees that it happened and how big it was.
+//! sees that it happened and how big it was. With a database the budgets are shared by every
+//! replica ([`AuditBudget::shared`]); while it does not answer, each replica keeps its own
+//! (the rows wait in memory anyway, `auth/audit.rs`).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -16,8 +18,8 @@ use std::sync::Mutex;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::rate::{Limiter, RateLimit, Subject};
-use crate::store::{AuditEntry, Decision};
+use super::rate::{Limiter, LimitsUnavailable, RateLimit, Subject};
+use crate::store::{AuditEntry, Decision, Store};
 
 /// Refused-call rows one key may write: 20 at once, then 5 a second.
 pub(crate) const PER_KEY: RateLimit = RateLimit {
@@ -59,9 +61,20 @@ impl AuditBudget {
         }
     }
 
+    /// The same budgets, counted for every replica on `store`.
+    pub(crate) fn shared(store: Store) -> AuditBudget {
+        let budget = AuditBudget::new();
+        let open = LimitsUnavailable::Open;
+        AuditBudget {
+            keys: budget.keys.shared(store.clone(), "audit", open),
+            anonymous: budget.anonymous.shared(store, "audit-anonymous", open),
+            ..budget
+        }
+    }
+
     /// The rows to write for `entry`: none (suppressed), the entry, or a summary of the
     /// suppressed refusals before it.
-    pub(crate) fn admit(&self, entry: AuditEntry) -> Vec<AuditEntry> {
+    pub(crate) async fn admit(&self, entry: AuditEntry) -> Vec<AuditEntry> {
         if entry.decision != Decision::Denied {
             return vec![entry];
         }
@@ -77,7 +90,7 @@ impl AuditBudget {
             (None, Some(label)) if !label.starts_with("key:") => (&self.keys, label.clone()),
             _ => (&self.anonymous, ANONYMOUS.to_string()),
         };
-        let admitted = limiter.take(&[Subject::Key(subject.clone())]).is_ok();
+        let admitted = limiter.take(&[Subject::Key(subject.clone())]).await.is_ok();
         let mut suppressed = self.suppressed.lock().unwrap_or_else(|p| p.into_inner());
         if !admitted {
             let s = suppressed.entry(subject).or_insert_with(|| Suppressed {
@@ -145,20 +158,28 @@ mod tests {
         }
     }
 
-    #[test]
-    fn refusals_beyond_the_burst_are_counted_not_written() {
+    async fn written(budget: &AuditBudget, key: Option<Uuid>, n: usize) -> usize {
+        let mut written = 0;
+        for _ in 0..n {
+            written += budget.admit(refusal(key)).await.len();
+        }
+        written
+    }
+
+    #[tokio::test]
+    async fn refusals_beyond_the_burst_are_counted_not_written() {
         let budget = AuditBudget::new();
         let key = Some(Uuid::new_v4());
-        let written: usize = (0..500).map(|_| budget.admit(refusal(key)).len()).sum();
+        let written_by_key = written(&budget, key, 500).await;
         // The burst, plus what the bucket refilled while the loop ran (well under a second).
-        assert!((20..40).contains(&written), "{written}");
+        assert!((20..40).contains(&written_by_key), "{written_by_key}");
         // Another key has its own budget; unauthenticated callers share one.
-        assert_eq!(budget.admit(refusal(Some(Uuid::new_v4()))).len(), 1);
-        let anonymous: usize = (0..500).map(|_| budget.admit(refusal(None)).len()).sum();
+        assert_eq!(written(&budget, Some(Uuid::new_v4()), 1).await, 1);
+        let anonymous = written(&budget, None, 500).await;
         assert!((20..40).contains(&anonymous), "{anonymous}");
         // Rows of calls that ran are never held back.
         let mut ok = refusal(key);
         ok.decision = Decision::Allowed;
-        assert_eq!(budget.admit(ok).len(), 1);
+        assert_eq!(budget.admit(ok).await.len(), 1);
     }
 }

@@ -17,6 +17,7 @@ mod audit_budget;
 mod cache;
 mod features;
 pub mod identity;
+mod leases;
 pub mod oauth;
 mod principal;
 mod rate;
@@ -45,8 +46,9 @@ pub use admin::{
     Revocation, SessionRef,
 };
 pub use features::{Features, PermissionRules, RuleError, RuleSpec};
+pub use leases::{Lease, Leases, NoLease};
 pub use principal::{KeyPrincipal, Person, Principal};
-pub use rate::RateLimit;
+pub use rate::{LimitsUnavailable, RateLimit};
 pub(crate) use token_arg::{
     SESSION_TOKEN_HEADER, add_session_token_param, choose_session_token, take_session_token,
 };
@@ -56,7 +58,7 @@ use crate::store::{AuditEntry, Decision, Store, StoreError};
 use audit::AuditWriter;
 use audit_budget::AuditBudget;
 use cache::{Caches, Digest, listen_for_invalidations};
-use rate::{Limiter, Subject};
+use rate::{Limiter, Refused, Subject};
 use sealed::SecretKeys;
 
 /// An audit row of an admin action (`tool` = `admin`) by `key`, shown as `actor`; the caller
@@ -118,6 +120,13 @@ pub enum AuthError {
     RateLimited { retry_after_ms: u64 },
     #[error("authentication is unavailable: the database cannot be reached")]
     Unavailable(String),
+    /// The rate limits shared by the replicas could not be checked and
+    /// `--limits-unavailable closed` refuses the call.
+    #[error(
+        "the rate limits shared by the replicas cannot be checked: Postgres did not answer; \
+         the call is refused (--limits-unavailable closed)"
+    )]
+    LimitsUnavailable,
     /// The session carries upstream credentials this server cannot open (no or another
     /// secret key): its calls fail rather than go out with the server's credentials.
     #[error(
@@ -148,6 +157,8 @@ pub struct AuthConfig {
     /// verified before on this instance): bounds the CPU someone guessing secrets can burn,
     /// without locking the key out for its owner at another address.
     pub verify_rate: RateLimit,
+    /// What a rate check does when Postgres does not answer (`--limits-unavailable`).
+    pub limits_unavailable: LimitsUnavailable,
     /// Opens (and, through the admin operations, seals) sessions' upstream credentials.
     pub secret_keys: Option<Arc<SecretKeys>>,
 }
@@ -170,6 +181,7 @@ impl Default for AuthConfig {
                 per_second: 0.2,
                 burst: 10,
             },
+            limits_unavailable: LimitsUnavailable::Closed,
             secret_keys: None,
         }
     }
@@ -182,6 +194,7 @@ crate::debug_fields!(|c: AuthConfig| {
     key_rate,
     session_rate,
     verify_rate,
+    limits_unavailable,
     secret_keys,
 });
 
@@ -203,6 +216,8 @@ struct Inner {
     audit: AuditWriter,
     /// Bounds the refused-call rows one caller can write.
     audit_budget: AuditBudget,
+    /// The MCP sessions and listen streams each key holds on every replica.
+    leases: Arc<Leases>,
     keys: Option<Arc<SecretKeys>>,
 }
 
@@ -220,6 +235,12 @@ async fn purge_expired_credentials(store: Store) {
     let mut tick = tokio::time::interval(PURGE_EVERY);
     loop {
         tick.tick().await;
+        // Full rate buckets and expired session leases say nothing a missing row would not.
+        match store.purge_shared().await {
+            Err(e) if e.is_pool_closed() => return,
+            Err(e) => tracing::debug!(error = %e, "could not purge shared limits' rows"),
+            Ok(_) => {}
+        }
         match store.purge_session_credentials().await {
             Ok(0) => {}
             Ok(n) => tracing::info!(
@@ -262,7 +283,11 @@ impl Auth {
                 store: store.clone(),
                 bootstrap_key: cfg.bootstrap_key.filter(|k| !k.is_empty()),
                 caches,
-                limiter: Limiter::new(cfg.key_rate, cfg.session_rate, cfg.verify_rate),
+                limiter: Limiter::new(cfg.key_rate, cfg.session_rate, cfg.verify_rate).shared(
+                    store.clone(),
+                    "calls",
+                    cfg.limits_unavailable,
+                ),
                 verify_slots: Semaphore::new(slots),
                 verified: Cache::builder()
                     .max_capacity(cfg.cache_capacity)
@@ -271,7 +296,8 @@ impl Auth {
                 listener: task,
                 purger: tokio::spawn(purge_expired_credentials(store.clone())),
                 audit: AuditWriter::start(store.clone()),
-                audit_budget: AuditBudget::new(),
+                audit_budget: AuditBudget::shared(store.clone()),
+                leases: Arc::new(Leases::new(store.clone(), cfg.limits_unavailable)),
                 keys: cfg.secret_keys,
             }),
         })
@@ -279,6 +305,11 @@ impl Auth {
 
     pub fn store(&self) -> &Store {
         &self.inner.store
+    }
+
+    /// The session counts every replica shares (`--max-sessions-per-key`).
+    pub fn leases(&self) -> Arc<Leases> {
+        self.inner.leases.clone()
     }
 
     /// Whether the database answers (`/health`): one `SELECT 1`.
@@ -310,52 +341,46 @@ impl Auth {
     // ---- rate limits and audit --------------------------------------------------------------------
 
     /// Takes one call from every bucket of the principal at once (its own, and its key's).
-    pub fn check_rate(&self, principal: &Principal) -> Result<(), AuthError> {
-        self.take(&principal.rate_subjects())
+    pub async fn check_rate(&self, principal: &Principal) -> Result<(), AuthError> {
+        self.take(&principal.rate_subjects()).await
     }
 
     /// The rate check of a call by a fixed principal (dev mode: a key alone): all its buckets.
-    pub(crate) fn check_key_rate(&self, principal: &Principal) -> Result<(), AuthError> {
-        self.take(&principal.rate_subjects())
+    pub(crate) async fn check_key_rate(&self, principal: &Principal) -> Result<(), AuthError> {
+        self.take(&principal.rate_subjects()).await
     }
 
-    /// Whether every bucket of `principal` holds a call, without taking it: the first check
-    /// of a tool call, before a session token is looked up. A key that spent its budget (on
-    /// failed session checks, or on its sessions' and people's calls) is refused here; the
-    /// call is taken later, with its session's or person's ([`Auth::check_session_rate`]).
+    /// Whether every bucket of `principal` holds a call in this process, without taking it:
+    /// the first check of a tool call, before a session token is looked up. A key that spent
+    /// its budget here (on failed session checks, or on its sessions' and people's calls) is
+    /// refused without a query; the call is taken later, with its session's or person's, from
+    /// the buckets every replica shares ([`Auth::check_session_rate`]).
     pub(crate) fn rate_holds(&self, principal: &Principal) -> Result<(), AuthError> {
         self.inner
             .limiter
             .peek(&principal.rate_subjects())
-            .map_err(|wait| AuthError::RateLimited {
-                retry_after_ms: millis(wait),
-            })
+            .map_err(refused)
     }
 
     /// Spends one call of the key's budget for a session check that failed (a missing, wrong
     /// or expired token): guessing tokens is limited like any other call of the key.
-    pub(crate) fn spend_key_rate(&self, key: &Principal) {
-        let _ = self.take(&key.rate_subjects());
+    pub(crate) async fn spend_key_rate(&self, key: &Principal) {
+        let _ = self.take(&key.rate_subjects()).await;
     }
 
     /// Takes one call (one page) from the bucket of the session or person and from its key's,
     /// together: a call its own budget refuses spends nothing of the key's bucket, which the
     /// key's other sessions and people share. Nothing for a principal with neither (its key
     /// was taken by [`Auth::check_key_rate`]).
-    pub(crate) fn check_session_rate(&self, principal: &Principal) -> Result<(), AuthError> {
+    pub(crate) async fn check_session_rate(&self, principal: &Principal) -> Result<(), AuthError> {
         if principal.session_id.is_none() && principal.person.is_none() {
             return Ok(());
         }
-        self.take(&principal.rate_subjects())
+        self.take(&principal.rate_subjects()).await
     }
 
-    fn take(&self, subjects: &[Subject]) -> Result<(), AuthError> {
-        self.inner
-            .limiter
-            .take(subjects)
-            .map_err(|wait| AuthError::RateLimited {
-                retry_after_ms: millis(wait),
-            })
+    async fn take(&self, subjects: &[Subject]) -> Result<(), AuthError> {
+        self.inner.limiter.take(subjects).await.map_err(refused)
     }
 
     /// Writes one audit row. Never fails the call: while the database is unreachable the row
@@ -363,7 +388,7 @@ impl Auth {
     /// are bounded per caller (`auth/audit_budget.rs`): beyond the budget they are counted
     /// and summarised instead of written one by one.
     pub async fn record_audit(&self, entry: AuditEntry) {
-        for row in self.inner.audit_budget.admit(entry) {
+        for row in self.inner.audit_budget.admit(entry).await {
             self.inner.audit.record(row).await;
         }
     }
@@ -469,6 +494,16 @@ impl Auth {
 
     pub async fn list_roles(&self) -> Result<Vec<Role>, AdminError> {
         self.admin().list_roles().await
+    }
+}
+
+/// A rate check's refusal as the caller reads it.
+fn refused(r: Refused) -> AuthError {
+    match r {
+        Refused::Wait(wait) => AuthError::RateLimited {
+            retry_after_ms: millis(wait),
+        },
+        Refused::Unavailable => AuthError::LimitsUnavailable,
     }
 }
 

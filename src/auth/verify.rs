@@ -6,7 +6,6 @@
 use std::future::Future;
 use std::net::IpAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use chrono::Utc;
 use uuid::Uuid;
@@ -15,18 +14,18 @@ use super::cache::{
     Cached, Caches, Digest, KeyOutcome, SessionCredentials, SessionData, SessionOutcome,
 };
 use super::principal::{KeyPrincipal, Principal, effective_features, key_principal};
-use super::rate::{Source, Subject};
+use super::rate::{Refused, Source, Subject};
 use super::secrets;
 use super::session_upstream::SessionUpstream;
-use super::{Auth, AuthError, millis};
+use super::{Auth, AuthError};
 use crate::store::{KeyRow, StoreError};
 
 /// Why a key could not be verified (never cached).
 #[derive(Debug)]
 enum VerifyError {
     Store(StoreError),
-    /// Too many verifications for this public id lately.
-    Throttled(Duration),
+    /// Too many verifications for this public id lately, or the shared count unavailable.
+    Throttled(Refused),
 }
 
 impl From<StoreError> for VerifyError {
@@ -78,12 +77,10 @@ impl Auth {
             .await
             .map_err(|e| match &*e {
                 VerifyError::Store(e) => AuthError::from_store(e),
-                VerifyError::Throttled(wait) => {
+                VerifyError::Throttled(why) => {
                     let source = source.map(|s| Source::of(s).to_string());
                     tracing::warn!(public_id, source, "API key verification throttled");
-                    AuthError::RateLimited {
-                        retry_after_ms: millis(*wait),
-                    }
+                    super::refused(*why)
                 }
             })?;
         match cached.outcome {
@@ -131,6 +128,7 @@ impl Auth {
                     public_id: public_id.to_string(),
                     source: source.map(Source::of),
                 }])
+                .await
                 .map_err(VerifyError::Throttled)?;
             let ok = self.verify_blocking(secret, hash).await;
             if ok {

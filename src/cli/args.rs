@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use super::monitor::MonitorFlags;
 use crate::apis::config::OAuthSettings;
 use crate::auth::sealed::{KeySource, SecretKeys};
-use crate::auth::{Auth, AuthConfig, PermissionRules, RateLimit};
+use crate::auth::{Auth, AuthConfig, LimitsUnavailable, PermissionRules, RateLimit};
 use crate::http::{self, Allowed, HttpOptions, KeyCheck};
 use crate::store::Store;
 use crate::tools::Engine;
@@ -254,6 +254,11 @@ pub struct HttpArgs {
     /// Connections open at once; more are closed as they arrive.
     #[arg(long, default_value_t = 1024, help_heading = heading::LIMITS)]
     pub max_connections: usize,
+    /// On SIGTERM or Ctrl-C: no new connections, `/ready` answers 503, and the requests in
+    /// flight get this long to finish before the MCP sessions and their streams are ended.
+    #[arg(long, default_value = "25s", value_parser = crate::monitor::parse_duration,
+          help_heading = heading::HTTP)]
+    pub drain_timeout: Duration,
     /// Also serve /metrics without a key on this address, for a Prometheus scraper (on the
     /// main address /metrics needs the API key).
     #[arg(long, value_name = "ADDR", help_heading = heading::HTTP)]
@@ -277,6 +282,7 @@ impl HttpArgs {
             max_sessions_per_key: self.max_sessions_per_key,
             max_connections: self.max_connections,
             sse_queue: self.sse_queue,
+            drain_timeout: self.drain_timeout,
             ..HttpOptions::new(keys, mode)
         }
     }
@@ -291,7 +297,8 @@ impl HttpArgs {
         let limits = http::ConnLimits {
             header_read_timeout: self.header_read_timeout,
             max_connections: self.max_connections,
-            ..http::ConnLimits::default()
+            // The drain, then a moment for the sessions' streams to send their end.
+            shutdown_grace: self.drain_timeout + Duration::from_secs(2),
         };
         if let Some(addr) = self.metrics_listen {
             let metrics = tokio::net::TcpListener::bind(addr)
@@ -332,8 +339,19 @@ pub struct AccessArgs {
     /// Burst allowed per user session.
     #[arg(long, default_value_t = 30, help_heading = heading::KEYS)]
     pub session_burst: u32,
+    /// When Postgres does not answer a rate check (the limits replicas share live there):
+    /// `closed` refuses the call, `open` lets each replica apply the limits alone.
+    #[arg(long, value_enum, default_value_t = LimitsWhenDown::Closed, help_heading = heading::KEYS)]
+    pub limits_unavailable: LimitsWhenDown,
     #[command(flatten, next_help_heading = heading::KEYS)]
     pub secret_key: SecretKeyArgs,
+}
+
+/// `--limits-unavailable`: [`crate::auth::LimitsUnavailable`] on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LimitsWhenDown {
+    Closed,
+    Open,
 }
 
 /// The key that seals sessions' upstream credentials at rest (AES-256-GCM).
@@ -394,6 +412,10 @@ impl AccessArgs {
             session_rate: RateLimit {
                 per_second: self.session_rate,
                 burst: self.session_burst,
+            },
+            limits_unavailable: match self.limits_unavailable {
+                LimitsWhenDown::Closed => LimitsUnavailable::Closed,
+                LimitsWhenDown::Open => LimitsUnavailable::Open,
             },
             secret_keys: self.secret_key.load()?,
             ..AuthConfig::default()

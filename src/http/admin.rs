@@ -175,7 +175,7 @@ async fn require_admin(
         };
         return refuse(Some(&key), e).await;
     }
-    if let Err(e) = auth.check_rate(&key.principal()) {
+    if let Err(e) = auth.check_rate(&key.principal()).await {
         return refuse(Some(&key), e).await;
     }
     req.extensions_mut().insert(key);

@@ -142,9 +142,9 @@ impl From<AuthError> for ApiError {
                 (StatusCode::FORBIDDEN, Code::Forbidden)
             }
             AuthError::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, Code::RateLimited),
-            AuthError::Unavailable(_) | AuthError::Credentials(_) => {
-                (StatusCode::SERVICE_UNAVAILABLE, Code::Unavailable)
-            }
+            AuthError::Unavailable(_)
+            | AuthError::LimitsUnavailable
+            | AuthError::Credentials(_) => (StatusCode::SERVICE_UNAVAILABLE, Code::Unavailable),
         };
         let message = match &e {
             // Says the database cannot be reached; its error stays in the log.

@@ -13,6 +13,9 @@
 //! at most half of `--max-connections` in them (the rest stay for other keys and `/health`),
 //! and a stream that carried nothing but keep-alives for the session idle time (5 minutes)
 //! is ended; the client listens again.
+//!
+//! In production the count of sessions and streams per key is shared by every replica on the
+//! database: each holds a lease (`auth/leases.rs`) for as long as it lives here.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -33,6 +36,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::AppState;
 use super::guard::KeyCheck;
+use crate::auth::{Lease, Leases, NoLease};
 use crate::mcp::HttpCaller;
 
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -57,6 +61,8 @@ pub(crate) struct McpSessions {
     max_listens_per_key: usize,
     /// key fingerprint → its open `subscriptions/listen` streams.
     listens: Arc<Mutex<HashMap<String, usize>>>,
+    /// The count every replica shares (production); `None`: this replica counts alone.
+    leases: Option<Arc<Leases>>,
 }
 
 /// One open `subscriptions/listen` stream of a key, counted until dropped (the stream ended,
@@ -64,6 +70,8 @@ pub(crate) struct McpSessions {
 struct ListenSlot {
     listens: Arc<Mutex<HashMap<String, usize>>>,
     key: String,
+    /// Its place in the key's count on every replica, ended with the slot.
+    _lease: Option<Lease>,
 }
 
 impl Drop for ListenSlot {
@@ -86,6 +94,8 @@ struct Owned {
     /// Fingerprint of the key that opened the session.
     key: String,
     last_seen: Instant,
+    /// Its place in the key's count on every replica, ended when the session is forgotten.
+    _lease: Option<Lease>,
 }
 
 /// A session manager whose sessions never time out by themselves: the gate sees every request
@@ -103,6 +113,7 @@ impl McpSessions {
         max_per_key: usize,
         idle: Duration,
         max_connections: usize,
+        leases: Option<Arc<Leases>>,
     ) -> McpSessions {
         let max_per_key = max_per_key.max(1);
         McpSessions {
@@ -112,6 +123,40 @@ impl McpSessions {
             owners: Mutex::default(),
             max_listens_per_key: (max_connections / 2).clamp(1, max_per_key),
             listens: Arc::default(),
+            leases,
+        }
+    }
+
+    /// A place for one more session or stream of `key` in the count every replica shares:
+    /// `Ok(None)` when this replica counts alone (no database, or it does not answer and
+    /// `--limits-unavailable open`), else the lease or the answer that refuses.
+    async fn lease(&self, key: &str) -> Result<Option<Lease>, Response> {
+        let Some(leases) = &self.leases else {
+            return Ok(None);
+        };
+        match leases.take(key, self.max_per_key).await {
+            Ok(lease) => Ok(Some(lease)),
+            Err(NoLease::Local) => Ok(None),
+            Err(NoLease::Unavailable) => Err(rpc_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                -32000,
+                "the MCP session count the replicas share cannot be checked: Postgres did not \
+                 answer; try again later (--limits-unavailable closed)",
+            )),
+            Err(NoLease::Full(held)) => {
+                tracing::warn!(key = %key, held, "refused a new MCP session or stream: this key holds --max-sessions-per-key on all replicas");
+                Err(rpc_error(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    -32000,
+                    &format!(
+                        "this API key already holds {held} MCP sessions and subscriptions/listen \
+                         streams on all replicas (--max-sessions-per-key {}): end unused \
+                         sessions with DELETE /mcp and their Mcp-Session-Id or close a stream, \
+                         or wait for idle ones to expire (5 minutes)",
+                        self.max_per_key
+                    ),
+                ))
+            }
         }
     }
 
@@ -124,10 +169,11 @@ impl McpSessions {
     /// and streams together are at `--max-sessions-per-key`, or its streams at half of
     /// `--max-connections`.
     async fn admit_listen(&self, key: &str) -> Result<ListenSlot, Response> {
+        let lease = self.lease(key).await?;
         let sessions = self.live_for(key).await;
         let mut listens = lock(&self.listens);
         let streams = listens.get(key).copied().unwrap_or(0);
-        let message = if sessions + streams >= self.max_per_key {
+        let message = if lease.is_none() && sessions + streams >= self.max_per_key {
             format!(
                 "this API key already holds {sessions} MCP sessions and {streams} \
                  subscriptions/listen streams (--max-sessions-per-key {}): close a stream or \
@@ -145,6 +191,7 @@ impl McpSessions {
             return Ok(ListenSlot {
                 listens: self.listens.clone(),
                 key: key.to_string(),
+                _lease: lease,
             });
         };
         drop(listens);
@@ -284,11 +331,12 @@ pub async fn gate(State(state): State<Arc<AppState>>, request: Request, next: Ne
         .map(str::trim)
         .filter(|t| !t.is_empty())
         .map(str::to_string);
-    if message.as_ref().is_some_and(is_initialize)
-        && let Some(refused) =
-            admit_initialize(&state, &key, session.is_some(), session_token.as_deref()).await
-    {
-        return refused;
+    let mut lease = None;
+    if message.as_ref().is_some_and(is_initialize) {
+        match admit_initialize(&state, &key, session.is_some(), session_token.as_deref()).await {
+            Ok(taken) => lease = taken,
+            Err(refused) => return refused,
+        }
     }
     if message.as_ref().is_some_and(is_read_resource) {
         // The answer's bytes in flight stay held until its body has been sent.
@@ -303,7 +351,8 @@ pub async fn gate(State(state): State<Arc<AppState>>, request: Request, next: Ne
             Ok(slot) => slot,
             Err(refused) => return refused,
         };
-        let response = next.run(request).await;
+        let mut response = next.run(request).await;
+        response.extensions_mut().insert(super::drain::LongLived);
         return held_while_open(response, slot, state.sessions.idle);
     }
     // Stateless, or a live session of this key: a plain `tools/list`, and a plain
@@ -361,6 +410,7 @@ pub async fn gate(State(state): State<Arc<AppState>>, request: Request, next: Ne
             Owned {
                 key: key.key_fingerprint.clone(),
                 last_seen: Instant::now(),
+                _lease: lease,
             },
         );
     }
@@ -468,7 +518,7 @@ fn is_read_resource(message: &ClientJsonRpcMessage) -> bool {
 }
 
 /// `response`, keeping `guard` until its body has been sent (or dropped).
-fn held_until_sent<G: Send + Sync + 'static>(response: Response, guard: G) -> Response {
+pub(super) fn held_until_sent<G: Send + Sync + 'static>(response: Response, guard: G) -> Response {
     let (parts, body) = response.into_parts();
     let stream = futures::stream::unfold(
         (body.into_data_stream(), guard),
@@ -481,13 +531,14 @@ fn is_initialize(message: &ClientJsonRpcMessage) -> bool {
     matches!(message, JsonRpcMessage::Request(r) if matches!(r.request, ClientRequest::InitializeRequest(_)))
 }
 
-/// `None` when a new session may start; else the refusal.
+/// `Ok` when a new session may start, with its place in the key's count on every replica
+/// (production); else the refusal.
 async fn admit_initialize(
     state: &AppState,
     key: &HttpCaller,
     has_session: bool,
     session_token: Option<&str>,
-) -> Option<Response> {
+) -> Result<Option<Lease>, Response> {
     // A signed-in person's new session, or one opened with a user session's
     // `x-session-token`, spends that person's or session's own bucket with the key's, at
     // once: one person opening sessions cannot drain a key others share.
@@ -503,25 +554,28 @@ async fn admit_initialize(
             (_, None, _) => None,
         };
         if let Some(principal) = who
-            && let Err(e) = auth.check_rate(&principal)
+            && let Err(e) = auth.check_rate(&principal).await
         {
-            return Some(super::error::auth_error_response(e));
+            return Err(super::error::auth_error_response(e));
         }
     }
     if has_session || state.sessions.manager.is_none() {
-        return None;
+        return Ok(None);
+    }
+    if let Some(lease) = state.sessions.lease(&key.key_fingerprint).await? {
+        return Ok(Some(lease));
     }
     let open = state.sessions.live_for(&key.key_fingerprint).await
         + state.sessions.listens_for(&key.key_fingerprint);
     if open < state.sessions.max_per_key {
-        return None;
+        return Ok(None);
     }
     tracing::warn!(
         key = %key.key_fingerprint,
         open,
         "refused a new MCP session: this key has --max-sessions-per-key open"
     );
-    Some(rpc_error(
+    Err(rpc_error(
         StatusCode::TOO_MANY_REQUESTS,
         -32000,
         &format!(

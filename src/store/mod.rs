@@ -1,5 +1,6 @@
 //! The only sqlx user: pool, embedded migrations, queries for `api_keys`, `roles`, `audit_log`
-//! (their rows in `rows`), `held_responses` (in `responses`), `oauth_users` (in `oauth_users`), and the `LISTEN/NOTIFY` channel
+//! (their rows in `rows`), `held_responses` (in `responses`), `oauth_users` (in `oauth_users`), what
+//! replicas share beyond those (`shared`: rate buckets, session leases, monitor statistics), and the `LISTEN/NOTIFY` channel
 //! that tells every instance to drop cached credentials (`invalidation`). A revocation, a purge
 //! of sessions' upstream credentials and a role change are announced on it in the same
 //! transaction.
@@ -18,6 +19,7 @@ mod oauth_users;
 mod responses;
 mod rows;
 mod served;
+mod shared;
 
 use invalidation::notify;
 pub(crate) use invalidation::{Heard, Invalidation, InvalidationListener};
@@ -26,6 +28,7 @@ pub use rows::{AuditEntry, AuditFilter, AuditRow, Decision, RoleRow};
 pub(crate) use rows::{KeyRow, NewKind, NewRow, RevokeTarget, Revoked};
 
 pub use responses::{Held, HeldMeta};
+pub(crate) use shared::{MonitorStats, SharedBucket};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!();
 

@@ -280,7 +280,7 @@ impl Engine {
         // The key's rate limit is checked before the session is, and a failed session check
         // spends it, so calls with a missing or wrong session token are limited like any
         // other call of the key.
-        let principal = match self.take_key_rate(caller) {
+        let principal = match self.take_key_rate(caller).await {
             Ok(()) => self.principal(caller, token).await,
             Err(e) => Err(e),
         };
@@ -495,7 +495,7 @@ impl Engine {
     /// call here; a person's or a session's key only has to hold one (the call is taken with
     /// the person's or session's own bucket, in step 3, so that a call refused by its own
     /// budget spends nothing of the key's, shared with others).
-    fn take_key_rate(&self, caller: &Caller) -> Result<(), ToolError> {
+    async fn take_key_rate(&self, caller: &Caller) -> Result<(), ToolError> {
         let Some(auth) = &self.auth else {
             return Ok(());
         };
@@ -503,7 +503,7 @@ impl Engine {
             return auth.rate_holds(p).map_err(ToolError::from);
         }
         match (&self.access, &caller.key) {
-            (Access::Fixed(p), _) => auth.check_key_rate(p),
+            (Access::Fixed(p), _) => auth.check_key_rate(p).await,
             (Access::Sessions, Some(key)) => auth.rate_holds(&key.principal()),
             // Refused by the session check below, which names the reason.
             (Access::Sessions, None) => Ok(()),
@@ -539,7 +539,7 @@ impl Engine {
                 };
                 // A failed session check spends a call of the key's budget.
                 if session.is_err() {
-                    auth.spend_key_rate(&key.principal());
+                    auth.spend_key_rate(&key.principal()).await;
                 }
                 session
             }
@@ -599,6 +599,7 @@ impl Engine {
         // 3. Rate limit: the session's or person's bucket and its key's, together.
         if let Some(auth) = &self.auth {
             auth.check_session_rate(principal)
+                .await
                 .map_err(ToolError::from)?;
         }
         // 4. The operation's permission; validate the arguments and build the request.
@@ -740,9 +741,9 @@ impl From<AuthError> for ToolError {
             }
             AuthError::RateLimited { retry_after_ms } => ToolError::new(Code::RateLimited, message)
                 .with("retryAfterMs", Value::from(retry_after_ms)),
-            AuthError::Unavailable(_) | AuthError::Credentials(_) => {
-                ToolError::new(Code::Unavailable, message)
-            }
+            AuthError::Unavailable(_)
+            | AuthError::LimitsUnavailable
+            | AuthError::Credentials(_) => ToolError::new(Code::Unavailable, message),
         }
     }
 }

@@ -407,16 +407,19 @@ async fn rate_limit_trips_per_session_and_per_key() {
     let b = auth.create_session(session("b", &[])).await.unwrap();
     let pa = auth.authenticate_session(&agent, &a.token).await.unwrap();
     let pb = auth.authenticate_session(&agent, &b.token).await.unwrap();
-    auth.check_rate(&pa).unwrap();
-    auth.check_rate(&pa).unwrap();
-    let e = auth.check_rate(&pa).unwrap_err();
+    auth.check_rate(&pa).await.unwrap();
+    auth.check_rate(&pa).await.unwrap();
+    let e = auth.check_rate(&pa).await.unwrap_err();
     assert_eq!(code_of(&e), "RATE_LIMITED");
     assert!(matches!(e, AuthError::RateLimited { retry_after_ms } if retry_after_ms > 1000));
     // Another session has its own bucket, but the key's bucket is shared (5 in all, 2 used).
-    auth.check_rate(&pb).unwrap();
-    auth.check_rate(&pb).unwrap();
-    auth.check_rate(&agent.principal()).unwrap();
-    assert_eq!(code(auth.check_rate(&agent.principal())), "RATE_LIMITED");
+    auth.check_rate(&pb).await.unwrap();
+    auth.check_rate(&pb).await.unwrap();
+    auth.check_rate(&agent.principal()).await.unwrap();
+    assert_eq!(
+        code(auth.check_rate(&agent.principal()).await),
+        "RATE_LIMITED"
+    );
 }
 
 #[tokio::test]
