@@ -60,6 +60,11 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     engine.access = Access::Sessions;
     engine.add_rules(args.access.rules()?);
     engine.auth = Some(auth.clone());
+    // Replicas share one database: a session's monitor statistics are counted there.
+    if let Some(monitor) = &engine.monitor {
+        let fail_closed = args.access.limits_unavailable == super::args::LimitsWhenDown::Closed;
+        monitor.share_stats(auth.store().clone(), fail_closed);
+    }
     // What `sessions create` and the admin API check a credential's API against.
     auth.record_served_apis(&engine.apis().names()).await;
     // Replicas share one database: a response held by one is read through any.

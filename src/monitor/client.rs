@@ -7,15 +7,20 @@
 //! session token, credentials and header values never reach the monitor. Events are
 //! [`protocol::Event`](super::protocol::Event)s, the type the reference monitor parses.
 //!
+//! With a database ([`Monitor::share_stats`], production) the statistics are counted in
+//! Postgres for every replica (`store/shared.rs`): a session whose calls reach three replicas
+//! is one session with one `toolCallCount`, started once and reported idle once.
+//!
 //! Imports reqwest only; no axum, no rmcp (the tools pipeline calls it).
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::store::{MonitorStats, Store};
 use crate::tools::name::Tool;
 
 use super::duration::human_duration;
@@ -111,6 +116,8 @@ pub enum BlockCause {
     InvalidJson,
     /// The answer was JSON without a boolean `block`.
     MissingBlock,
+    /// The session statistics the replicas share could not be counted.
+    Statistics,
 }
 
 /// A call the gate stopped; maps to `BLOCKED_BY_MONITOR`.
@@ -123,7 +130,7 @@ pub struct Blocked {
 
 impl BlockCause {
     /// A stable word for error details and metrics: `monitor`, `unreachable`, `timeout`,
-    /// `http_status`, `invalid_json`, `missing_block`.
+    /// `http_status`, `invalid_json`, `missing_block`, `statistics`.
     pub fn as_str(&self) -> &'static str {
         match self {
             Self::Monitor => "monitor",
@@ -132,6 +139,7 @@ impl BlockCause {
             Self::Status(_) => "http_status",
             Self::InvalidJson => "invalid_json",
             Self::MissingBlock => "missing_block",
+            Self::Statistics => "statistics",
         }
     }
 }
@@ -158,6 +166,41 @@ struct Inner {
     endpoint: String,
     cfg: MonitorConfig,
     sessions: Mutex<Sessions>,
+    /// Where every replica counts the statistics, once [`Monitor::share_stats`] set it.
+    shared: OnceLock<SharedStats>,
+}
+
+struct SharedStats {
+    store: Store,
+    /// Block a call whose statistics cannot be counted (`--limits-unavailable closed`);
+    /// else count it in this process alone.
+    fail_closed: bool,
+}
+
+/// A tool's bit in the shared `tools` set.
+fn tool_bit(tool: Tool) -> u32 {
+    match tool {
+        Tool::Discover => 1,
+        Tool::Execute => 2,
+        Tool::Schema => 4,
+    }
+}
+
+/// The `sessionStats` of shared statistics.
+fn session_stats(stats: &MonitorStats) -> SessionStats {
+    SessionStats {
+        tool_call_count: stats.tool_calls,
+        unique_tools: u64::from(stats.tools.count_ones()),
+        duration: millis(stats.duration),
+    }
+}
+
+/// The tools of a shared `tools` set, sorted by name.
+fn tools_of(bits: u32) -> Vec<Tool> {
+    [Tool::Discover, Tool::Execute, Tool::Schema]
+        .into_iter()
+        .filter(|t| bits & tool_bit(*t) != 0)
+        .collect()
 }
 
 #[derive(Default)]
@@ -222,8 +265,15 @@ impl Monitor {
                 endpoint: shown,
                 cfg,
                 sessions: Mutex::new(Sessions::default()),
+                shared: OnceLock::new(),
             }),
         })
+    }
+
+    /// Counts the sessions' statistics in `store`, shared by every replica that uses it.
+    /// `fail_closed`: a call whose statistics cannot be counted is blocked. Set once.
+    pub fn share_stats(&self, store: Store, fail_closed: bool) {
+        let _ = self.inner.shared.set(SharedStats { store, fail_closed });
     }
 
     /// The configuration it was built with.
@@ -239,6 +289,10 @@ impl Monitor {
     /// Records the session's start and sends `session.started` (fire and forget).
     /// Calling it again for a known session does nothing.
     pub fn session_started(&self, session_id: &str) {
+        if self.inner.shared.get().is_some() {
+            // Started by its first call, once for all replicas (`pre_execute`).
+            return;
+        }
         if self.start_if_new(session_id) {
             let event = self.session_started_event(session_id);
             self.fire(event);
@@ -251,12 +305,18 @@ impl Monitor {
     /// sent before the `tool.pre_execute`.
     pub async fn pre_execute(&self, call: &ToolCall<'_>) -> Result<(), Blocked> {
         let deadline = tokio::time::Instant::now() + self.inner.cfg.timeout;
-        if self.start_if_new(call.session_id) {
+        let (new, session_stats) = match self.inner.shared.get() {
+            Some(shared) => self.record_shared(shared, call, deadline).await?,
+            None => (
+                self.start_if_new(call.session_id),
+                self.record_call(call.session_id, call.tool),
+            ),
+        };
+        if new {
             let started = self.session_started_event(call.session_id);
             // Its failure shows up in the pre_execute answer below; only the order matters here.
             let _ = tokio::time::timeout_at(deadline, self.post(&started)).await;
         }
-        let session_stats = self.record_call(call.session_id, call.tool);
         let event = Event::PreExecute {
             base: self.base(),
             call: Call {
@@ -272,6 +332,43 @@ impl Monitor {
             Ok(result) => result,
             Err(_) => Err(self.timed_out()),
         }
+    }
+
+    /// Counts `call` in the statistics every replica shares: whether it started the session,
+    /// and the statistics with it. When they cannot be counted the call is blocked, or with
+    /// `fail_closed` off counted in this process alone.
+    async fn record_shared(
+        &self,
+        shared: &SharedStats,
+        call: &ToolCall<'_>,
+        deadline: tokio::time::Instant,
+    ) -> Result<(bool, SessionStats), Blocked> {
+        let counted = tokio::time::timeout_at(
+            deadline,
+            shared
+                .store
+                .monitor_record(call.session_id, tool_bit(call.tool)),
+        )
+        .await;
+        let why = match counted {
+            Ok(Ok((stats, new))) => return Ok((new, session_stats(&stats))),
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => "no answer in time".to_string(),
+        };
+        tracing::warn!(error = %why, "the monitor's session statistics cannot be counted in Postgres");
+        if shared.fail_closed {
+            return Err(self.blocked(
+                BlockCause::Statistics,
+                "the call was blocked: its session's statistics for the agent monitor are \
+                 counted in Postgres for every replica, and Postgres did not answer \
+                 (--limits-unavailable closed); try again later"
+                    .to_string(),
+            ));
+        }
+        Ok((
+            self.start_if_new(call.session_id),
+            self.record_call(call.session_id, call.tool),
+        ))
     }
 
     /// Sends `tool.post_execute` after a successful call (fire and forget).
@@ -305,8 +402,78 @@ impl Monitor {
     /// (fire and forget). Call it when an MCP session closes or times out.
     pub fn session_idle(&self, session_id: &str) {
         let stats = self.lock().by_id.remove(session_id);
+        if self.inner.shared.get().is_some() {
+            let this = self.clone();
+            let id = session_id.to_owned();
+            self.spawn(async move {
+                let Some(shared) = this.inner.shared.get() else {
+                    return;
+                };
+                match shared.store.monitor_end(&id).await {
+                    Ok(Some(stats)) => this.fire(this.shared_idle_event(&id, &stats)),
+                    // Never called: no statistics, nothing to report.
+                    Ok(None) => {}
+                    Err(e) => {
+                        tracing::warn!(error = %e, "could not end a monitor session in Postgres")
+                    }
+                }
+            });
+            return;
+        }
         let event = self.idle_event(session_id, stats.as_ref(), Instant::now());
         self.fire(event);
+    }
+
+    /// Sends `session.idle` for the sessions every replica shares that have been idle for
+    /// the idle time; each is ended by one replica only. At most once a minute per replica.
+    fn sweep_shared(&self, shared: &SharedStats) {
+        let now = Instant::now();
+        {
+            let mut sessions = self.lock();
+            if sessions
+                .last_sweep
+                .is_some_and(|t| now.duration_since(t) < Duration::from_secs(60))
+            {
+                return;
+            }
+            sessions.last_sweep = Some(now);
+        }
+        let this = self.clone();
+        let store = shared.store.clone();
+        self.spawn(async move {
+            match store.monitor_end_idle(this.inner.cfg.idle_after).await {
+                Ok(ended) => {
+                    for (id, stats) in ended {
+                        this.fire(this.shared_idle_event(&id, &stats));
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not sweep idle monitor sessions in Postgres")
+                }
+            }
+        });
+    }
+
+    fn shared_idle_event(&self, session_id: &str, stats: &MonitorStats) -> Event {
+        Event::SessionIdle {
+            base: self.base(),
+            session_id: session_id.to_owned(),
+            final_stats: FinalStats {
+                duration: millis(stats.duration),
+                total_tool_calls: stats.tool_calls,
+                unique_tools: tools_of(stats.tools)
+                    .into_iter()
+                    .map(|t| t.name().to_owned())
+                    .collect(),
+            },
+        }
+    }
+
+    /// Runs `task` on the current runtime, if there is one.
+    fn spawn(&self, task: impl std::future::Future<Output = ()> + Send + 'static) {
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(task);
+        }
     }
 
     /// How many sessions are being tracked (for tests and metrics).
@@ -366,6 +533,17 @@ impl Monitor {
     }
 
     fn touch(&self, session_id: &str) {
+        if let Some(shared) = self.inner.shared.get() {
+            let store = shared.store.clone();
+            let id = session_id.to_owned();
+            self.spawn(async move {
+                if let Err(e) = store.monitor_touch(&id).await {
+                    tracing::debug!(error = %e, "could not note a monitor session's activity");
+                }
+            });
+            self.sweep_shared(shared);
+            return;
+        }
         if let Some(s) = self.lock().by_id.get_mut(session_id) {
             s.last_activity = Instant::now();
         }
@@ -517,7 +695,7 @@ impl Monitor {
 
     fn blocked(&self, cause: BlockCause, what: String) -> Blocked {
         let reason = match cause {
-            BlockCause::Monitor => what,
+            BlockCause::Monitor | BlockCause::Statistics => what,
             _ => format!(
                 "the agent monitor at {} {what}; the call was blocked because the gate fails \
                  closed. Ask the user to check that the monitor is running and healthy, then retry.",
