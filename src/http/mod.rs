@@ -5,6 +5,7 @@
 
 pub mod admin;
 mod conn;
+mod drain;
 mod error;
 mod guard;
 mod sessions;
@@ -63,6 +64,9 @@ pub struct HttpOptions {
     pub reload: Option<ReloadHook>,
     /// Bearer tokens from trusted issuers (production with `--oauth-issuer`).
     pub oauth: Option<OAuthGate>,
+    /// `--drain-timeout`: after shutdown, how long requests in flight may take before the
+    /// sessions are ended (`drain.rs`).
+    pub drain_timeout: std::time::Duration,
 }
 
 /// Reloads the APIs and says how it went: the status and the JSON body of the answer to
@@ -93,9 +97,13 @@ impl HttpOptions {
             sse_queue: sse::DEFAULT_QUEUE,
             reload: None,
             oauth: None,
+            drain_timeout: DEFAULT_DRAIN_TIMEOUT,
         }
     }
 }
+
+/// Default of `--drain-timeout`.
+pub const DEFAULT_DRAIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(25);
 
 pub(crate) use sessions::DEFAULT_MAX_SESSIONS_PER_KEY;
 pub(crate) use sse::DEFAULT_QUEUE as DEFAULT_SSE_QUEUE;
@@ -116,6 +124,8 @@ pub(crate) struct AppState {
     tool_list: crate::mcp::ToolList,
     reload: Option<ReloadHook>,
     oauth: Option<OAuthGate>,
+    /// Requests in flight and whether the server drains (`/ready`).
+    drain: Arc<drain::Drain>,
 }
 
 /// The process-wide Prometheus recorder (installed once, on first use).
@@ -138,10 +148,21 @@ pub(crate) fn metrics_handle() -> Option<&'static PrometheusHandle> {
         .as_ref()
 }
 
-/// Builds the router. `shutdown` ends every open MCP session when cancelled.
+/// Builds the router. When `shutdown` is cancelled it drains: `/ready` says no, requests in
+/// flight finish (at most `opts.drain_timeout`), then every open MCP session ends.
 pub fn router(engine: Arc<Engine>, opts: HttpOptions, shutdown: CancellationToken) -> Router {
     metrics_handle();
+    let drain = Arc::new(drain::Drain::default());
+    tokio::spawn(drain.clone().run(shutdown.clone(), opts.drain_timeout));
     let manager = (!opts.stateless).then(|| Arc::new(sessions::session_manager()));
+    // Sessions held on every replica count against --max-sessions-per-key (production).
+    let leases = match (&opts.keys, &manager) {
+        (KeyCheck::Database(auth), Some(_)) => Some(auth.leases()),
+        _ => None,
+    };
+    if let Some(leases) = &leases {
+        tokio::spawn(leases.clone().renew(drain.sessions()));
+    }
     let state = Arc::new(AppState {
         engine: engine.clone(),
         keys: opts.keys,
@@ -156,10 +177,12 @@ pub fn router(engine: Arc<Engine>, opts: HttpOptions, shutdown: CancellationToke
             opts.max_sessions_per_key,
             opts.session_idle,
             opts.max_connections,
+            leases,
         )),
         tool_list: crate::mcp::ToolList::new(&engine),
         reload: opts.reload,
         oauth: opts.oauth,
+        drain: drain.clone(),
     });
     if manager.is_some() {
         tokio::spawn(state.sessions.clone().expire_idle(shutdown.clone()));
@@ -168,7 +191,7 @@ pub fn router(engine: Arc<Engine>, opts: HttpOptions, shutdown: CancellationToke
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(Vec::<String>::new())
         .with_max_request_body_bytes(opts.max_body_bytes)
-        .with_cancellation_token(shutdown.child_token());
+        .with_cancellation_token(drain.sessions().child_token());
     let mcp_service: Router<Arc<AppState>> = if let Some(manager) = manager {
         let factory = McpServer::factory(engine.clone(), true, &state.tool_list);
         let svc = StreamableHttpService::new(factory, manager, config);
@@ -199,6 +222,7 @@ pub fn router(engine: Arc<Engine>, opts: HttpOptions, shutdown: CancellationToke
     let mut app: Router = Router::new()
         .merge(protected)
         .route("/health", get(health))
+        .route("/ready", get(drain::ready))
         .route("/.well-known/jwks.json", get(jwks))
         .route(
             "/.well-known/oauth-protected-resource",
@@ -224,6 +248,7 @@ pub fn router(engine: Arc<Engine>, opts: HttpOptions, shutdown: CancellationToke
     ]
     .into();
     app.layer(middleware::from_fn(count_requests))
+        .layer(middleware::from_fn_with_state(state.clone(), drain::track))
         .layer(DefaultBodyLimit::max(opts.max_body_bytes))
         .layer(middleware::from_fn_with_state(state.clone(), body_limit))
         .layer(middleware::from_fn_with_state(
