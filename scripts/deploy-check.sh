@@ -11,7 +11,7 @@
 # branches of its templates, validates every rendering against Kubernetes 1.25 (the chart's
 # floor) and 1.37, checks that deploy/kubernetes/apigate.yaml is the default rendering
 # (APIGATE_DEPLOY_WRITE=1 rewrites it), runs `docker compose config` with and without the
-# replicas profile, and `haproxy -c` on deploy/haproxy/haproxy.cfg.
+# replicas profile, and `haproxy -c` on deploy/haproxy/*.cfg.
 #
 # Environment:
 #   APIGATE_TOOLS  cache directory (default /var/tmp/apigate-tools)
@@ -137,6 +137,10 @@ services=$(cd "$ROOT" && MCP_SERVER_API_KEY=check "$COMPOSE" --profile replicas 
 [[ $services == "apigate apigate-1 apigate-2 apigate-3 haproxy postgres " ]] ||
   die "the replicas profile has services: $services"
 
-echo "== haproxy -c deploy/haproxy/haproxy.cfg"
-"$HAPROXY" -c -f "$ROOT/deploy/haproxy/haproxy.cfg"
+for cfg in haproxy.cfg stateful.cfg; do
+  echo "== haproxy -c deploy/haproxy/$cfg"
+  # Quiet: outside Docker the replicas' names do not resolve (a warning); errors are shown.
+  "$HAPROXY" -c -q -f "$ROOT/deploy/haproxy/$cfg" ||
+    { "$HAPROXY" -c -f "$ROOT/deploy/haproxy/$cfg" >&2 || die "deploy/haproxy/$cfg is refused"; }
+done
 echo "deploy-check: ok"
