@@ -11,10 +11,12 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use axum::Json;
+use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -101,7 +103,7 @@ pub(crate) async fn track(
     if response.extensions().get::<LongLived>().is_some() {
         return response;
     }
-    super::sessions::held_until_sent(response, counted)
+    held_until_sent(response, counted)
 }
 
 /// `GET /ready`: 200 while this replica should get requests; 503 while it drains or its
@@ -126,4 +128,14 @@ fn not_ready(reason: &str) -> Response {
         Json(json!({"ready": false, "reason": reason})),
     )
         .into_response()
+}
+
+/// `response`, keeping `guard` until its body has been sent (or dropped).
+pub(super) fn held_until_sent<G: Send + Sync + 'static>(response: Response, guard: G) -> Response {
+    let (parts, body) = response.into_parts();
+    let stream = futures::stream::unfold(
+        (body.into_data_stream(), guard),
+        |(mut body, guard)| async move { body.next().await.map(|chunk| (chunk, (body, guard))) },
+    );
+    Response::from_parts(parts, Body::from_stream(stream))
 }

@@ -344,7 +344,7 @@ pub async fn gate(State(state): State<Arc<AppState>>, request: Request, next: Ne
         let mut request = request;
         request.extensions_mut().insert(hold.clone());
         let response = next.run(request).await;
-        return held_until_sent(response, hold);
+        return super::drain::held_until_sent(response, hold);
     }
     if message.as_ref().is_some_and(is_listen) {
         let slot = match state.sessions.admit_listen(&key.key_fingerprint).await {
@@ -515,16 +515,6 @@ fn held_while_open(response: Response, slot: ListenSlot, idle: Duration) -> Resp
 
 fn is_read_resource(message: &ClientJsonRpcMessage) -> bool {
     matches!(message, JsonRpcMessage::Request(r) if matches!(r.request, ClientRequest::ReadResourceRequest(_)))
-}
-
-/// `response`, keeping `guard` until its body has been sent (or dropped).
-pub(super) fn held_until_sent<G: Send + Sync + 'static>(response: Response, guard: G) -> Response {
-    let (parts, body) = response.into_parts();
-    let stream = futures::stream::unfold(
-        (body.into_data_stream(), guard),
-        |(mut body, guard)| async move { body.next().await.map(|chunk| (chunk, (body, guard))) },
-    );
-    Response::from_parts(parts, Body::from_stream(stream))
 }
 
 fn is_initialize(message: &ClientJsonRpcMessage) -> bool {
