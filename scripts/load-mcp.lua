@@ -7,11 +7,13 @@
 --             validation and the request apigate would send, no upstream call
 --   list      tools/list: the MCP/HTTP stack alone, no tool work (the baseline)
 --   echo      tools/call echo {"message": "hello"} (scripts/ts-echo.mjs, the TypeScript SDK)
--- Reads APIGATE_KEY and, for stateful mode, MCP_SESSION_ID from the environment. Every answer
+-- Reads APIGATE_KEY, for stateful mode MCP_SESSION_ID, and for `apigate serve` the user
+-- session's token APIGATE_SESSION_TOKEN (sent as x-session-token) from the environment. Every answer
 -- is checked; non-200 answers, tool errors (isError, e.g. RATE_LIMITED) and answers without
 -- the expected content are counted and printed at the end with the latency percentiles.
 local key = os.getenv("APIGATE_KEY") or error("APIGATE_KEY is not set")
 local session = os.getenv("MCP_SESSION_ID")
+local session_token = os.getenv("APIGATE_SESSION_TOKEN")
 local tool = os.getenv("LOAD_TOOL") or "discover"
 
 -- LOAD_QUERY replaces them with one query (scripts/floor.sh: "find a pet by its id" on Petstore).
@@ -55,6 +57,9 @@ local headers = {
 }
 if session and session ~= "" then
   headers["Mcp-Session-Id"] = session
+end
+if session_token and session_token ~= "" then
+  headers["x-session-token"] = session_token
 end
 
 local threads = {}

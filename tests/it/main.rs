@@ -36,6 +36,7 @@ mod production;
 mod readme;
 mod real_bodies;
 mod reload;
+mod replicas;
 mod responses;
 mod scheme_credentials;
 mod session_credentials;
