@@ -148,7 +148,7 @@ start_balancer() {
     printf '    default-server inter 1s fall 2 rise 2\n'
     printf 'frontend mcp\n    bind 127.0.0.1:%s\n    default_backend replicas\n' "$port"
     printf 'backend replicas\n    balance roundrobin\n    option httpchk\n'
-    printf '    http-check send meth GET uri /health ver HTTP/1.1 hdr Host 127.0.0.1\n    http-check expect status 200\n'
+    printf '    http-check send meth GET uri /ready ver HTTP/1.1 hdr Host 127.0.0.1\n    http-check expect status 200\n'
     for p in "${REPLICA_PORTS[@]}"; do
       i=$((i + 1))
       printf '    server r%s 127.0.0.1:%s check\n' "$i" "$p"

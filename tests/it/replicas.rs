@@ -15,9 +15,7 @@
 //!   finishes what it took), and SIGTERM ends the process with status 0 within the drain
 //!   timeout.
 //!
-//! Without HAProxy the tests fail and say how to install it. What the lead may flip once the
-//! server has it: [`CHECK_PATH`] (`/health` today, `/ready`) and [`DRAIN_TIMEOUT`] (passed as
-//! `--drain-timeout`).
+//! Without HAProxy the tests fail and say how to install it.
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -38,9 +36,9 @@ use crate::support::{
     Proc, Upstream, cli_key, free_port, poll, run_apigate, serve_app, spawn_serve, spec_path,
 };
 
-/// The path HAProxy checks on each replica. `/ready` once the server has it (503 while
-/// starting, draining or without its database).
-const CHECK_PATH: &str = "/health";
+/// The path HAProxy checks on each replica: 503 while it drains or its database does not
+/// answer.
+const CHECK_PATH: &str = "/ready";
 
 /// `--drain-timeout` of the SIGTERM row: how long a replica may take to finish its calls in
 /// flight after SIGTERM (the server's default is 25 s).
