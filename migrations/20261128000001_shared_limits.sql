@@ -4,50 +4,17 @@
 -- One GCRA bucket per limited subject (`auth/rate.rs`: a key, a session, a signed-in person,
 -- argon2 verifications of one public id from one address, the refused-call audit rows of a
 -- key). `subject` is a SHA-256 of what it limits, never the identity itself; `tat` is the
--- instant the bucket is full again. A row whose `tat` has passed holds nothing a missing row
--- would not, so the purge task deletes them.
+-- instant the bucket is full again; a bucket of `burst` calls refilled one per `period`
+-- seconds admits a call when `tat` is at most (burst - 1) periods ahead of now. A check is
+-- one `INSERT … ON CONFLICT … DO UPDATE … WHERE … RETURNING` over all the call's buckets
+-- (`store/shared.rs`). A row whose `tat` has passed holds nothing a missing row would not, so
+-- the purge task deletes them.
 CREATE UNLOGGED TABLE rate_buckets (
     subject BYTEA PRIMARY KEY,
-    tat     TIMESTAMPTZ NOT NULL
+    tat     TIMESTAMPTZ NOT NULL,
+    period  DOUBLE PRECISION NOT NULL,
+    burst   DOUBLE PRECISION NOT NULL
 );
-
--- Takes one call from every bucket at once, or none: returns 0 when taken, else the seconds
--- until all hold one. A bucket of `burst` calls refilled one per `period` seconds admits a
--- call when its `tat` is at most (burst - 1) periods ahead of now. Rows are locked in one
--- order for every caller, so two calls sharing buckets cannot deadlock.
-CREATE FUNCTION apigate_rate_take(
-    subjects BYTEA[], periods DOUBLE PRECISION[], bursts DOUBLE PRECISION[]
-) RETURNS DOUBLE PRECISION LANGUAGE plpgsql AS $$
-DECLARE
-    at   TIMESTAMPTZ;
-    wait DOUBLE PRECISION := 0;
-    b    RECORD;
-BEGIN
-    INSERT INTO rate_buckets (subject, tat)
-        SELECT s, '-infinity' FROM unnest(subjects) AS s ORDER BY s
-        ON CONFLICT (subject) DO NOTHING;
-    PERFORM 1 FROM rate_buckets WHERE subject = ANY(subjects) ORDER BY subject FOR UPDATE;
-    -- Read the clock once the rows are ours: a call that waited for a lock is not judged
-    -- by the time it started waiting.
-    at := clock_timestamp();
-    FOR b IN
-        SELECT r.tat, i.period, i.burst
-          FROM rate_buckets r
-          JOIN unnest(subjects, periods, bursts) AS i (subject, period, burst)
-            ON r.subject = i.subject
-    LOOP
-        wait := greatest(wait, extract(epoch FROM greatest(b.tat, at) - at)
-                               - (b.burst - 1) * b.period);
-    END LOOP;
-    IF wait <= 0 THEN
-        UPDATE rate_buckets r
-           SET tat = greatest(r.tat, at) + make_interval(secs => i.period)
-          FROM unnest(subjects, periods) AS i (subject, period)
-         WHERE r.subject = i.subject;
-    END IF;
-    RETURN greatest(wait, 0);
-END
-$$;
 
 -- The MCP sessions and `subscriptions/listen` streams each API key holds on every replica,
 -- as leases: a replica renews its own while they live and deletes them when they end, so the

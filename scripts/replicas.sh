@@ -20,6 +20,11 @@
 #   SPEC          github (the GitHub REST spec the queries are written for, default) or
 #                 petstore (openapi/petstore.json: most queries then find nothing)
 #   CONNS         wrk connections (default 16), DURATION of each measured run (default 10s)
+#   MODE          replicas (default: 1 vs 3 replicas, rate limits off) or limits (what the
+#                 limits shared in Postgres cost a call: 1 replica with --key-rate 0
+#                 --session-rate 0, where no call checks a limit, then with limits so high
+#                 that every call is checked in Postgres and none refused; the table adds
+#                 Postgres's CPU per call, the server's and its backends')
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
@@ -114,11 +119,20 @@ done
 [[ -n $UPSTREAM_URL ]] || die "petstore-upstream did not start"
 
 # start_replica N: one `apigate serve --stateless` on a free port; appends to REPLICA_PORTS.
+# LIMITS=off|shared picks the rate limit flags of the replicas started next.
 REPLICA_PORTS=()
+LIMITS=off
+limit_flags() {
+  case $LIMITS in
+  off) echo --key-rate 0 --session-rate 0 ;;
+  shared) echo --key-rate 1000000 --key-burst 1000000 --session-rate 1000000 --session-burst 1000000 ;;
+  esac
+}
 start_replica() {
   local log="$OUT/replica-$1.log" port=
+  # shellcheck disable=SC2046 # the flags are words
   APIGATE_RANKER=${APIGATE_RANKER:-lexical} RUST_LOG=${APIGATE_LOG:-warn} "$BIN" serve --spec "$SPEC_FILE" \
-    --upstream "$UPSTREAM_URL" --listen 127.0.0.1:0 --stateless --key-rate 0 --session-rate 0 >"$log" 2>&1 &
+    --upstream "$UPSTREAM_URL" --listen 127.0.0.1:0 --stateless $(limit_flags) >"$log" 2>&1 &
   REPLICA_PIDS+=($!)
   for _ in $(seq 1 600); do
     if [[ $(cat "$log") =~ at\ http://127\.0\.0\.1:([0-9]+)/mcp ]]; then
@@ -167,45 +181,91 @@ start_balancer() {
 
 replicas_cpu() {
   local sum=0
-  for pid in "${REPLICA_PIDS[@]}"; do sum=$((sum + $(cpu_ticks "$pid"))); done
+  for pid in "${REPLICA_PIDS[@]}"; do
+    kill -0 "$pid" 2>/dev/null && sum=$((sum + $(cpu_ticks "$pid")))
+  done
+  echo "$sum"
+}
+
+# The CPU ticks of the throwaway cluster: its postmaster and every process under it (the
+# backends serving the replicas' connections); 0 with DATABASE_URL given.
+db_cpu() {
+  local sum=0 pid
+  [[ -n ${PG:-} && -f $PG/data/postmaster.pid ]] || {
+    echo 0
+    return
+  }
+  local main
+  main=$(head -1 "$PG/data/postmaster.pid")
+  for pid in "$main" $(pgrep -P "$main"); do
+    sum=$((sum + $(cpu_ticks "$pid" 2>/dev/null || echo 0)))
+  done
   echo "$sum"
 }
 
 # measure N: a 1 s warm-up and a measured run through the balancer; prints
-# "req/s p50_ms p99_ms cpu_ms_per_call checked".
+# "req/s p50_ms p99_ms cpu_ms_per_call db_cpu_ms_per_call checked".
 measure() {
-  local log="$OUT/wrk-$1.txt" before after
+  local log="$OUT/wrk-$1.txt" before after db_before db_after
   LOAD_TOOL=discover LOAD_QUERIES_FILE=$QUERIES APIGATE_KEY=$KEY APIGATE_SESSION_TOKEN=$TOKEN \
     wrk -t1 -c"$CONNS" -d1s -s "$ROOT/scripts/load-mcp.lua" "$LB_URL" >/dev/null
   sleep 1 # a new second: the measured run's tags differ from the warm-up's
   before=$(replicas_cpu)
+  db_before=$(db_cpu)
   LOAD_TOOL=discover LOAD_QUERIES_FILE=$QUERIES APIGATE_KEY=$KEY APIGATE_SESSION_TOKEN=$TOKEN \
     wrk -t1 -c"$CONNS" -d"$DURATION" --timeout 10s -s "$ROOT/scripts/load-mcp.lua" "$LB_URL" >"$log"
   after=$(replicas_cpu)
+  db_after=$(db_cpu)
   if ! grep -q 'non200=0 tool_errors=0 no_result=0 socket_errors=0' "$log"; then
     echo "warning: $log: $(grep checked: "$log")" >&2
   fi
-  awk -v b="$before" -v a="$after" -v t="$TICK" '
+  awk -v b="$before" -v a="$after" -v db="$db_before" -v da="$db_after" -v t="$TICK" '
     / requests in / { n = $1 } /^Requests\/sec:/ { r = $2 }
     /^latency_us:/ { split($2, p, "="); p50 = p[2]; split($4, q, "="); p99 = q[2] }
     /^checked:/ { c = $2 " " $3 " " $4 " " $5 }
-    END { printf "%.0f %.2f %.2f %.3f %s", r, p50 / 1e3, p99 / 1e3, (a - b) / t * 1e3 / n, c }' "$log"
+    END { printf "%.0f %.2f %.2f %.3f %.3f %s", r, p50 / 1e3, p99 / 1e3, (a - b) / t * 1e3 / n,
+          (da - db) / t * 1e3 / n, c }' "$log"
+}
+
+stop_replicas() {
+  for pid in "${REPLICA_PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${REPLICA_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+  REPLICA_PIDS=()
+  REPLICA_PORTS=()
 }
 
 machine
 echo "haproxy: $("$HAPROXY" -v | head -1)"
 echo "runs:    wrk -t1 -c$CONNS, $DURATION of distinct discovers (limit 10) on $SPEC through HAProxy (round robin) after a 1 s warm-up"
 echo
-printf '| replicas | req/s | p50 ms | p99 ms | replicas CPU ms/call | checked |\n|---|---|---|---|---|---|\n'
+if [[ ${MODE:-replicas} == limits ]]; then
+  printf '| 1 replica | req/s | p50 ms | p99 ms | apigate CPU ms/call | Postgres CPU ms/call | checked |\n|---|---|---|---|---|---|---|\n'
+  LIMITS=off start_replica 1
+  start_balancer
+  read -r rps0 p50o p99o cpu0 db0 checked <<<"$(measure off)"
+  printf '| limits off | %s | %s | %s | %s | %s | %s |\n' "$rps0" "$p50o" "$p99o" "$cpu0" "$db0" "$checked"
+  stop_replicas
+  LIMITS=shared
+  start_replica 1
+  start_balancer
+  read -r rps1 p50s p99s cpu1 db1 checked <<<"$(measure shared)"
+  printf '| limits shared | %s | %s | %s | %s | %s | %s |\n' "$rps1" "$p50s" "$p99s" "$cpu1" "$db1" "$checked"
+  echo
+  awk -v a="$p50o" -v b="$p50s" -v c="$p99o" -v d="$p99s" -v e="$cpu0" -v f="$cpu1" -v g="$db0" -v h="$db1" \
+    'BEGIN { printf "a shared limit check adds: p50 %+.2f ms, p99 %+.2f ms, apigate CPU %+.3f ms/call, Postgres CPU %+.3f ms/call\n", b - a, d - c, f - e, h - g }'
+  echo "raw output: $OUT"
+  exit 0
+fi
+printf '| replicas | req/s | p50 ms | p99 ms | replicas CPU ms/call | Postgres CPU ms/call | checked |\n|---|---|---|---|---|---|---|\n'
 start_replica 1
 start_balancer
-read -r rps1 p50 p99 cpu checked <<<"$(measure 1)"
-printf '| 1 | %s | %s | %s | %s | %s |\n' "$rps1" "$p50" "$p99" "$cpu" "$checked"
+read -r rps1 p50 p99 cpu db checked <<<"$(measure 1)"
+printf '| 1 | %s | %s | %s | %s | %s | %s |\n' "$rps1" "$p50" "$p99" "$cpu" "$db" "$checked"
 start_replica 2
 start_replica 3
 start_balancer
-read -r rps3 p50 p99 cpu checked <<<"$(measure 3)"
-printf '| 3 | %s | %s | %s | %s | %s |\n' "$rps3" "$p50" "$p99" "$cpu" "$checked"
+read -r rps3 p50 p99 cpu db checked <<<"$(measure 3)"
+printf '| 3 | %s | %s | %s | %s | %s | %s |\n' "$rps3" "$p50" "$p99" "$cpu" "$db" "$checked"
 echo
 awk -v a="$rps1" -v b="$rps3" 'BEGIN { printf "3 replicas / 1 replica: %.2f (on %d cores)\n", b / a, '"$(nproc)"' }'
 echo "raw output: $OUT"

@@ -1,10 +1,11 @@
 //! Counts that replicas share, as leases in Postgres (`store/shared.rs`): the MCP sessions
 //! and `subscriptions/listen` streams each API key holds on every replica, for
 //! `--max-sessions-per-key`. A replica renews its own leases every [`RENEW_EVERY`] while they
-//! live and ends them when they end; the leases of a replica that died run out after
-//! [`LEASE_TTL`].
+//! live (recording again those an outage of Postgres let run out, or that it admitted alone
+//! meanwhile under `--limits-unavailable open`) and ends them when they end; the leases of a
+//! replica that died run out after [`LEASE_TTL`].
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -21,15 +22,15 @@ pub(crate) const LEASE_TTL: Duration = Duration::from_secs(60);
 pub(crate) const RENEW_EVERY: Duration = Duration::from_secs(20);
 
 /// Why no lease was given.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum NoLease {
     /// The holder has this many live leases, the most allowed.
     Full(usize),
     /// Postgres did not answer, and `--limits-unavailable closed` refuses.
     Unavailable,
     /// Postgres did not answer, and `--limits-unavailable open` leaves the count to this
-    /// replica alone.
-    Local,
+    /// replica alone: the lease is kept here and recorded once Postgres answers again.
+    Local(Lease),
 }
 
 /// One session's or stream's place in its key's count, held until dropped.
@@ -50,7 +51,9 @@ impl Drop for Lease {
 pub struct Leases {
     store: Store,
     unavailable: LimitsUnavailable,
-    mine: Mutex<HashSet<String>>,
+    /// Lease id → its holder: every lease of a session or stream that lives here, renewed
+    /// (and recorded again when an outage let it run out) every [`RENEW_EVERY`].
+    mine: Mutex<HashMap<String, String>>,
 }
 
 crate::debug_fields!(Leases { .. });
@@ -64,7 +67,7 @@ impl Leases {
         }
     }
 
-    fn mine(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+    fn mine(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
         self.mine
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -80,32 +83,34 @@ impl Leases {
         )
         .await;
         match taken {
-            Ok(Ok(held)) if held < max => {
-                self.mine().insert(id.clone());
-                Ok(Lease {
-                    leases: self.clone(),
-                    id,
-                })
-            }
+            Ok(Ok(held)) if held < max => Ok(self.keep(id, holder)),
             Ok(Ok(held)) => Err(NoLease::Full(held)),
-            Ok(Err(e)) => Err(self.down(&e.to_string())),
-            Err(_) => Err(self.down("no answer within 1 s")),
+            Ok(Err(e)) => Err(self.down(id, holder, &e.to_string())),
+            Err(_) => Err(self.down(id, holder, "no answer within 1 s")),
         }
     }
 
-    fn down(&self, why: &str) -> NoLease {
+    fn keep(self: &Arc<Self>, id: String, holder: &str) -> Lease {
+        self.mine().insert(id.clone(), holder.to_string());
+        Lease {
+            leases: self.clone(),
+            id,
+        }
+    }
+
+    fn down(self: &Arc<Self>, id: String, holder: &str, why: &str) -> NoLease {
         tracing::warn!(error = %why, mode = ?self.unavailable,
             "the session counts shared in Postgres cannot be checked (--limits-unavailable)");
         match self.unavailable {
             LimitsUnavailable::Closed => NoLease::Unavailable,
-            LimitsUnavailable::Open => NoLease::Local,
+            LimitsUnavailable::Open => NoLease::Local(self.keep(id, holder)),
         }
     }
 
     /// Ends the lease `id` in the background: the caller does not wait for the database, and
     /// a lease that cannot be deleted runs out after [`LEASE_TTL`].
     fn release(self: &Arc<Self>, id: String) {
-        if !self.mine().remove(&id) {
+        if self.mine().remove(&id).is_none() {
             return;
         }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
@@ -129,14 +134,18 @@ impl Leases {
                 () = shutdown.cancelled() => break,
                 _ = tick.tick() => {}
             }
-            let ids: Vec<String> = self.mine().iter().cloned().collect();
+            let (ids, holders): (Vec<String>, Vec<String>) = self
+                .mine()
+                .iter()
+                .map(|(id, holder)| (id.clone(), holder.clone()))
+                .unzip();
             if !ids.is_empty()
-                && let Err(e) = self.store.lease_renew(&ids, LEASE_TTL).await
+                && let Err(e) = self.store.lease_renew(&ids, &holders, LEASE_TTL).await
             {
                 tracing::warn!(error = %e, "could not renew this replica's session leases");
             }
         }
-        let ids: Vec<String> = self.mine().drain().collect();
+        let ids: Vec<String> = self.mine().drain().map(|(id, _)| id).collect();
         if !ids.is_empty()
             && let Err(e) = self.store.lease_release(&ids).await
         {

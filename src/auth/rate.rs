@@ -252,20 +252,25 @@ impl Limiter {
         // This process's buckets count only calls the shared ones took: when they refuse,
         // the shared ones would too, and no query is needed.
         self.peek(subjects)?;
-        let buckets: Vec<SharedBucket> = subjects
+        let digests: Vec<(&Subject, [u8; 32])> = subjects
             .iter()
-            .filter_map(|s| {
-                let limit = self.limit_for(s);
-                (!limit.is_off()).then(|| SharedBucket {
-                    subject: s.digest(shared.namespace),
-                    period: 1.0 / limit.per_second,
-                    burst: f64::from(limit.burst),
-                })
-            })
+            .filter(|s| !self.limit_for(s).is_off())
+            .map(|s| (s, s.digest(shared.namespace)))
             .collect();
-        if buckets.is_empty() {
+        if digests.is_empty() {
             return Ok(());
         }
+        let buckets: Vec<SharedBucket> = digests
+            .iter()
+            .map(|(s, digest)| {
+                let limit = self.limit_for(s);
+                SharedBucket {
+                    subject: *digest,
+                    period: 1.0 / limit.per_second,
+                    burst: f64::from(limit.burst),
+                }
+            })
+            .collect();
         let why = match tokio::time::timeout(SHARED_WAIT, shared.store.rate_take(&buckets)).await {
             Ok(Ok(None)) => {
                 // May find a bucket here empty after a race with this process's other calls:
@@ -273,7 +278,16 @@ impl Limiter {
                 let _ = self.reserve(subjects, true);
                 return Ok(());
             }
-            Ok(Ok(Some(wait))) => return Err(Refused::Wait(wait)),
+            Ok(Ok(Some(refusal))) => {
+                // This process's bucket of each subject the shared ones refused is as empty
+                // as theirs: the next look ([`Limiter::peek`]) refuses without a query.
+                for (subject, wait) in &refusal.buckets {
+                    if let Some((s, _)) = digests.iter().find(|(_, d)| d == subject) {
+                        self.empty_until(s, *wait);
+                    }
+                }
+                return Err(Refused::Wait(refusal.wait()));
+            }
             Ok(Err(e)) => e.to_string(),
             Err(_) => format!("no answer within {} s", SHARED_WAIT.as_secs()),
         };
@@ -288,6 +302,24 @@ impl Limiter {
     /// first look (no query), which the [`Limiter::take`] that follows confirms.
     pub(crate) fn peek(&self, subjects: &[Subject]) -> Result<(), Refused> {
         self.reserve(subjects, false).map_err(Refused::Wait)
+    }
+
+    /// Empties `subject`'s bucket in this process so that it holds a call again after `wait`.
+    fn empty_until(&self, subject: &Subject, wait: Duration) {
+        let limit = self.limit_for(subject);
+        let now = Instant::now();
+        let mut buckets = match self.buckets.lock() {
+            Ok(b) => b,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let b = buckets.entry(subject.clone()).or_insert(Bucket {
+            tokens: f64::from(limit.burst),
+            at: now,
+        });
+        b.refill(limit, now);
+        b.tokens = b
+            .tokens
+            .min(1.0 - wait.as_secs_f64().min(1e9) * limit.per_second);
     }
 
     fn reserve(&self, subjects: &[Subject], take: bool) -> Result<(), Duration> {

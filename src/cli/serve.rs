@@ -116,7 +116,14 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             "shutting down with audit rows the database never took; they are lost"
         );
     }
-    auth.store().close().await;
+    // A database that takes connections and never answers would hold the pool's close (its
+    // `UNLISTEN`) for ever: the drain has ended, so exit after a bounded wait.
+    if tokio::time::timeout(std::time::Duration::from_secs(3), auth.store().close())
+        .await
+        .is_err()
+    {
+        tracing::warn!("the database did not answer while its connections closed; exiting anyway");
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -90,6 +90,13 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// A new session's or stream's place in its key's count.
+struct Place {
+    lease: Option<Lease>,
+    /// Whether the lease was counted with every replica's (else this replica counts alone).
+    counted: bool,
+}
+
 struct Owned {
     /// Fingerprint of the key that opened the session.
     key: String,
@@ -127,16 +134,25 @@ impl McpSessions {
         }
     }
 
-    /// A place for one more session or stream of `key` in the count every replica shares:
-    /// `Ok(None)` when this replica counts alone (no database, or it does not answer and
-    /// `--limits-unavailable open`), else the lease or the answer that refuses.
-    async fn lease(&self, key: &str) -> Result<Option<Lease>, Response> {
+    /// A place for one more session or stream of `key` in the count every replica shares,
+    /// or the answer that refuses it. `counted: false` when this replica counts alone (no
+    /// database, or it does not answer and `--limits-unavailable open`).
+    async fn lease(&self, key: &str) -> Result<Place, Response> {
         let Some(leases) = &self.leases else {
-            return Ok(None);
+            return Ok(Place {
+                lease: None,
+                counted: false,
+            });
         };
         match leases.take(key, self.max_per_key).await {
-            Ok(lease) => Ok(Some(lease)),
-            Err(NoLease::Local) => Ok(None),
+            Ok(lease) => Ok(Place {
+                lease: Some(lease),
+                counted: true,
+            }),
+            Err(NoLease::Local(lease)) => Ok(Place {
+                lease: Some(lease),
+                counted: false,
+            }),
             Err(NoLease::Unavailable) => Err(rpc_error(
                 StatusCode::SERVICE_UNAVAILABLE,
                 -32000,
@@ -169,11 +185,11 @@ impl McpSessions {
     /// and streams together are at `--max-sessions-per-key`, or its streams at half of
     /// `--max-connections`.
     async fn admit_listen(&self, key: &str) -> Result<ListenSlot, Response> {
-        let lease = self.lease(key).await?;
+        let place = self.lease(key).await?;
         let sessions = self.live_for(key).await;
         let mut listens = lock(&self.listens);
         let streams = listens.get(key).copied().unwrap_or(0);
-        let message = if lease.is_none() && sessions + streams >= self.max_per_key {
+        let message = if !place.counted && sessions + streams >= self.max_per_key {
             format!(
                 "this API key already holds {sessions} MCP sessions and {streams} \
                  subscriptions/listen streams (--max-sessions-per-key {}): close a stream or \
@@ -191,7 +207,7 @@ impl McpSessions {
             return Ok(ListenSlot {
                 listens: self.listens.clone(),
                 key: key.to_string(),
-                _lease: lease,
+                _lease: place.lease,
             });
         };
         drop(listens);
@@ -552,13 +568,14 @@ async fn admit_initialize(
     if has_session || state.sessions.manager.is_none() {
         return Ok(None);
     }
-    if let Some(lease) = state.sessions.lease(&key.key_fingerprint).await? {
-        return Ok(Some(lease));
+    let place = state.sessions.lease(&key.key_fingerprint).await?;
+    if place.counted {
+        return Ok(place.lease);
     }
     let open = state.sessions.live_for(&key.key_fingerprint).await
         + state.sessions.listens_for(&key.key_fingerprint);
     if open < state.sessions.max_per_key {
-        return Ok(None);
+        return Ok(place.lease);
     }
     tracing::warn!(
         key = %key.key_fingerprint,

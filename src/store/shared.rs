@@ -1,5 +1,5 @@
 //! What replicas on one database share beyond credentials (issue 44): the rate limits' GCRA
-//! buckets (`rate_buckets`, one `apigate_rate_take` call per check), the MCP session and
+//! buckets (`rate_buckets`, one upsert per admitted check), the MCP session and
 //! listen-stream leases of each key (`session_leases`), and the agent monitor's per-session
 //! statistics (`monitor_sessions`). All three tables are `UNLOGGED`; their expired rows are
 //! deleted by [`Store::purge_shared`].
@@ -15,6 +15,23 @@ pub(crate) struct SharedBucket {
     pub subject: [u8; 32],
     pub period: f64,
     pub burst: f64,
+}
+
+/// The buckets that refused a call: each, and how long until it holds a call again.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Refusal {
+    pub buckets: Vec<([u8; 32], Duration)>,
+}
+
+impl Refusal {
+    /// How long until every bucket holds a call.
+    pub(crate) fn wait(&self) -> Duration {
+        self.buckets
+            .iter()
+            .map(|(_, w)| *w)
+            .max()
+            .unwrap_or(Duration::from_millis(1))
+    }
 }
 
 /// A session's monitor statistics, counted over every replica.
@@ -36,22 +53,59 @@ fn stats(row: (i64, i32, f64)) -> MonitorStats {
 }
 
 impl Store {
-    /// Takes one call from every bucket at once, or none: `None` when taken, else how long
-    /// until every bucket holds one.
+    /// Takes one call from every bucket at once, or none: `None` when taken, else which
+    /// buckets refused and how long until each holds a call again. One statement when the call is admitted: each bucket's
+    /// row is taken if it holds a call (rows locked in one order for every caller, so two
+    /// calls sharing buckets cannot deadlock); when one does not, a second statement gives
+    /// back what the first took and says how long to wait.
     pub(crate) async fn rate_take(
         &self,
         buckets: &[SharedBucket],
-    ) -> Result<Option<Duration>, StoreError> {
+    ) -> Result<Option<Refusal>, StoreError> {
         let subjects: Vec<&[u8]> = buckets.iter().map(|b| &b.subject[..]).collect();
         let periods: Vec<f64> = buckets.iter().map(|b| b.period).collect();
         let bursts: Vec<f64> = buckets.iter().map(|b| b.burst).collect();
-        let (wait,): (f64,) = sqlx::query_as("SELECT apigate_rate_take($1, $2, $3)")
-            .bind(&subjects)
-            .bind(&periods)
-            .bind(&bursts)
-            .fetch_one(&self.pool)
-            .await?;
-        Ok((wait > 0.0).then(|| Duration::try_from_secs_f64(wait).unwrap_or(Duration::MAX)))
+        let taken: Vec<(Vec<u8>,)> = sqlx::query_as(
+            "INSERT INTO rate_buckets AS r (subject, tat, period, burst) \
+             SELECT s, clock_timestamp() + make_interval(secs => p), p, b \
+               FROM unnest($1::bytea[], $2::float8[], $3::float8[]) AS i (s, p, b) ORDER BY s \
+             ON CONFLICT (subject) DO UPDATE \
+               SET tat = greatest(r.tat, clock_timestamp()) + make_interval(secs => excluded.period), \
+                   period = excluded.period, burst = excluded.burst \
+               WHERE greatest(r.tat, clock_timestamp()) \
+                     <= clock_timestamp() + make_interval(secs => (excluded.burst - 1) * excluded.period) \
+             RETURNING subject",
+        )
+        .bind(&subjects)
+        .bind(&periods)
+        .bind(&bursts)
+        .fetch_all(&self.pool)
+        .await?;
+        if taken.len() == buckets.len() {
+            return Ok(None);
+        }
+        let taken: Vec<Vec<u8>> = taken.into_iter().map(|(s,)| s).collect();
+        let refused: Vec<(Vec<u8>, f64)> = sqlx::query_as(
+            "WITH given_back AS ( \
+               UPDATE rate_buckets SET tat = tat - make_interval(secs => period) \
+                WHERE subject = ANY($2::bytea[])) \
+             SELECT subject, (extract(epoch FROM greatest(tat, clock_timestamp()) - clock_timestamp()) \
+                              - (burst - 1) * period)::float8 \
+               FROM rate_buckets WHERE subject = ANY($1::bytea[]) AND NOT subject = ANY($2::bytea[])",
+        )
+        .bind(&subjects)
+        .bind(&taken)
+        .fetch_all(&self.pool)
+        .await?;
+        let refused: Vec<([u8; 32], Duration)> = refused
+            .into_iter()
+            .filter_map(|(subject, wait)| {
+                let subject = <[u8; 32]>::try_from(subject.as_slice()).ok()?;
+                let wait = Duration::try_from_secs_f64(wait.max(0.001)).unwrap_or(Duration::MAX);
+                Some((subject, wait))
+            })
+            .collect();
+        Ok(Some(Refusal { buckets: refused }))
     }
 
     /// A lease `id` for `holder` unless it holds `max` live ones already: `Ok(held before)`,
@@ -73,17 +127,22 @@ impl Store {
         Ok(usize::try_from(held).unwrap_or(0))
     }
 
-    /// Moves the expiry of the leases `ids` to `ttl` from now.
+    /// Moves the expiry of the leases `ids` (of `holders`, in order) to `ttl` from now,
+    /// recording again those that ran out meanwhile.
     pub(crate) async fn lease_renew(
         &self,
         ids: &[String],
+        holders: &[String],
         ttl: Duration,
     ) -> Result<(), StoreError> {
         sqlx::query(
-            "UPDATE session_leases SET expires_at = clock_timestamp() + make_interval(secs => $2) \
-             WHERE id = ANY($1)",
+            "INSERT INTO session_leases (id, holder, expires_at) \
+             SELECT id, holder, clock_timestamp() + make_interval(secs => $3) \
+               FROM unnest($1::text[], $2::text[]) AS l (id, holder) ORDER BY id \
+             ON CONFLICT (id) DO UPDATE SET expires_at = excluded.expires_at",
         )
         .bind(ids)
+        .bind(holders)
         .bind(ttl.as_secs_f64())
         .execute(&self.pool)
         .await?;

@@ -182,27 +182,124 @@ async fn a_session_cap_holds_across_replicas_and_a_lease_ends_with_its_session()
     let b = replica(Store::connect(&db.url).await.unwrap(), off, off, closed).await;
     let first = a.leases().take("key-fp", 2).await.unwrap();
     let _second = b.leases().take("key-fp", 2).await.unwrap();
-    assert_eq!(
-        a.leases().take("key-fp", 2).await.unwrap_err(),
-        NoLease::Full(2)
-    );
-    assert_eq!(
-        b.leases().take("key-fp", 2).await.unwrap_err(),
-        NoLease::Full(2)
-    );
+    assert!(matches!(
+        a.leases().take("key-fp", 2).await,
+        Err(NoLease::Full(2))
+    ));
+    assert!(matches!(
+        b.leases().take("key-fp", 2).await,
+        Err(NoLease::Full(2))
+    ));
     // Another key has its own count.
     let _other = b.leases().take("other-fp", 2).await.unwrap();
     // A session that ends frees its place (the lease is deleted in the background).
     drop(first);
-    let mut again = Err(NoLease::Full(2));
+    let mut again = None;
     for _ in 0..100 {
-        again = b.leases().take("key-fp", 2).await;
-        if again.is_ok() {
+        if let Ok(lease) = b.leases().take("key-fp", 2).await {
+            again = Some(lease);
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert!(again.is_ok(), "{again:?}");
+    assert!(again.is_some());
+}
+
+#[tokio::test]
+async fn a_lease_that_ran_out_in_an_outage_is_recorded_again() {
+    // The red team's break: Postgres away for longer than a lease lives, the leases of live
+    // sessions ran out, and the key opened a cap's worth more on top of them.
+    let db = TestDb::new().await;
+    let (proxy, url) = CutProxy::for_database(&db.url).await;
+    let off = RateLimit::OFF;
+    let open = LimitsUnavailable::Open;
+    let here = replica(Store::connect(&url).await.unwrap(), off, off, open).await;
+    let there = replica(db.store.clone(), off, off, open).await;
+    let held = here.leases().take("fp", 2).await.unwrap();
+    proxy.refuse();
+    // Admitted by this replica alone meanwhile (open): kept, to be recorded.
+    let Err(NoLease::Local(alone)) = here.leases().take("fp", 2).await else {
+        panic!("Postgres is away: the lease is local");
+    };
+    // The outage outlived the leases: they ran out, and the purge deleted them.
+    let pool = sqlx::PgPool::connect(&db.url).await.unwrap();
+    sqlx::query("DELETE FROM session_leases")
+        .execute(&pool)
+        .await
+        .unwrap();
+    proxy.restore();
+    let renewal = tokio_util::sync::CancellationToken::new();
+    tokio::spawn(here.leases().renew(renewal.clone()));
+    let mut full = false;
+    for _ in 0..200 {
+        if matches!(there.leases().take("fp", 2).await, Err(NoLease::Full(2))) {
+            full = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        full,
+        "the two live sessions count again once Postgres is back"
+    );
+    renewal.cancel();
+    drop((held, alone));
+}
+
+#[tokio::test]
+async fn wrong_session_tokens_are_refused_once_the_key_spent_its_budget_on_another_replica() {
+    // The red team's break: replica A had seen none of the key's calls, so its own bucket
+    // was full and every call with a wrong token got UNAUTHORIZED at any rate, though the
+    // key's shared budget was spent.
+    use crate::production::{Options, Prod};
+    use crate::support::{Upstream, call};
+    let db = TestDb::new().await;
+    let upstream = Upstream::start().await;
+    let options = || Options {
+        key_rate: slow(4),
+        ..Options::stateless()
+    };
+    let a = Prod::start(&db.url, &upstream, options()).await;
+    let b = Prod::start(&db.url, &upstream, options()).await;
+    let (spender, key, _) = b.agent_client(&["apigate.*"]).await;
+    // The key's four calls, spent through B (its `initialize` took one).
+    let mut spent = 0;
+    while spent < 10
+        && !call(&spender, "api_discover", json!({"query": "pets"}))
+            .await
+            .0
+    {
+        spent += 1;
+    }
+    assert!(spent < 4, "{spent}");
+    // Stateless calls with no handshake (an `initialize` would be refused: the key is spent).
+    let guess = || async {
+        let response = reqwest::Client::new()
+            .post(format!("http://{}/mcp", a.addr))
+            .header("x-api-key", &key)
+            .header("x-session-token", "sess_00000000000000000000000000000000")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25")
+            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "api_discover", "arguments": {"query": "pets"}}}))
+            .send()
+            .await
+            .unwrap();
+        response.text().await.unwrap()
+    };
+    let mut unauthorized = 0;
+    for _ in 0..10 {
+        let body = guess().await;
+        if body.contains("UNAUTHORIZED") {
+            unauthorized += 1;
+        } else {
+            assert!(body.contains("RATE_LIMITED"), "{body}");
+        }
+    }
+    assert!(
+        unauthorized <= 1,
+        "{unauthorized} of 10 guesses answered past the key's budget"
+    );
 }
 
 #[tokio::test]
