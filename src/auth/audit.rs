@@ -98,6 +98,12 @@ impl AuditWriter {
         self.held.push(entry);
     }
 
+    /// Holds the row for the background writer, without waiting (from a `Drop`): the
+    /// shutdown's [`AuditWriter::drain`] waits for it like any held row.
+    pub(crate) fn record_later(&self, entry: AuditEntry) {
+        self.held.push(entry);
+    }
+
     /// Waits until every held row is written, at most `limit`; returns how many are left.
     pub(crate) async fn drain(&self, limit: Duration) -> usize {
         let deadline = tokio::time::Instant::now() + limit;

@@ -393,6 +393,13 @@ impl Auth {
         }
     }
 
+    /// Writes the audit row of a call that ran (not a refusal: those are budgeted) in the
+    /// background, without waiting: for a call whose future is dropped before it ends.
+    pub(crate) fn record_audit_later(&self, entry: AuditEntry) {
+        debug_assert!(entry.decision != Decision::Denied);
+        self.inner.audit.record_later(entry);
+    }
+
     /// Records a request the admin API turned away: by `key` when it was verified (but lacks
     /// [`ADMIN_FEATURE`] or is rate-limited), else by nobody, naming the public id of the key
     /// presented when it has a key's shape (never any part of its secret). `route` is the

@@ -357,7 +357,15 @@ impl ServerHandler for McpServer {
         let args = request.arguments.unwrap_or_default();
         // The one place (with `http/tool_call.rs`) a tool's name is read as text.
         let tool = crate::tools::Tool::parse(&request.name);
-        let (result, binary) = self.engine.call_with_binary(&caller, &tool, args).await;
+        // A call cancelled (by the client, or at the end of the server's drain) stops here: its
+        // future is dropped, which writes its audit row (`CANCELLED`), while the process
+        // still runs. rmcp sends no answer to a cancelled request.
+        let (result, binary) = tokio::select! {
+            done = self.engine.call_with_binary(&caller, &tool, args) => done,
+            () = context.ct.cancelled() => {
+                return Err(ErrorData::internal_error("the call was cancelled", None));
+            }
+        };
         let mut result = call_tool_result(&tool, result);
         if let Some(binary) = binary {
             binary_content(&mut result, binary);

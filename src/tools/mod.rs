@@ -158,6 +158,85 @@ struct Trace {
     credential_sources: Vec<String>,
 }
 
+/// The audit row's error code of a call that never ended: its client went away, or the
+/// server's drain timeout cut it (agents never see it: no answer is sent).
+pub(crate) const CANCELLED_CODE: &str = "CANCELLED";
+
+/// A name the agent chose is never stored or printed: any name but the three is `unknown`,
+/// and the audit row says only how long it was.
+fn tool_label(tool: &Named) -> &'static str {
+    match tool {
+        Ok(t) => t.name(),
+        Err(_) => UNKNOWN_TOOL,
+    }
+}
+
+/// One pass of the pipeline as its audit row sees it. Dropped before it `ended` (the call's
+/// future was dropped: its client went away, or the drain timeout cut it), it writes the row
+/// anyway, through the audit writer's queue, with [`CANCELLED_CODE`]: a call that may have reached the API
+/// is never missing from the audit log.
+struct Pass<'a> {
+    engine: &'a Engine,
+    caller: &'a Caller,
+    apis: &'a Apis,
+    principal: &'a Result<Principal, ToolError>,
+    tool: &'a Named,
+    started: Instant,
+    started_at: chrono::DateTime<chrono::Utc>,
+    call_id: uuid::Uuid,
+    trace: Trace,
+    ended: bool,
+}
+
+impl Pass<'_> {
+    fn audit_entry(&mut self, decision: Decision, code: Option<&str>) -> crate::store::AuditEntry {
+        let who = match self.principal {
+            Ok(p) => p.clone(),
+            Err(_) => self
+                .caller
+                .key
+                .as_ref()
+                .map(KeyPrincipal::principal)
+                .unwrap_or_else(Principal::dev),
+        };
+        let mut entry = who.audit_entry(tool_label(self.tool), decision);
+        if let Err(UnknownTool(name)) = self.tool {
+            entry.operation = Some(format!("unknown tool ({} chars)", name.chars().count()));
+        }
+        let trace = std::mem::take(&mut self.trace);
+        if let Some(r) = trace.operation
+            && let Some(op) = self.apis.operation(r)
+        {
+            entry.operation = Some(self.apis.shown_id(r));
+            entry.method = Some(op.method.to_string());
+            entry.path = Some(op.path.clone());
+        }
+        entry.upstream_status = trace.upstream_status;
+        entry.credential_sources = trace.credential_sources;
+        entry.duration_ms = self.started.elapsed().as_millis() as u64;
+        entry.at = self.started_at;
+        entry.call_id = self.call_id;
+        entry.error_code = code.map(str::to_string);
+        entry
+    }
+}
+
+impl Drop for Pass<'_> {
+    fn drop(&mut self) {
+        if self.ended {
+            return;
+        }
+        let Some(auth) = self.engine.auth.clone() else {
+            return;
+        };
+        metrics::counter!("apigate_tool_calls_total", "tool" => tool_label(self.tool),
+            "outcome" => CANCELLED_CODE)
+        .increment(1);
+        let entry = self.audit_entry(Decision::Failed, Some(CANCELLED_CODE));
+        auth.record_audit_later(entry);
+    }
+}
+
 impl Engine {
     /// A dev engine (every feature allowed) over one API, with no monitor; see the public
     /// fields to change.
@@ -420,11 +499,21 @@ impl Engine {
         args: Map<String, Value>,
         budget: &mut crate::upstream::CallBudget,
     ) -> Result<Ran, ToolError> {
-        let started = Instant::now();
-        let started_at = chrono::Utc::now();
-        // One id for the monitor's events and the audit row.
-        let call_id = uuid::Uuid::new_v4();
-        let mut trace = Trace::default();
+        // Its audit row is written even when this future is dropped before it ends.
+        let mut pass = Pass {
+            engine: self,
+            caller,
+            apis,
+            principal,
+            tool,
+            started: Instant::now(),
+            started_at: chrono::Utc::now(),
+            // One id for the monitor's events and the audit row.
+            call_id: uuid::Uuid::new_v4(),
+            trace: Trace::default(),
+            ended: false,
+        };
+        let call_id = pass.call_id.to_string();
         let result = match principal {
             Ok(p) => {
                 self.run_pipeline(
@@ -433,59 +522,32 @@ impl Engine {
                     p,
                     tool,
                     args,
-                    &call_id.to_string(),
-                    &mut trace,
+                    &call_id,
+                    &mut pass.trace,
                     budget,
                 )
                 .await
             }
             Err(e) => Err(e.clone()),
         };
+        pass.ended = true;
         let outcome = match &result {
             Ok(_) => "ok",
             Err(e) => e.code.as_str(),
         };
-        // A name the agent chose is never stored or printed: any name but the three is
-        // `unknown`, and the audit row says only how long it was.
-        let tool_label = match tool {
-            Ok(t) => t.name(),
-            Err(_) => UNKNOWN_TOOL,
-        };
+        let tool_label = tool_label(tool);
         metrics::counter!("apigate_tool_calls_total", "tool" => tool_label, "outcome" => outcome)
             .increment(1);
         metrics::histogram!("apigate_tool_call_duration_seconds", "tool" => tool_label)
-            .record(started.elapsed().as_secs_f64());
+            .record(pass.started.elapsed().as_secs_f64());
         if let Some(auth) = &self.auth {
-            let who = match principal {
-                Ok(p) => p.clone(),
-                Err(_) => caller
-                    .key
-                    .as_ref()
-                    .map(KeyPrincipal::principal)
-                    .unwrap_or_else(Principal::dev),
-            };
             let decision = match &result {
                 Ok(_) => Decision::Allowed,
                 Err(e) if e.code.is_denial() => Decision::Denied,
                 Err(_) => Decision::Failed,
             };
-            let mut entry = who.audit_entry(tool_label, decision);
-            if let Err(UnknownTool(name)) = tool {
-                entry.operation = Some(format!("unknown tool ({} chars)", name.chars().count()));
-            }
-            if let Some(r) = trace.operation
-                && let Some(op) = apis.operation(r)
-            {
-                entry.operation = Some(apis.shown_id(r));
-                entry.method = Some(op.method.to_string());
-                entry.path = Some(op.path.clone());
-            }
-            entry.upstream_status = trace.upstream_status;
-            entry.credential_sources = trace.credential_sources;
-            entry.duration_ms = started.elapsed().as_millis() as u64;
-            entry.at = started_at;
-            entry.call_id = call_id;
-            entry.error_code = result.as_ref().err().map(|e| e.code.as_str().to_string());
+            let code = result.as_ref().err().map(|e| e.code.as_str());
+            let entry = pass.audit_entry(decision, code);
             auth.record_audit(entry).await;
         }
         result

@@ -897,3 +897,69 @@ async fn sigterm_drains_a_replica_under_load() {
         cluster.logs()
     );
 }
+
+#[tokio::test]
+async fn a_call_cut_by_the_drain_timeout_keeps_its_audit_row() {
+    // The red team's break: a call still running when --drain-timeout ended had reached the
+    // API and left no audit row (its future was dropped before the row was written).
+    let db = TestDb::new().await;
+    let upstream = Upstream::start().await;
+    let spec = spec_path("petstore-3.0.json");
+    let env = [("DATABASE_URL", db.url.as_str())];
+    let flags = ["--stateless", "--drain-timeout", "1"];
+    let (mut replica, url) = spawn_serve(&spec, &upstream.url(), &flags, &env).await;
+    let created = cli_key(&db.url, "cut", FEATURES).await;
+    let key = created["key"].as_str().expect("the new key").to_string();
+    let token = session(&db.url, "u-cut").await;
+    let call = tool_call(
+        1,
+        "api_execute",
+        json!({"operationId": "getUserByName", "pathParams": {"username": "slow"}}),
+    );
+    let answer = tokio::spawn(async move {
+        let headers = [("x-api-key", key.as_str()), ("x-session-token", &token)];
+        post(&reqwest::Client::new(), &url, &headers, &call).await
+    });
+    poll(
+        "the slow call did not reach the upstream",
+        Duration::from_secs(60),
+        Duration::from_millis(20),
+        || async {
+            upstream
+                .requests()
+                .iter()
+                .any(|r| r.uri == "/v2/user/slow")
+                .then_some(())
+        },
+    )
+    .await;
+    let pid = replica.child.id().expect("the replica runs");
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(sent.success());
+    let status = tokio::time::timeout(Duration::from_secs(30), replica.child.wait())
+        .await
+        .expect("the replica exits after its drain")
+        .expect("the replica is reaped");
+    assert!(status.success(), "{status:?}");
+    let _ = answer.await;
+    let pool = sqlx::PgPool::connect(&db.url)
+        .await
+        .expect("the test database");
+    let rows: Vec<(String, Option<String>, Option<String>)> = sqlx::query_as(
+        "SELECT decision, operation, error_code FROM audit_log WHERE tool = 'api_execute'",
+    )
+    .fetch_all(&pool)
+    .await
+    .expect("audit rows");
+    assert_eq!(
+        rows,
+        [(
+            "failed".to_string(),
+            Some("getUserByName".to_string()),
+            Some("CANCELLED".to_string())
+        )]
+    );
+}
