@@ -6,6 +6,7 @@
 //! replica that died run out after [`LEASE_TTL`].
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -20,6 +21,9 @@ pub(crate) const LEASE_TTL: Duration = Duration::from_secs(60);
 
 /// How often a replica renews its leases.
 pub(crate) const RENEW_EVERY: Duration = Duration::from_secs(20);
+
+/// How often it tries again while Postgres fails (a take or a renewal failed).
+const RETRY_EVERY: Duration = Duration::from_secs(1);
 
 /// Why no lease was given.
 #[derive(Debug)]
@@ -54,6 +58,8 @@ pub struct Leases {
     /// Lease id → its holder: every lease of a session or stream that lives here, renewed
     /// (and recorded again when an outage let it run out) every [`RENEW_EVERY`].
     mine: Mutex<HashMap<String, String>>,
+    /// Postgres failed a take or a renewal since the last renewal went through.
+    failing: AtomicBool,
 }
 
 crate::debug_fields!(Leases { .. });
@@ -64,6 +70,7 @@ impl Leases {
             store,
             unavailable,
             mine: Mutex::default(),
+            failing: AtomicBool::new(false),
         }
     }
 
@@ -99,6 +106,7 @@ impl Leases {
     }
 
     fn down(self: &Arc<Self>, id: String, holder: &str, why: &str) -> NoLease {
+        self.failing.store(true, Ordering::Release);
         tracing::warn!(error = %why, mode = ?self.unavailable,
             "the session counts shared in Postgres cannot be checked (--limits-unavailable)");
         match self.unavailable {
@@ -127,22 +135,51 @@ impl Leases {
     /// Renews this replica's leases every [`RENEW_EVERY`] until `shutdown`, then ends them
     /// all (a replica that stops frees its count at once).
     pub async fn renew(self: Arc<Self>, shutdown: CancellationToken) {
-        let mut tick = tokio::time::interval(RENEW_EVERY);
+        let mut tick = tokio::time::interval(RETRY_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut renewed_at = tokio::time::Instant::now();
         loop {
             tokio::select! {
                 () = shutdown.cancelled() => break,
                 _ = tick.tick() => {}
+            }
+            // Every period; and every second while Postgres has been failing (a take or a
+            // renewal saw it), so that once it is back the sessions that live here count
+            // again within a second.
+            let failing = self.failing.load(Ordering::Acquire);
+            if !failing && renewed_at.elapsed() < RENEW_EVERY {
+                continue;
             }
             let (ids, holders): (Vec<String>, Vec<String>) = self
                 .mine()
                 .iter()
                 .map(|(id, holder)| (id.clone(), holder.clone()))
                 .unzip();
-            if !ids.is_empty()
-                && let Err(e) = self.store.lease_renew(&ids, &holders, LEASE_TTL).await
-            {
-                tracing::warn!(error = %e, "could not renew this replica's session leases");
+            let renewed: Result<(), String> = if ids.is_empty() {
+                Ok(())
+            } else {
+                match tokio::time::timeout(
+                    SHARED_WAIT,
+                    self.store.lease_renew(&ids, &holders, LEASE_TTL),
+                )
+                .await
+                {
+                    Ok(Ok(())) => Ok(()),
+                    Ok(Err(e)) => Err(e.to_string()),
+                    Err(_) => Err("no answer within 1 s".to_string()),
+                }
+            };
+            match renewed {
+                Ok(()) => {
+                    renewed_at = tokio::time::Instant::now();
+                    self.failing.store(false, Ordering::Release);
+                }
+                Err(e) => {
+                    if !failing {
+                        tracing::warn!(error = %e, "could not renew this replica's session leases; trying every second");
+                    }
+                    self.failing.store(true, Ordering::Release);
+                }
             }
         }
         let ids: Vec<String> = self.mine().drain().map(|(id, _)| id).collect();

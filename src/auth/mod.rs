@@ -363,9 +363,12 @@ impl Auth {
     }
 
     /// Spends one call of the key's budget for a session check that failed (a missing, wrong
-    /// or expired token): guessing tokens is limited like any other call of the key.
-    pub(crate) async fn spend_key_rate(&self, key: &Principal) {
-        let _ = self.take(&key.rate_subjects()).await;
+    /// or expired token): guessing tokens is limited like any other call of the key. When the
+    /// budget is spent the caller answers with this refusal instead of the session check's
+    /// verdict, so calls beyond the key's rate learn nothing about the tokens they tried, on
+    /// every replica and however many arrive at once.
+    pub(crate) async fn spend_key_rate(&self, key: &Principal) -> Result<(), AuthError> {
+        self.take(&key.rate_subjects()).await
     }
 
     /// Takes one call (one page) from the bucket of the session or person and from its key's,

@@ -86,7 +86,9 @@ async fn owner(engine: &Engine, caller: &Caller) -> Result<String, ErrorData> {
         return match auth.authenticate_session(key, token).await {
             Ok(session) => Ok(session.held_owner().unwrap_or_else(|| caller.held_owner())),
             Err(e) => {
-                auth.spend_key_rate(&as_key).await;
+                auth.spend_key_rate(&as_key)
+                    .await
+                    .map_err(|e| ErrorData::invalid_request(e.to_string(), None))?;
                 Err(ErrorData::invalid_request(
                     format!("the x-session-token header was refused: {e}"),
                     None,

@@ -599,9 +599,10 @@ impl Engine {
                         .map_err(ToolError::from),
                     Err(e) => Err(e.into()),
                 };
-                // A failed session check spends a call of the key's budget.
+                // A failed session check spends a call of the key's budget; past it, the answer
+                // is the rate limit, not the verdict on the token.
                 if session.is_err() {
-                    auth.spend_key_rate(&key.principal()).await;
+                    auth.spend_key_rate(&key.principal()).await?;
                 }
                 session
             }
