@@ -12,7 +12,7 @@ use serde_json::json;
 
 use crate::index::background::{self, VectorDirs};
 use crate::index::embed::ModelFiles;
-use crate::index::{Embedder, Index, Ranker};
+use crate::index::{Embedder, Index, Ranker, Tuning};
 use crate::spec::Spec;
 
 /// Semantic ranking: hybrid (words and meaning) with the model built into the binary, unless
@@ -71,6 +71,16 @@ impl RankingArgs {
             Ranker::Lexical
         } else {
             self.ranker.unwrap_or(Ranker::Hybrid)
+        }
+    }
+
+    /// The ranking knobs these flags rank with: the built-in static model's own when it is
+    /// the hybrid ranker's model ([`Tuning::static_model`]), else the defaults.
+    pub fn tuning(&self) -> Tuning {
+        if self.ranker() == Ranker::Hybrid && self.embedding_model.is_none() {
+            Tuning::static_model()
+        } else {
+            Tuning::default()
         }
     }
 
@@ -255,6 +265,28 @@ mod tests {
     fn ranker(args: &[&str]) -> Ranker {
         let all = std::iter::once("apigate").chain(args.iter().copied());
         Flags::try_parse_from(all).unwrap().ranking.ranker()
+    }
+
+    /// The built-in static model ranks with its own knobs; lexical and another model with
+    /// the defaults.
+    #[test]
+    fn the_static_model_has_its_own_knobs() {
+        if std::env::var_os("APIGATE_RANKER").is_some()
+            || std::env::var_os("APIGATE_EMBEDDING_MODEL").is_some()
+        {
+            return; // The environment chose; the table below is about flags.
+        }
+        let tuning = |args: &[&str]| {
+            let all = std::iter::once("apigate").chain(args.iter().copied());
+            Flags::try_parse_from(all).unwrap().ranking.tuning()
+        };
+        assert_eq!(tuning(&[]), Tuning::static_model());
+        assert_ne!(Tuning::static_model(), Tuning::default());
+        assert_eq!(tuning(&["--ranker", "lexical"]), Tuning::default());
+        assert_eq!(
+            tuning(&["--embedding-model", "models/minilm-api"]),
+            Tuning::default()
+        );
     }
 
     /// Hybrid unless told otherwise; both opt-outs mean lexical.

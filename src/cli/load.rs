@@ -165,9 +165,10 @@ impl EngineArgs {
                 let specs: Vec<Arc<Spec>> = list.iter().map(|a| a.spec.clone()).collect();
                 let before = previous.map(|p| p.index.clone());
                 let dirs = self.ranking.dirs();
+                let tuning = self.ranking.tuning();
                 let (index, carried) = tokio::task::spawn_blocking(move || {
                     let refs: Vec<&Spec> = specs.iter().map(|s| s.as_ref()).collect();
-                    let index = Index::build(&refs)?;
+                    let index = Index::build_with(&refs, tuning)?;
                     // A reload of a hybrid index keeps the vectors of unchanged operations
                     // and embeds the rest before the swap.
                     let carried = before

@@ -234,6 +234,7 @@ pub async fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
     let mut options = super::eval::Options::lexical(args.pooled);
     // What the server would use with the same flags: hybrid unless --ranker says otherwise.
     options.ranker = args.ranking.ranker();
+    options.tuning = args.ranking.tuning();
     if let Some(w) = args.dense_weight {
         options.tuning.dense_weight = w;
     }

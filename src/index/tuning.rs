@@ -86,6 +86,22 @@ impl Default for Tuning {
     }
 }
 
+impl Tuning {
+    /// The defaults of the hybrid ranker with the built-in static model (`static-api`): its
+    /// cosines sit on another scale than the encoder's, and a sweep of the knobs
+    /// (BENCHMARKS.md, "The fusion's knobs for the static model") found more concept coverage
+    /// and a stronger discount of large APIs' affinity ranking pooled APIs better (R@1 0.558 →
+    /// 0.589 on dev + extra + fresh, 0.392 → 0.416 blind), one spec alone unchanged. The same
+    /// values make the encoder's ranking worse, so they are the static model's only.
+    pub fn static_model() -> Tuning {
+        Tuning {
+            coord: 0.75,
+            affinity_size: 0.3,
+            ..Tuning::default()
+        }
+    }
+}
+
 /// Why `NAME=VALUE` settings could not be applied.
 #[derive(Debug, PartialEq, thiserror::Error)]
 pub enum TuningError {
