@@ -85,6 +85,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     };
     let oauth = sign_in.gate(addr).await?;
     let engine = Arc::new(engine);
+    let engine_running = engine.clone();
     let url = format!("http://{addr}/mcp");
     eprintln!(
         "{}; admin API at /admin/v1",
@@ -109,6 +110,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         shutdown.clone(),
     );
     args.http.serve(listener, router, shutdown).await?;
+    // A call the drain cut queues its audit row as rmcp drops it, a moment after its answer.
+    engine_running
+        .passes_ended(std::time::Duration::from_secs(2))
+        .await;
     let lost = auth.drain_audit(std::time::Duration::from_secs(5)).await;
     if lost > 0 {
         tracing::error!(

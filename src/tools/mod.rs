@@ -68,6 +68,9 @@ pub struct Engine {
     /// The APIs served, with their index: read once per call (a reload swaps them, and a
     /// call in flight finishes on the version it started with).
     apis: arc_swap::ArcSwap<Apis>,
+    /// Pipeline passes running now ([`Pass`]): a shutdown waits for the cancelled ones to
+    /// have queued their audit rows ([`Engine::passes_ended`]).
+    passes: std::sync::atomic::AtomicUsize,
     pub monitor: Option<Monitor>,
     pub access: Access,
     /// The database side: sessions, rate limits and the audit log (absent in dev without a
@@ -221,8 +224,18 @@ impl Pass<'_> {
     }
 }
 
+/// Counts a pass out of [`Engine::passes`] when dropped (after its audit row is queued).
+struct PassCounted<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl Drop for PassCounted<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+    }
+}
+
 impl Drop for Pass<'_> {
     fn drop(&mut self) {
+        let _running = PassCounted(&self.engine.passes);
         if self.ended {
             return;
         }
@@ -253,6 +266,7 @@ impl Engine {
     pub fn serving(apis: Apis, monitor: Option<Monitor>) -> Engine {
         Engine {
             apis: arc_swap::ArcSwap::from_pointee(apis),
+            passes: std::sync::atomic::AtomicUsize::new(0),
             monitor,
             access: Access::Fixed(Principal::dev()),
             auth: None,
@@ -265,6 +279,20 @@ impl Engine {
             visibility: resolve::Visibility::default(),
             apis_changed: tokio::sync::watch::Sender::new(()),
         }
+    }
+
+    /// Waits until no pipeline pass runs, at most `limit`: a call rmcp cancelled (the drain
+    /// timeout) drops its pass a moment after its HTTP answer, and its audit row is queued
+    /// then. Returns whether none runs.
+    pub async fn passes_ended(&self, limit: std::time::Duration) -> bool {
+        let ended = || self.passes.load(std::sync::atomic::Ordering::Acquire) == 0;
+        let _ = tokio::time::timeout(limit, async {
+            while !ended() {
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+        })
+        .await;
+        ended()
     }
 
     /// The APIs served now. A call reads them once and keeps them to its end.
@@ -500,6 +528,8 @@ impl Engine {
         budget: &mut crate::upstream::CallBudget,
     ) -> Result<Ran, ToolError> {
         // Its audit row is written even when this future is dropped before it ends.
+        self.passes
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         let mut pass = Pass {
             engine: self,
             caller,
