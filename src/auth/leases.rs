@@ -106,9 +106,12 @@ impl Leases {
     }
 
     fn down(self: &Arc<Self>, id: String, holder: &str, why: &str) -> NoLease {
-        self.failing.store(true, Ordering::Release);
-        tracing::warn!(error = %why, mode = ?self.unavailable,
-            "the session counts shared in Postgres cannot be checked (--limits-unavailable)");
+        // Once per outage (the renewal clears `failing` when Postgres answers again), not once
+        // per refused session.
+        if !self.failing.swap(true, Ordering::AcqRel) {
+            tracing::warn!(error = %why, mode = ?self.unavailable,
+                "the session counts shared in Postgres cannot be checked (--limits-unavailable)");
+        }
         match self.unavailable {
             LimitsUnavailable::Closed => NoLease::Unavailable,
             LimitsUnavailable::Open => NoLease::Local(self.keep(id, holder)),

@@ -82,9 +82,8 @@ impl Subject {
     /// no key id, session id or person, and no subject can pose as another.
     fn digest(&self, namespace: &str) -> [u8; 32] {
         let mut h = Sha256::new();
-        for part in [namespace.as_bytes(), b"\0"] {
-            h.update(part);
-        }
+        h.update(namespace.as_bytes());
+        h.update(b"\0");
         let (kind, value, source) = match self {
             Subject::Key(v) => ("key", v.as_str(), None),
             Subject::Session(v) => ("session", v.as_str(), None),

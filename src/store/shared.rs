@@ -54,10 +54,10 @@ fn stats(row: (i64, i32, f64)) -> MonitorStats {
 
 impl Store {
     /// Takes one call from every bucket at once, or none: `None` when taken, else which
-    /// buckets refused and how long until each holds a call again. One statement when the call is admitted: each bucket's
-    /// row is taken if it holds a call (rows locked in one order for every caller, so two
-    /// calls sharing buckets cannot deadlock); when one does not, a second statement gives
-    /// back what the first took and says how long to wait.
+    /// buckets refused and how long until each holds a call again. One statement when the
+    /// call is admitted: each bucket's row is taken if it holds a call (rows locked in one
+    /// order for every caller, so two calls sharing buckets cannot deadlock); when one does
+    /// not, a second statement gives back what the first took and says how long to wait.
     pub(crate) async fn rate_take(
         &self,
         buckets: &[SharedBucket],

@@ -29,7 +29,7 @@ use crate::production::{Options, Prod};
 use crate::support::{Server, engine_args, key_holding, session_token, spec_path};
 
 /// The bytes of a 200 KB download: deterministic, not text (xorshift).
-fn noise(len: usize, seed: u64) -> Vec<u8> {
+pub(crate) fn noise(len: usize, seed: u64) -> Vec<u8> {
     let mut x = seed.max(1);
     (0..len)
         .map(|_| {

@@ -24,15 +24,15 @@ const API_KEY: &str = "agk_AbCdEfGh_supersecretkeymaterial0123456789";
 
 /// How a test monitor answers `tool.pre_execute`.
 #[derive(Clone)]
-enum Behavior {
+pub(crate) enum Behavior {
     Answer(StatusCode, &'static str),
     Hang,
 }
 
-type Received = Arc<Mutex<Vec<Value>>>;
+pub(crate) type Received = Arc<Mutex<Vec<Value>>>;
 
 /// A monitor that records every event it receives and answers as told.
-async fn test_monitor(behavior: Behavior) -> (String, Received) {
+pub(crate) async fn test_monitor(behavior: Behavior) -> (String, Received) {
     let received: Received = Arc::default();
     let rec = received.clone();
     let app = Router::new().route(

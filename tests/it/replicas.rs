@@ -31,6 +31,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
+use crate::binary_out::noise;
 use crate::db::TestDb;
 use crate::support::{
     Proc, Upstream, cli_key, free_port, poll, run_apigate, serve_app, spawn_serve, spec_path,
@@ -491,44 +492,37 @@ fn assert_limit_holds(what: &str, limit: usize, (accepted, limited, seconds): (u
     assert!(accepted as f64 >= 0.9 * limit as f64, "too few: {summary}");
 }
 
-#[tokio::test]
-async fn a_key_rate_limit_holds_across_replicas() {
-    const R: usize = 30;
+/// `limit` calls a minute by the `limited` pair of flags (`--key-rate`/`--key-burst` or the
+/// session's), the other kind of limit `off`: 3 × `limit` calls through the balancer.
+async fn limit_holds_across_replicas(what: &str, limit: usize, limited: &str, off: &str) {
     let upstream = Upstream::start().await;
-    let (rate, burst) = (format!("{}", R as f64 / 60.0), R.to_string());
+    let rate = format!("{}", limit as f64 / 60.0);
+    let burst = limit.to_string();
+    let (rate_flag, burst_flag) = (format!("--{limited}-rate"), format!("--{limited}-burst"));
+    let off_flag = format!("--{off}-rate");
     let flags = [
         "--stateless",
-        "--key-rate",
+        &rate_flag,
         &rate,
-        "--key-burst",
+        &burst_flag,
         &burst,
-        "--session-rate",
+        &off_flag,
         "0",
     ];
     let spec = spec_path("petstore-3.0.json");
     let cluster = Cluster::start(&spec, &upstream.url(), &flags, Balance::RoundRobin).await;
-    let counted = discover_through(&cluster, 3 * R).await;
-    assert_limit_holds("a key", R, counted);
+    let counted = discover_through(&cluster, 3 * limit).await;
+    assert_limit_holds(what, limit, counted);
+}
+
+#[tokio::test]
+async fn a_key_rate_limit_holds_across_replicas() {
+    limit_holds_across_replicas("a key", 30, "key", "session").await;
 }
 
 #[tokio::test]
 async fn a_session_rate_limit_holds_across_replicas() {
-    const S: usize = 20;
-    let upstream = Upstream::start().await;
-    let (rate, burst) = (format!("{}", S as f64 / 60.0), S.to_string());
-    let flags = [
-        "--stateless",
-        "--session-rate",
-        &rate,
-        "--session-burst",
-        &burst,
-        "--key-rate",
-        "0",
-    ];
-    let spec = spec_path("petstore-3.0.json");
-    let cluster = Cluster::start(&spec, &upstream.url(), &flags, Balance::RoundRobin).await;
-    let counted = discover_through(&cluster, 3 * S).await;
-    assert_limit_holds("a session", S, counted);
+    limit_holds_across_replicas("a session", 20, "session", "key").await;
 }
 
 #[tokio::test]
@@ -620,19 +614,6 @@ async fn a_key_revoked_with_the_cli_is_refused_by_every_replica_within_2_s() {
         .await
         .unwrap();
     assert_eq!(answer.status, StatusCode::UNAUTHORIZED, "{answer}");
-}
-
-/// The bytes of a download: deterministic, not text (xorshift).
-fn noise(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.max(1);
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 24) as u8
-        })
-        .collect()
 }
 
 #[tokio::test]

@@ -5,7 +5,6 @@
 //! replica's own limits (`open`). The same across three real processes behind a load
 //! balancer: `replicas.rs`.
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use apigate::auth::{
@@ -14,12 +13,12 @@ use apigate::auth::{
 use apigate::monitor::{Monitor, MonitorConfig, ToolCall};
 use apigate::store::Store;
 use apigate::tools::Tool;
-use axum::Router;
-use axum::routing::post;
-use serde_json::{Value, json};
+use axum::http::StatusCode;
+use serde_json::json;
 
 use crate::db::TestDb;
-use crate::support::{CutProxy, serve_app};
+use crate::monitor::{Behavior, Received, test_monitor};
+use crate::support::CutProxy;
 
 /// A bucket that refills so slowly that no call of a test is given back.
 fn slow(burst: u32) -> RateLimit {
@@ -329,24 +328,9 @@ async fn leases_of_many_replicas_at_once_never_pass_the_cap() {
     assert_eq!(held.len(), 7);
 }
 
-type Received = Arc<Mutex<Vec<Value>>>;
-
+/// A monitor that records every event and allows every call.
 async fn recording_monitor() -> (String, Received) {
-    let received: Received = Arc::default();
-    let rec = received.clone();
-    let app = Router::new().route(
-        "/agent-monitor",
-        post(move |body: String| {
-            let rec = rec.clone();
-            async move {
-                rec.lock()
-                    .unwrap()
-                    .push(serde_json::from_str(&body).unwrap_or(Value::Null));
-                axum::Json(json!({"block": false}))
-            }
-        }),
-    );
-    (format!("http://{}", serve_app(app).await), received)
+    test_monitor(Behavior::Answer(StatusCode::OK, r#"{"block": false}"#)).await
 }
 
 #[tokio::test]
