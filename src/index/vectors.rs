@@ -38,11 +38,61 @@ pub enum VectorError {
     },
 }
 
-/// A matrix of unit vectors, one row per document of the index, in document order.
-#[derive(Debug, Clone, PartialEq)]
+/// A matrix of unit vectors, one row per document of the index, in document order; scored
+/// from an int8 copy ([`Codes`]).
+#[derive(Debug, Clone)]
 pub struct Vectors {
     dim: usize,
     data: Vec<f32>,
+    codes: Codes,
+}
+
+impl PartialEq for Vectors {
+    fn eq(&self, other: &Vectors) -> bool {
+        self.dim == other.dim && self.data == other.data
+    }
+}
+
+/// The rows as int8, each with its scale (its largest magnitude / 127): what a query is
+/// scored against. A quarter of the f32 rows' bytes (GitHub's 1,223 operations × 256: 313 KB
+/// instead of 1.25 MB, which stays in a core's cache), and an integer dot product the
+/// compiler turns into SIMD multiply-adds ([`dots_i8`]). A cosine moves by less than 0.01:
+/// over the query sets (`scripts/eval-all.sh`) no R@1, R@5 or MRR@10 of dev, extra or fresh
+/// changed, blind moved by half a point at most.
+#[derive(Debug, Clone, Default)]
+struct Codes {
+    values: Vec<i8>,
+    scales: Vec<f32>,
+}
+
+impl Codes {
+    fn of(dim: usize, data: &[f32]) -> Codes {
+        let mut codes = Codes::default();
+        if dim == 0 {
+            return codes;
+        }
+        codes.values.reserve(data.len());
+        for row in data.chunks_exact(dim) {
+            let (values, scale) = quantize(row);
+            codes.values.extend(values);
+            codes.scales.push(scale);
+        }
+        codes
+    }
+}
+
+/// `v` as int8 values and the scale that turns them back (value × scale ≈ `v`).
+fn quantize(v: &[f32]) -> (impl Iterator<Item = i8> + '_, f32) {
+    let max = v.iter().fold(0f32, |m, x| m.max(x.abs()));
+    let scale = if max > 0.0 && max.is_finite() {
+        max / 127.0
+    } else {
+        1.0
+    };
+    let values = v
+        .iter()
+        .map(move |x| (x / scale).round().clamp(-127.0, 127.0) as i8);
+    (values, scale)
 }
 
 impl Vectors {
@@ -59,7 +109,12 @@ impl Vectors {
             }
             data.extend(v);
         }
-        Ok(Vectors { dim, data })
+        Ok(Vectors::of(dim, data))
+    }
+
+    fn of(dim: usize, data: Vec<f32>) -> Vectors {
+        let codes = Codes::of(dim, &data);
+        Vectors { dim, data, codes }
     }
 
     /// Number of rows.
@@ -83,14 +138,19 @@ impl Vectors {
     }
 
     /// Cosine similarity of every row with `query` (a unit vector of the same length; rows
-    /// are unit vectors, so this is the dot product). Empty when the lengths differ.
+    /// are unit vectors, so this is the dot product), computed on both sides' int8 codes.
+    /// Empty when the lengths differ.
     pub(crate) fn scores(&self, query: &[f32]) -> Vec<f32> {
         if query.len() != self.dim || self.dim == 0 {
             return Vec::new();
         }
-        self.data
-            .chunks_exact(self.dim)
-            .map(|row| dot(row, query))
+        let (q, q_scale) = quantize(query);
+        let q: Vec<i8> = q.collect();
+        let mut dots = vec![0i32; self.codes.scales.len()];
+        dots_i8(&self.codes.values, &q, &mut dots);
+        dots.iter()
+            .zip(&self.codes.scales)
+            .map(|(&d, scale)| d as f32 * scale * q_scale)
             .collect()
     }
 
@@ -123,27 +183,44 @@ impl Vectors {
             .chunks_exact(4)
             .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
             .collect();
-        Some(Vectors { dim, data })
+        Some(Vectors::of(dim, data))
     }
 }
 
-/// The dot product in eight independent lanes: a plain `zip().sum()` is one sequential chain
-/// of float additions, which the compiler may not reorder into SIMD (3-4× slower here).
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut lanes = [0f32; 8];
-    let (xs, ys) = (a.chunks_exact(8), b.chunks_exact(8));
-    let tail: f32 = xs
-        .remainder()
-        .iter()
-        .zip(ys.remainder())
-        .map(|(x, y)| x * y)
-        .sum();
-    for (x, y) in xs.zip(ys) {
-        for i in 0..8 {
-            lanes[i] += x[i] * y[i];
-        }
+/// The dot product of `query` with each row of `rows` (rows of `query.len()` int8 values),
+/// into `out`. On a CPU with AVX2 (checked once per call; the result is cached by std) the
+/// loop is compiled for it: 16-bit multiply-adds over 32 bytes at a time, about four times the
+/// f32 loop it replaced (GitHub's 1,223 operations: ~28 µs against ~110 µs on this project's machine).
+fn dots_i8(rows: &[i8], query: &[i8], out: &mut [i32]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: `dots_i8_avx2` needs nothing but AVX2, which the CPU was just found to have.
+        unsafe { dots_i8_avx2(rows, query, out) };
+        return;
     }
-    lanes.iter().sum::<f32>() + tail
+    dots_i8_plain(rows, query, out);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn dots_i8_avx2(rows: &[i8], query: &[i8], out: &mut [i32]) {
+    dots_i8_plain(rows, query, out);
+}
+
+/// Integer sums may be reordered freely, so this loop vectorizes as it is (no lanes written
+/// out by hand); 4,096 products of at most 127² fit an i32 many times over.
+#[inline(always)]
+fn dots_i8_plain(rows: &[i8], query: &[i8], out: &mut [i32]) {
+    if query.is_empty() {
+        return;
+    }
+    for (row, dot) in rows.chunks_exact(query.len()).zip(out) {
+        *dot = row
+            .iter()
+            .zip(query)
+            .map(|(&x, &y)| i32::from(x) * i32::from(y))
+            .sum();
+    }
 }
 
 /// The cache key for the vectors of `texts` under the model with hash `model`.
@@ -216,12 +293,45 @@ mod tests {
         let v = Vectors::new(2, vec![vec![1.0, 0.0], vec![0.6, 0.8]]).unwrap();
         assert_eq!(v.len(), 2);
         assert_eq!(Vectors::from_bytes(&v.to_bytes()), Some(v.clone()));
-        assert_eq!(v.scores(&[0.0, 1.0]), vec![0.0, 0.8]);
+        let near = |got: Vec<f32>, want: [f32; 2]| {
+            got.len() == 2 && got.iter().zip(want).all(|(g, w)| (g - w).abs() < 0.01)
+        };
+        assert!(near(v.scores(&[0.0, 1.0]), [0.0, 0.8]));
+        assert!(near(v.scores(&[0.6, -0.8]), [0.6, -0.28]));
         assert!(v.scores(&[1.0]).is_empty());
         assert!(Vectors::new(2, vec![vec![1.0]]).is_err());
-        // Lanes and tail: 19 values.
-        let a: Vec<f32> = (0..19).map(|i| i as f32).collect();
-        assert_eq!(dot(&a, &a), (0..19).map(|i| (i * i) as f32).sum::<f32>());
+        let mut out = [0; 2];
+        dots_i8(&[127, -127, 3, 1, 2, 3], &[127, 127, -2], &mut out);
+        assert_eq!(out, [-6, 127 + 2 * 127 - 6]);
+    }
+
+    #[test]
+    fn int8_scores_follow_the_f32_cosines() {
+        // 300 pseudo-random unit vectors of 256 values against one query: every int8 cosine
+        // within 0.01 of the f32 one.
+        let mut seed = 7u64;
+        let mut unit = || {
+            let v: Vec<f32> = (0..256)
+                .map(|_| {
+                    seed = seed
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    (seed >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+                })
+                .collect();
+            let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+            v.into_iter().map(|x| x / n).collect::<Vec<f32>>()
+        };
+        let rows: Vec<Vec<f32>> = (0..300).map(|_| unit()).collect();
+        let query = unit();
+        let exact: Vec<f32> = rows
+            .iter()
+            .map(|r| r.iter().zip(&query).map(|(a, b)| a * b).sum())
+            .collect();
+        let got = Vectors::new(256, rows).unwrap().scores(&query);
+        for (g, e) in got.iter().zip(&exact) {
+            assert!((g - e).abs() < 0.01, "{g} vs {e}");
+        }
     }
 
     #[test]
