@@ -174,6 +174,7 @@ pub fn evaluate(
     let mut tuning = options.tuning;
     if options.ranker == Ranker::Dense {
         tuning.dense_weight = 1.0;
+        tuning.pooled_dense_weight = 1.0;
     }
     let position: HashMap<&str, usize> = files
         .iter()

@@ -70,7 +70,8 @@ pub struct EvalArgs {
     /// Rank every query against one index holding all specs' operations.
     #[arg(long)]
     pub pooled: bool,
-    /// Weight of the dense score in hybrid ranking (default: the production value).
+    /// Weight of the dense score in hybrid ranking, pooled or not (default: the production
+    /// values).
     #[arg(long)]
     pub dense_weight: Option<f32>,
     /// Change a ranking knob for this measurement, `NAME=VALUE` (the fields of
@@ -237,6 +238,7 @@ pub async fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
     options.tuning = args.ranking.tuning();
     if let Some(w) = args.dense_weight {
         options.tuning.dense_weight = w;
+        options.tuning.pooled_dense_weight = w;
     }
     options.tuning = options.tuning.with_settings(&args.set).context("--set")?;
     if options.ranker != crate::index::Ranker::Lexical {

@@ -25,7 +25,13 @@ impl Index {
         keep: &dyn Fn(&DocMeta) -> bool,
         confidence: f32,
     ) -> Vec<(usize, f32)> {
-        let w = self.tuning.dense_weight.clamp(0.0, 1.0);
+        let pooled = self.docs.last().is_some_and(|d| d.spec > 0);
+        let w = if pooled {
+            self.tuning.pooled_dense_weight
+        } else {
+            self.tuning.dense_weight
+        }
+        .clamp(0.0, 1.0);
         let mut near: Vec<(usize, f32)> = cosine
             .iter()
             .enumerate()
