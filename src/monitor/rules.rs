@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::spec::method::Method;
-use crate::tools::name::Tool;
+use crate::types::Tool;
 
 /// What a rule does with a matching call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
