@@ -226,13 +226,13 @@ pub struct OAuthCommand {
 #[derive(Debug, clap::Subcommand)]
 pub enum OAuthSub {
     /// Fetch an issuer's metadata and keys, and print what its tokens would map to.
-    Check(CheckArgs),
+    Check(OAuthCheckArgs),
     /// People who signed in with a bearer token, and their own upstream credentials.
     Users(super::admin::UsersArgs),
 }
 
 #[derive(Debug, clap::Args)]
-pub struct CheckArgs {
+pub struct OAuthCheckArgs {
     #[command(flatten)]
     pub oauth: SignInArgs,
     /// Print JSON.
