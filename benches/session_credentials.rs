@@ -50,7 +50,11 @@ fn bench(c: &mut Criterion) {
                 only: false,
             };
             for (n, v) in black_box(&up).for_call(to) {
-                call.set_header(n.clone(), v.clone(), "session");
+                call.set_header(
+                    n.clone(),
+                    v.clone(),
+                    apigate::types::CredentialSource::Session,
+                );
             }
             call
         })

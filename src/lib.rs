@@ -15,6 +15,7 @@ pub(crate) mod printable;
 pub mod spec;
 pub mod store;
 pub mod tools;
+pub mod types;
 pub mod upstream;
 
 /// Constant-time equality of two secrets of any length (compares their SHA-256 digests): the

@@ -12,6 +12,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::auth::RuleSpec;
+use crate::types::AuthMode;
 
 /// The most bytes a config file may have.
 const MAX_CONFIG_BYTES: u64 = 1 << 20;
@@ -137,7 +138,7 @@ pub struct SignInFile {
     pub organization_claim: Option<String>,
     pub roles_claim: Option<String>,
     /// `keys`, `oauth` or `both`.
-    pub auth: Option<String>,
+    pub auth: Option<AuthMode>,
     /// RFC 7662 introspection of opaque tokens (the secret: APIGATE_OAUTH_INTROSPECTION_SECRET).
     pub introspection_url: Option<String>,
     pub introspection_client_id: Option<String>,
@@ -200,7 +201,7 @@ pub struct ApiConfig {
     /// → secret reference. Secret.
     #[serde(default, deserialize_with = "credential_lines")]
     pub upstream_credentials: Vec<String>,
-    pub oauth: Option<OAuthSettings>,
+    pub oauth: Option<ClientCredentialsFile>,
     #[serde(default, deserialize_with = "duration")]
     pub upstream_timeout: Option<Duration>,
     #[serde(default, deserialize_with = "duration")]
@@ -231,7 +232,7 @@ crate::debug_fields!(ApiConfig {
 /// OAuth client credentials for one API's upstream.
 #[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
-pub struct OAuthSettings {
+pub struct ClientCredentialsFile {
     pub token_url: String,
     pub client_id: String,
     /// Secret (in the file, a reference).
@@ -269,7 +270,7 @@ fn origins<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<url::Origin>, D
 /// A duration as the flags write it (`30s`, `2m`, `500ms`).
 fn duration<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
     let text = String::deserialize(d)?;
-    crate::monitor::duration::parse_duration(&text)
+    crate::types::duration::parse_duration(&text)
         .map(Some)
         .map_err(serde::de::Error::custom)
 }

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use crate::auth::{PermissionRules, Principal};
 use crate::index::Index;
 use crate::spec::{Operation, Spec};
+use crate::types::Tool;
 use crate::upstream::Upstream;
 
 /// One API: what its calls are checked against and sent through.
@@ -204,11 +205,7 @@ impl Apis {
 /// `Apis::names` gives them), comma-separated: the three tools', and with several APIs each
 /// one's `NAME.execute` (one API needs none of its own).
 pub fn features_for(names: &[String]) -> String {
-    let mut features = vec![
-        "apigate.discover".to_string(),
-        "apigate.schema".to_string(),
-        "apigate.execute".to_string(),
-    ];
+    let mut features: Vec<String> = Tool::ALL.iter().map(|t| t.feature().to_string()).collect();
     if names.len() > 1 {
         features.extend(names.iter().map(|n| format!("{n}.execute")));
     }

@@ -20,6 +20,7 @@ use uuid::Uuid;
 
 use super::rate::{Limiter, LimitsUnavailable, RateLimit, Subject};
 use crate::store::{AuditEntry, Decision, Store};
+use crate::types::Code;
 
 /// Refused-call rows one key may write: 20 at once, then 5 a second.
 pub(crate) const PER_KEY: RateLimit = RateLimit {
@@ -32,9 +33,6 @@ pub(crate) const UNAUTHENTICATED: RateLimit = RateLimit {
     per_second: 5.0,
     burst: 20,
 };
-
-/// The error code of a row that stands for refusals not written one by one.
-pub(crate) const SUPPRESSED_CODE: &str = "AUDIT_SUPPRESSED";
 
 /// The budget's subject for callers without a verified key.
 const ANONYMOUS: &str = "anonymous";
@@ -120,7 +118,7 @@ impl AuditBudget {
                     method: None,
                     path: None,
                     target: None,
-                    error_code: Some(SUPPRESSED_CODE.into()),
+                    error_code: Some(Code::AuditSuppressed),
                     call_id: Uuid::new_v4(),
                     at: Utc::now(),
                     ..entry.clone()
@@ -148,7 +146,7 @@ mod tests {
             decision: Decision::Denied,
             upstream_status: None,
             duration_ms: 0,
-            error_code: Some("UNAUTHORIZED".into()),
+            error_code: Some(Code::Unauthorized),
             at: Utc::now(),
             call_id: Uuid::new_v4(),
             actor: key_id.map(|_| "key:abcdefgh".into()),

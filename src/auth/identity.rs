@@ -36,9 +36,6 @@ pub(crate) const MAX_KEY_FILE_BYTES: u64 = 16 * 1024;
 /// Signing keys published at once (a rotation needs two; a few more is a mistake).
 pub const MAX_KEYS: usize = 8;
 
-/// The `audit`/`CallCredentials` source of the assertion header.
-pub(crate) const SOURCE: &str = crate::upstream::headers::ASSERTION_SOURCE;
-
 /// What a dry run shows in place of the assertion (never a value).
 pub const DRY_RUN_PLACEHOLDER: &str = "[signed identity assertion, added when sent]";
 

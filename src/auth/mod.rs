@@ -55,6 +55,7 @@ pub(crate) use token_arg::{
 
 use crate::spec::Method;
 use crate::store::{AuditEntry, Decision, Store, StoreError};
+use crate::types::Code;
 use audit::AuditWriter;
 use audit_budget::AuditBudget;
 use cache::{Caches, Digest, listen_for_invalidations};
@@ -68,7 +69,7 @@ fn admin_entry(
     actor: Option<String>,
     operation: &str,
     decision: Decision,
-    code: Option<&str>,
+    code: Option<Code>,
 ) -> AuditEntry {
     AuditEntry {
         key_id: key.and_then(|k| k.key_id),
@@ -86,7 +87,7 @@ fn admin_entry(
         decision,
         upstream_status: None,
         duration_ms: 0,
-        error_code: code.map(str::to_string),
+        error_code: code,
         at: Utc::now(),
         call_id: Uuid::new_v4(),
     }
@@ -414,7 +415,7 @@ impl Auth {
         presented: &str,
         method: &str,
         route: Option<&str>,
-        code: &str,
+        code: Code,
     ) {
         let target = match key {
             Some(_) => None,
@@ -442,11 +443,11 @@ impl Auth {
         key: Option<&KeyPrincipal>,
         trigger: &str,
         target: Option<String>,
-        refused: Option<&str>,
+        refused: Option<Code>,
     ) {
         let decision = match refused {
             None => Decision::Allowed,
-            Some("RATE_LIMITED") => Decision::Denied,
+            Some(Code::RateLimited) => Decision::Denied,
             Some(_) => Decision::Failed,
         };
         let actor = key.map_or_else(|| trigger.to_string(), KeyPrincipal::label);

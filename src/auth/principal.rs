@@ -14,6 +14,7 @@ use super::rate::Subject;
 use super::session_upstream::SessionUpstream;
 use crate::spec::Method;
 use crate::store::{AuditEntry, Decision, KeyRow};
+use crate::types::Tool;
 
 /// A verified server key (tier 1).
 #[derive(Debug, Clone)]
@@ -164,18 +165,24 @@ impl Principal {
         }
     }
 
-    /// The feature a tool needs: `api_discover` → `apigate.discover`, and so on.
-    pub(crate) fn tool_feature(tool: &str) -> String {
-        format!("apigate.{}", tool.strip_prefix("api_").unwrap_or(tool))
-    }
-
-    /// Whether the caller may call the tool at all.
-    pub fn may_use_tool(&self, tool: &str) -> Result<(), AuthError> {
-        let feature = Principal::tool_feature(tool);
-        if self.features.allows(&feature) {
+    /// Whether the caller may call the tool at all (holds its feature).
+    pub fn may_use(&self, tool: Tool) -> Result<(), AuthError> {
+        if self.features.allows(tool.feature()) {
             Ok(())
         } else {
-            Err(AuthError::Forbidden { missing: feature })
+            Err(AuthError::Forbidden {
+                missing: tool.feature().to_string(),
+            })
+        }
+    }
+
+    /// [`Principal::may_use`] for a tool named as the agent names it; no other name is one.
+    pub fn may_use_tool(&self, name: &str) -> Result<(), AuthError> {
+        match Tool::parse(name) {
+            Ok(tool) => self.may_use(tool),
+            Err(_) => Err(AuthError::Forbidden {
+                missing: name.to_string(),
+            }),
         }
     }
 

@@ -247,7 +247,7 @@ fn parse_since(s: &str) -> Result<DateTime<Utc>, String> {
     if let Ok(t) = DateTime::parse_from_rfc3339(s.trim()) {
         return Ok(t.with_timezone(&Utc));
     }
-    let d = crate::monitor::parse_duration(s).map_err(|e| {
+    let d = crate::types::duration::parse_duration(s).map_err(|e| {
         format!("{e}; --since takes a duration (30m, 1h, 7d) or a time (2026-11-24T09:00:00Z)")
     })?;
     let d = chrono::Duration::from_std(d).map_err(|_| format!("{s:?} is too long ago"))?;

@@ -11,7 +11,7 @@ use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 
 use super::monitor::MonitorFlags;
-use crate::apis::config::OAuthSettings;
+use crate::apis::config::ClientCredentialsFile;
 use crate::auth::sealed::{KeySource, SecretKeys};
 use crate::auth::{Auth, AuthConfig, LimitsUnavailable, PermissionRules, RateLimit};
 use crate::http::{self, Allowed, HttpOptions, KeyCheck};
@@ -86,11 +86,11 @@ pub struct EngineArgs {
     #[command(flatten)]
     pub oauth: OAuthArgs,
     /// Total time allowed for one upstream request (30s, 2m; a bare number is seconds).
-    #[arg(long, default_value = "30s", value_parser = crate::monitor::parse_duration,
+    #[arg(long, default_value = "30s", value_parser = crate::types::duration::parse_duration,
           help_heading = heading::UPSTREAM)]
     pub upstream_timeout: Duration,
     /// Time allowed to connect to the upstream (10s, 500ms; a bare number is seconds).
-    #[arg(long, default_value = "10s", value_parser = crate::monitor::parse_duration,
+    #[arg(long, default_value = "10s", value_parser = crate::types::duration::parse_duration,
           help_heading = heading::UPSTREAM)]
     pub connect_timeout: Duration,
     #[command(flatten)]
@@ -137,7 +137,7 @@ pub struct BinaryArgs {
     pub max_image_bytes: usize,
     /// How long a binary response stays readable through its resource link (10m, 1h; a bare
     /// number is seconds).
-    #[arg(long, default_value = "10m", value_parser = crate::monitor::parse_duration)]
+    #[arg(long, default_value = "10m", value_parser = crate::types::duration::parse_duration)]
     pub response_ttl: Duration,
     /// The most bytes of binary responses held per caller (signed-in person, user session,
     /// else API key); the oldest go first.
@@ -200,7 +200,7 @@ impl std::fmt::Debug for OAuthArgs {
 }
 
 impl OAuthArgs {
-    pub(super) fn settings(&self) -> anyhow::Result<Option<OAuthSettings>> {
+    pub(super) fn settings(&self) -> anyhow::Result<Option<ClientCredentialsFile>> {
         let Some(url) = &self.upstream_oauth_token_url else {
             return Ok(None);
         };
@@ -210,7 +210,7 @@ impl OAuthArgs {
                  APIGATE_UPSTREAM_OAUTH_CLIENT_SECRET (or --upstream-oauth-client-secret)"
             );
         };
-        Ok(Some(OAuthSettings {
+        Ok(Some(ClientCredentialsFile {
             token_url: url.clone(),
             client_id: self.upstream_oauth_client_id.clone().unwrap_or_default(),
             client_secret: secret,
@@ -248,7 +248,7 @@ pub struct HttpArgs {
     pub sse_queue: usize,
     /// A connection must send a request's complete header within this time (slow clients,
     /// idle keep-alive connections) or it is closed.
-    #[arg(long, default_value = "10s", value_parser = crate::monitor::parse_duration,
+    #[arg(long, default_value = "10s", value_parser = crate::types::duration::parse_duration,
           help_heading = heading::LIMITS)]
     pub header_read_timeout: Duration,
     /// Connections open at once; more are closed as they arrive.
@@ -256,7 +256,7 @@ pub struct HttpArgs {
     pub max_connections: usize,
     /// On SIGTERM or Ctrl-C: no new connections, `/ready` answers 503, and the requests in
     /// flight get this long to finish before the MCP sessions and their streams are ended.
-    #[arg(long, default_value = "25s", value_parser = crate::monitor::parse_duration,
+    #[arg(long, default_value = "25s", value_parser = crate::types::duration::parse_duration,
           help_heading = heading::HTTP)]
     pub drain_timeout: Duration,
     /// Also serve /metrics without a key on this address, for a Prometheus scraper (on the

@@ -63,7 +63,7 @@ pub struct StdioArgs {
 
 /// Where the dev key came from.
 #[derive(Debug, PartialEq, Eq)]
-pub enum KeySource {
+pub enum DevKeySource {
     Flag,
     Env(&'static str),
     McpJson,
@@ -76,20 +76,20 @@ pub(crate) fn resolve_key(
     flag: Option<&str>,
     listen: SocketAddr,
     mcp_json: &Path,
-) -> (String, KeySource) {
+) -> (String, DevKeySource) {
     if let Some(k) = flag.map(str::trim).filter(|k| !k.is_empty()) {
-        return (k.to_string(), KeySource::Flag);
+        return (k.to_string(), DevKeySource::Flag);
     }
     for var in ["APIGATE_API_KEY", "MCP_SERVER_API_KEY"] {
         if let Ok(k) = std::env::var(var)
             && !k.trim().is_empty()
         {
-            return (k.trim().to_string(), KeySource::Env(var));
+            return (k.trim().to_string(), DevKeySource::Env(var));
         }
     }
     let found = McpJsonKeys::read(mcp_json, listen);
     if let Some(k) = found.matching {
-        return (k, KeySource::McpJson);
+        return (k, DevKeySource::McpJson);
     }
     for url in &found.elsewhere {
         tracing::warn!(
@@ -103,7 +103,7 @@ pub(crate) fn resolve_key(
     let bytes: [u8; 24] = rand::random();
     (
         format!("agk_dev_{}", hex::encode(bytes)),
-        KeySource::Generated,
+        DevKeySource::Generated,
     )
 }
 
@@ -211,7 +211,7 @@ pub(crate) async fn run_dev(args: DevArgs) -> anyhow::Result<ExitCode> {
     let url = format!("http://{addr}/mcp");
     eprintln!("{}", banner("dev", &engine, &url, args.http.stateless));
     match source {
-        KeySource::Generated => {
+        DevKeySource::Generated => {
             let creds = super::config::Credentials {
                 key: Some(&key),
                 session_token: None,
@@ -231,10 +231,10 @@ pub(crate) async fn run_dev(args: DevArgs) -> anyhow::Result<ExitCode> {
         other => eprintln!(
             "API key from {}",
             match other {
-                KeySource::Flag => "--api-key".to_string(),
-                KeySource::Env(v) => v.to_string(),
-                KeySource::McpJson => ".mcp.json".to_string(),
-                KeySource::Generated => unreachable!(),
+                DevKeySource::Flag => "--api-key".to_string(),
+                DevKeySource::Env(v) => v.to_string(),
+                DevKeySource::McpJson => ".mcp.json".to_string(),
+                DevKeySource::Generated => unreachable!(),
             }
         ),
     }

@@ -37,11 +37,11 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Load OpenAPI documents and report version, operation count and warnings.
-    Check(specs::CheckArgs),
+    Check(specs::SpecCheckArgs),
     /// Rank a spec's operations for a query written in plain words.
     Search(specs::SearchArgs),
     /// Print one operation's resolved schema, as `api_schema` returns it.
-    Schema(specs::SchemaArgs),
+    Schema(specs::SchemaCommandArgs),
     /// Measure retrieval quality on a query file (recall@1, recall@5, MRR@10, all@5).
     Eval(specs::EvalArgs),
     /// Precompute what semantic ranking needs (the operation vectors) for deployments.

@@ -9,9 +9,8 @@ use std::time::Duration;
 use anyhow::Context as _;
 use tokio::net::TcpListener;
 
-use crate::monitor::{
-    Monitor, MonitorConfig, MonitorError, RuleSet, ServerConfig, human_duration, parse_duration,
-};
+use crate::monitor::{Monitor, MonitorConfig, MonitorError, RuleSet, ServerConfig};
+use crate::types::duration::{human_duration, parse_duration};
 
 /// `apigate monitor` flags.
 #[derive(Debug, Clone, clap::Args)]

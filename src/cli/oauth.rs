@@ -8,7 +8,8 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 
 use crate::apis::config::SignInFile;
-use crate::auth::oauth::{AuthMode, IntrospectionSettings, OAuthSettings, ResourceServer};
+use crate::auth::oauth::{IntrospectionSettings, OAuthSettings, ResourceServer};
+use crate::types::AuthMode;
 
 /// Where the introspection client's secret is read from.
 const INTROSPECTION_SECRET_ENV: &str = "APIGATE_OAUTH_INTROSPECTION_SECRET";
@@ -55,8 +56,8 @@ pub struct SignInArgs {
     pub roles_claim: Option<String>,
     /// Which credentials open the server: keys (x-api-key, then a session token per call),
     /// oauth (bearer tokens only) or both. Default: keys without an issuer, both with one.
-    #[arg(long = "auth", value_name = "MODE", value_parser = ["keys", "oauth", "both"])]
-    pub auth: Option<String>,
+    #[arg(long = "auth", value_name = "MODE", value_enum)]
+    pub auth: Option<AuthMode>,
     /// Check opaque (non-JWT) tokens by asking the issuer (RFC 7662 token introspection) at
     /// this URL, as the client --oauth-introspection-client-id whose secret is in
     /// APIGATE_OAUTH_INTROSPECTION_SECRET or --oauth-introspection-secret-file.
@@ -97,11 +98,8 @@ impl SignInArgs {
     /// issuer.
     pub fn settings(&self, listen: SocketAddr) -> anyhow::Result<Option<OAuthSettings>> {
         if self.issuers.is_empty() {
-            if self.auth.as_deref().is_some_and(|m| m != "keys") {
-                anyhow::bail!(
-                    "--auth {} needs --oauth-issuer",
-                    self.auth.as_deref().unwrap_or_default()
-                );
+            if let Some(mode) = self.auth.filter(|&m| m != AuthMode::Keys) {
+                anyhow::bail!("--auth {} needs --oauth-issuer", mode.as_str());
             }
             return Ok(None);
         }
@@ -201,12 +199,7 @@ impl SignInArgs {
         let Some(settings) = self.settings(listen)? else {
             return Ok(None);
         };
-        let mode: AuthMode = self
-            .auth
-            .as_deref()
-            .unwrap_or("both")
-            .parse()
-            .map_err(|e: String| anyhow::anyhow!("--auth {e}"))?;
+        let mode = self.auth.unwrap_or(AuthMode::Both);
         let server = ResourceServer::start(settings).await?;
         let s = server.settings();
         tracing::info!(
@@ -233,13 +226,13 @@ pub struct OAuthCommand {
 #[derive(Debug, clap::Subcommand)]
 pub enum OAuthSub {
     /// Fetch an issuer's metadata and keys, and print what its tokens would map to.
-    Check(CheckArgs),
+    Check(OAuthCheckArgs),
     /// People who signed in with a bearer token, and their own upstream credentials.
     Users(super::admin::UsersArgs),
 }
 
 #[derive(Debug, clap::Args)]
-pub struct CheckArgs {
+pub struct OAuthCheckArgs {
     #[command(flatten)]
     pub oauth: SignInArgs,
     /// Print JSON.

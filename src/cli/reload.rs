@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use super::args::EngineArgs;
 use crate::auth::{KeyPrincipal, PermissionRules};
 use crate::tools::Engine;
+use crate::types::Code;
 
 /// How often files are looked at, and how long a changed file must hold still.
 const WATCH_EVERY: Duration = Duration::from_secs(1);
@@ -74,7 +75,7 @@ impl Reloader {
             }
             let (target, refused) = match &outcome {
                 Ok(report) => (changed(report), None),
-                Err(_) => (None, Some("RELOAD_FAILED")),
+                Err(_) => (None, Some(Code::ReloadFailed)),
             };
             auth.record_reload(key, trigger, target, refused).await;
         }
@@ -170,7 +171,7 @@ impl Reloader {
         };
         if too_soon {
             if let Some(auth) = &self.engine.auth {
-                auth.record_reload(key, "admin", None, Some("RATE_LIMITED"))
+                auth.record_reload(key, "admin", None, Some(Code::RateLimited))
                     .await;
             }
             return Err(ReloadError::TooSoon);
@@ -329,11 +330,11 @@ impl Reloader {
                     Ok(report) => (StatusCode::OK, report),
                     Err(e @ ReloadError::TooSoon) => (
                         StatusCode::TOO_MANY_REQUESTS,
-                        json!({"error": e.to_string(), "code": "RATE_LIMITED", "retryAfterMs": 1000}),
+                        json!({"error": e.to_string(), "code": Code::RateLimited, "retryAfterMs": 1000}),
                     ),
                     Err(e) => (
                         StatusCode::UNPROCESSABLE_ENTITY,
-                        json!({"error": e.to_string(), "code": "RELOAD_FAILED"}),
+                        json!({"error": e.to_string(), "code": Code::ReloadFailed}),
                     ),
                 }
             })

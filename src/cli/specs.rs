@@ -11,7 +11,7 @@ use crate::index::{Index, Query};
 use crate::spec::Spec;
 
 #[derive(Debug, clap::Args)]
-pub struct CheckArgs {
+pub struct SpecCheckArgs {
     /// OpenAPI documents (paths or http(s) URLs).
     #[arg(required = true)]
     pub specs: Vec<String>,
@@ -45,7 +45,7 @@ pub struct SearchArgs {
 }
 
 #[derive(Debug, clap::Args)]
-pub struct SchemaArgs {
+pub struct SchemaCommandArgs {
     /// The OpenAPI document (path or URL).
     #[arg(long)]
     pub spec: String,
@@ -92,7 +92,7 @@ pub struct EvalArgs {
     pub per_query: bool,
 }
 
-pub async fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
+pub async fn check(args: SpecCheckArgs) -> anyhow::Result<ExitCode> {
     let mut rows = Vec::new();
     for file in &args.specs {
         let row = match Spec::load(file).await {
@@ -202,7 +202,7 @@ pub async fn search(args: SearchArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub async fn schema(args: SchemaArgs) -> anyhow::Result<ExitCode> {
+pub async fn schema(args: SchemaCommandArgs) -> anyhow::Result<ExitCode> {
     let spec = Spec::load(&args.spec).await?;
     let wanted = args.operation.trim();
     let op = match spec.get(wanted) {

@@ -20,12 +20,12 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::error::{ApiError, ErrorCode};
+use super::error::ApiError;
 use crate::auth::{
     ADMIN_FEATURE, Admin, AdminError, AuditQuery, Auth, AuthError, KeyPrincipal, NewKey,
     NewSession, OAuthUserQuery, OAuthUserRef, OAuthUserUpstream, SessionQuery, SessionRef,
 };
-use crate::tools::Code;
+use crate::types::Code;
 
 type AdminRoute = (Method, &'static str, MethodRouter<Auth>);
 
@@ -88,23 +88,21 @@ pub fn router(auth: Auth) -> Router {
 
 impl From<AdminError> for ApiError {
     fn from(e: AdminError) -> ApiError {
-        let (status, code) = match &e {
-            AdminError::Invalid(_) => (StatusCode::BAD_REQUEST, Code::InvalidArguments.into()),
-            AdminError::NotFound(_) => (StatusCode::NOT_FOUND, ErrorCode::NotFound),
+        let code = match &e {
+            AdminError::Invalid(_) => Code::InvalidArguments,
+            AdminError::NotFound(_) => Code::NotFound,
             AdminError::ReadOnly { .. }
             | AdminError::BeyondOwn { .. }
-            | AdminError::RoleBeyondOwn { .. } => (StatusCode::FORBIDDEN, Code::Forbidden.into()),
-            AdminError::Conflict(_) => (StatusCode::CONFLICT, ErrorCode::Conflict),
-            AdminError::Unavailable(_) => {
-                (StatusCode::SERVICE_UNAVAILABLE, Code::Unavailable.into())
-            }
-            AdminError::Internal => (StatusCode::INTERNAL_SERVER_ERROR, Code::Internal.into()),
+            | AdminError::RoleBeyondOwn { .. } => Code::Forbidden,
+            AdminError::Conflict(_) => Code::Conflict,
+            AdminError::Unavailable(_) => Code::Unavailable,
+            AdminError::Internal => Code::Internal,
         };
         let message = match &e {
             AdminError::Unavailable(_) => "the database is unavailable; try again later".into(),
             other => other.to_string(),
         };
-        let mut error = ApiError::new(status, code, message);
+        let mut error = ApiError::new(code, message);
         match e {
             AdminError::ReadOnly { .. } => {
                 error.details.insert("readOnly".into(), true.into());
@@ -120,21 +118,13 @@ impl From<AdminError> for ApiError {
 
 impl From<JsonRejection> for ApiError {
     fn from(e: JsonRejection) -> ApiError {
-        ApiError::new(
-            StatusCode::BAD_REQUEST,
-            Code::InvalidArguments,
-            e.body_text(),
-        )
+        ApiError::new(Code::InvalidArguments, e.body_text())
     }
 }
 
 impl From<QueryRejection> for ApiError {
     fn from(e: QueryRejection) -> ApiError {
-        ApiError::new(
-            StatusCode::BAD_REQUEST,
-            Code::InvalidArguments,
-            e.body_text(),
-        )
+        ApiError::new(Code::InvalidArguments, e.body_text())
     }
 }
 
@@ -155,14 +145,8 @@ async fn require_admin(
         .map(|p| p.as_str().to_string());
     let refuse = async |key: Option<&KeyPrincipal>, e: AuthError| {
         let error = ApiError::from(e);
-        auth.record_admin_refusal(
-            key,
-            presented,
-            &method,
-            route.as_deref(),
-            error.code.as_str(),
-        )
-        .await;
+        auth.record_admin_refusal(key, presented, &method, route.as_deref(), error.code)
+            .await;
         error.into_response()
     };
     let key = match auth.authenticate_key_from(presented, source).await {
@@ -197,7 +181,6 @@ impl FromRequestParts<Auth> for AsCaller {
             Some(key) => Ok(AsCaller(auth.admin_as(key))),
             // Only a route mounted without `require_admin` could get here.
             None => Err(ApiError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
                 Code::Internal,
                 "the admin route has no verified key",
             )),
@@ -289,11 +272,7 @@ async fn revoke_session_by_token(
 async fn revoke_one(admin: &Admin, text: &str, token: bool, wrong_kind: &str) -> Reply {
     let which = SessionRef::parse(text)?;
     if matches!(which, SessionRef::Token(_)) != token {
-        return Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            Code::InvalidArguments,
-            wrong_kind,
-        ));
+        return Err(ApiError::new(Code::InvalidArguments, wrong_kind));
     }
     ok(admin.revoke_session(&which).await?)
 }

@@ -38,9 +38,9 @@ pub(crate) struct Drain {
 }
 
 /// One request in flight, counted until dropped (its response sent, or the client gone).
-pub(crate) struct InFlight(Arc<Drain>);
+pub(crate) struct OpenRequest(Arc<Drain>);
 
-impl Drop for InFlight {
+impl Drop for OpenRequest {
     fn drop(&mut self) {
         self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
     }
@@ -56,9 +56,9 @@ impl Drain {
         self.draining.load(Ordering::Acquire)
     }
 
-    fn enter(self: &Arc<Self>) -> InFlight {
+    fn enter(self: &Arc<Self>) -> OpenRequest {
         self.in_flight.fetch_add(1, Ordering::AcqRel);
-        InFlight(self.clone())
+        OpenRequest(self.clone())
     }
 
     /// Waits for `shutdown`, then for the requests in flight to end (at most `timeout`),

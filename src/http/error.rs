@@ -1,6 +1,5 @@
-//! How the HTTP layer says no: [`ErrorCode`], every code a JSON error body of the HTTP layer
-//! can carry (the tools' own [`Code`]s and the transport's), the `{error, code, …details}`
-//! bodies ([`json_error`], [`ApiError`]), an authentication failure as a response
+//! How the HTTP layer says no: the `{error, code, …details}` bodies, their code and status
+//! from the one [`Code`] table ([`json_error`], [`ApiError`]), an authentication failure as a response
 //! ([`auth_error_response`], for the tier-1 guard and the admin API alike), and the peer
 //! address the audit log records ([`peer_ip`]).
 
@@ -9,67 +8,17 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use crate::auth::AuthError;
-use crate::tools::Code;
-
-/// The `code` of an HTTP-level error body.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorCode {
-    /// A code the tools use too (`UNAUTHORIZED`, `RATE_LIMITED`, …): written in one place.
-    Tool(Code),
-    NotFound,
-    Conflict,
-    ForbiddenHost,
-    ForbiddenOrigin,
-    PayloadTooLarge,
-    TooManySessions,
-    BadRequest,
-    SessionNotFound,
-    SessionTokenMismatch,
-    SseQueueFull,
-    SessionClosed,
-    MetricsUnavailable,
-}
-
-impl ErrorCode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorCode::Tool(code) => code.as_str(),
-            ErrorCode::NotFound => "NOT_FOUND",
-            ErrorCode::Conflict => "CONFLICT",
-            ErrorCode::ForbiddenHost => "FORBIDDEN_HOST",
-            ErrorCode::ForbiddenOrigin => "FORBIDDEN_ORIGIN",
-            ErrorCode::PayloadTooLarge => "PAYLOAD_TOO_LARGE",
-            ErrorCode::TooManySessions => "TOO_MANY_SESSIONS",
-            ErrorCode::BadRequest => "BAD_REQUEST",
-            ErrorCode::SessionNotFound => "SESSION_NOT_FOUND",
-            ErrorCode::SessionTokenMismatch => "SESSION_TOKEN_MISMATCH",
-            ErrorCode::SseQueueFull => "SSE_QUEUE_FULL",
-            ErrorCode::SessionClosed => "SESSION_CLOSED",
-            ErrorCode::MetricsUnavailable => "METRICS_UNAVAILABLE",
-        }
-    }
-}
-
-impl From<Code> for ErrorCode {
-    fn from(code: Code) -> ErrorCode {
-        ErrorCode::Tool(code)
-    }
-}
+use crate::types::Code;
 
 /// `{"error": message, "code": CODE}` with its status.
-pub(crate) fn json_error(
-    status: StatusCode,
-    code: impl Into<ErrorCode>,
-    message: &str,
-) -> Response {
-    ApiError::new(status, code, message).into_response()
+pub(crate) fn json_error(code: Code, message: &str) -> Response {
+    ApiError::new(code, message).into_response()
 }
 
 /// 413 for a request body over `--max-body-bytes` (`limit`).
 pub(crate) fn too_large(limit: usize) -> Response {
     json_error(
-        StatusCode::PAYLOAD_TOO_LARGE,
-        ErrorCode::PayloadTooLarge,
+        Code::PayloadTooLarge,
         &format!(
             "request body is over the {limit}-byte limit (--max-body-bytes; base64 uploads count \
              against it)"
@@ -96,21 +45,18 @@ pub(crate) fn auth_error_response(e: AuthError) -> Response {
 /// An error body `{error, code, …details}` with its status.
 pub(super) struct ApiError {
     pub(super) status: StatusCode,
-    pub(super) code: ErrorCode,
+    pub(super) code: Code,
     pub(super) message: String,
     pub(super) details: serde_json::Map<String, serde_json::Value>,
     pub(super) retry_after_secs: Option<u64>,
 }
 
 impl ApiError {
-    pub(super) fn new(
-        status: StatusCode,
-        code: impl Into<ErrorCode>,
-        message: impl Into<String>,
-    ) -> ApiError {
+    /// An error body with `code`, answered with the code's status.
+    pub(super) fn new(code: Code, message: impl Into<String>) -> ApiError {
         ApiError {
-            status,
-            code: code.into(),
+            status: code.status(),
+            code,
             message: message.into(),
             details: serde_json::Map::new(),
             retry_after_secs: None,
@@ -135,23 +81,21 @@ impl IntoResponse for ApiError {
 
 impl From<AuthError> for ApiError {
     fn from(e: AuthError) -> ApiError {
-        let (status, code) = match &e {
-            AuthError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, Code::Unauthorized),
-            AuthError::SessionExpired => (StatusCode::UNAUTHORIZED, Code::SessionExpired),
-            AuthError::Forbidden { .. } | AuthError::ReadOnly { .. } => {
-                (StatusCode::FORBIDDEN, Code::Forbidden)
-            }
-            AuthError::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, Code::RateLimited),
+        let code = match &e {
+            AuthError::Unauthorized(_) => Code::Unauthorized,
+            AuthError::SessionExpired => Code::SessionExpired,
+            AuthError::Forbidden { .. } | AuthError::ReadOnly { .. } => Code::Forbidden,
+            AuthError::RateLimited { .. } => Code::RateLimited,
             AuthError::Unavailable(_)
             | AuthError::LimitsUnavailable
-            | AuthError::Credentials(_) => (StatusCode::SERVICE_UNAVAILABLE, Code::Unavailable),
+            | AuthError::Credentials(_) => Code::Unavailable,
         };
         let message = match &e {
             // Says the database cannot be reached; its error stays in the log.
             AuthError::Unavailable(_) => format!("{e}; try again later"),
             other => other.to_string(),
         };
-        let mut error = ApiError::new(status, code, message);
+        let mut error = ApiError::new(code, message);
         match e {
             AuthError::Forbidden { missing } => {
                 error.details.insert("missing".into(), missing.into());

@@ -6,15 +6,16 @@ use std::sync::Arc;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::Next;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 
 use super::AppState;
-use super::error::{ErrorCode, auth_error_response, json_error, peer_ip};
+use super::error::{ApiError, auth_error_response, json_error, peer_ip};
 use crate::auth::Auth;
-use crate::auth::oauth::{AuthMode, MAX_TOKEN_BYTES, OAuthError, ResourceServer};
+use crate::auth::oauth::{MAX_TOKEN_BYTES, OAuthError, ResourceServer};
 use crate::mcp::{HttpCaller, fingerprint};
 use crate::secrets_equal;
-use crate::tools::Code;
+use crate::types::AuthMode;
+use crate::types::Code;
 
 /// Host names accepted by default: loopback only, any port.
 pub(crate) const DEFAULT_HOSTS: [&str; 4] = ["localhost", "127.0.0.1", "::1", "[::1]"];
@@ -103,17 +104,12 @@ pub(crate) async fn host_and_origin(
         Some(h) => {
             tracing::warn!(host = %h, "rejected request for a host this server does not serve");
             return json_error(
-                StatusCode::FORBIDDEN,
-                ErrorCode::ForbiddenHost,
+                Code::ForbiddenHost,
                 "this Host is not served here; add it with --allowed-host if apigate runs behind a proxy",
             );
         }
         None => {
-            return json_error(
-                StatusCode::FORBIDDEN,
-                ErrorCode::ForbiddenHost,
-                "the request has no Host header",
-            );
+            return json_error(Code::ForbiddenHost, "the request has no Host header");
         }
     }
     if let Some(origin) = headers.get(header::ORIGIN) {
@@ -124,8 +120,7 @@ pub(crate) async fn host_and_origin(
         if !ok {
             tracing::warn!("rejected request from a foreign Origin");
             return json_error(
-                StatusCode::FORBIDDEN,
-                ErrorCode::ForbiddenOrigin,
+                Code::ForbiddenOrigin,
                 "requests from this Origin are not allowed; add it with --allowed-origin",
             );
         }
@@ -205,11 +200,7 @@ fn oauth_refusal(gate: &OAuthGate, error: Option<&OAuthError>) -> Response {
             ),
         ),
         Some(e @ OAuthError::TooManyAttempts) => {
-            let mut response = json_error(
-                StatusCode::TOO_MANY_REQUESTS,
-                Code::RateLimited,
-                &e.to_string(),
-            );
+            let mut response = json_error(Code::RateLimited, &e.to_string());
             response
                 .headers_mut()
                 .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
@@ -236,7 +227,11 @@ fn oauth_refusal(gate: &OAuthGate, error: Option<&OAuthError>) -> Response {
     } else {
         Code::Unauthorized
     };
-    let mut response = json_error(status, code, &message);
+    // A 503 (the issuer's keys or introspection unreachable) keeps the code UNAUTHORIZED:
+    // the caller is not signed in yet, and retries.
+    let mut error = ApiError::new(code, message);
+    error.status = status;
+    let mut response = error.into_response();
     if let Ok(value) = header::HeaderValue::from_str(&challenge) {
         response
             .headers_mut()
@@ -320,7 +315,6 @@ pub async fn api_key(
     }
     let Some(key) = presented_key(request.headers()).map(str::to_string) else {
         return json_error(
-            StatusCode::UNAUTHORIZED,
             Code::Unauthorized,
             "missing x-api-key header: send the server's API key in `x-api-key`",
         );
@@ -328,11 +322,7 @@ pub async fn api_key(
     let verified = match &state.keys {
         KeyCheck::Single(expected) => {
             if !secrets_equal(expected, &key) {
-                return json_error(
-                    StatusCode::UNAUTHORIZED,
-                    Code::Unauthorized,
-                    "invalid API key in x-api-key",
-                );
+                return json_error(Code::Unauthorized, "invalid API key in x-api-key");
             }
             None
         }

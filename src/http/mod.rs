@@ -34,7 +34,7 @@ pub use guard::{Allowed, KeyCheck, OAuthGate};
 
 use crate::mcp::McpServer;
 use crate::tools::Engine;
-use error::ErrorCode;
+use crate::types::Code;
 
 /// Default cap on request bodies.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
@@ -315,14 +315,14 @@ fn method_label(method: &axum::http::Method) -> &'static str {
 }
 
 async fn not_found() -> Response {
-    error::json_error(StatusCode::NOT_FOUND, ErrorCode::NotFound, "not found")
+    error::json_error(Code::NotFound, "not found")
 }
 
 /// RFC 9728 protected resource metadata: where to get a token for this server. Public (a
 /// client reads it before it has a token); 404 without `--oauth-issuer`.
 async fn resource_metadata(State(state): State<Arc<AppState>>) -> Response {
     match &state.oauth {
-        Some(gate) if gate.mode != crate::auth::oauth::AuthMode::Keys => (
+        Some(gate) if gate.mode != crate::types::AuthMode::Keys => (
             [(axum::http::header::CACHE_CONTROL, "public, max-age=300")],
             Json(gate.server.metadata()),
         )
@@ -335,8 +335,7 @@ async fn resource_metadata(State(state): State<Arc<AppState>>) -> Response {
 /// and show whatever that last request answered. Say what to fix instead of "not found".
 async fn no_oauth() -> Response {
     error::json_error(
-        StatusCode::NOT_FOUND,
-        ErrorCode::NotFound,
+        Code::NotFound,
         "apigate does not use OAuth: it authenticates with an API key in the x-api-key header, \
          and the key this client sent was missing or wrong (check the client's MCP server \
          configuration; `apigate config claude|opencode` prints a working one)",
@@ -356,8 +355,7 @@ async fn jwks(State(state): State<Arc<AppState>>) -> Response {
         )
             .into_response(),
         None => error::json_error(
-            StatusCode::NOT_FOUND,
-            ErrorCode::NotFound,
+            Code::NotFound,
             "this server signs no identity assertions (start it with --identity-header and \
              --signing-key), so it publishes no keys",
         ),
@@ -371,11 +369,7 @@ async fn reload(
     axum::Extension(caller): axum::Extension<crate::mcp::HttpCaller>,
 ) -> Response {
     let Some(hook) = &state.reload else {
-        return error::json_error(
-            StatusCode::NOT_FOUND,
-            ErrorCode::NotFound,
-            "this server does not reload",
-        );
+        return error::json_error(Code::NotFound, "this server does not reload");
     };
     // A signed-in person needs the feature in their token (with a key too, in both); a key
     // alone in its own features; the dev key has every one. Audited as who asked: the key, or
@@ -389,8 +383,14 @@ async fn reload(
         .is_none_or(|k| k.features.allows(crate::auth::ADMIN_FEATURE));
     if !allowed {
         if let (Some(auth), Some(key)) = (&state.database, &asker) {
-            auth.record_admin_refusal(Some(key), "", "POST", Some("/admin/v1/reload"), "FORBIDDEN")
-                .await;
+            auth.record_admin_refusal(
+                Some(key),
+                "",
+                "POST",
+                Some("/admin/v1/reload"),
+                Code::Forbidden,
+            )
+            .await;
         }
         let missing = crate::auth::ADMIN_FEATURE.into();
         return error::ApiError::from(crate::auth::AuthError::Forbidden { missing })
@@ -478,8 +478,7 @@ async fn render_metrics() -> Response {
         )
             .into_response(),
         None => error::json_error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            ErrorCode::MetricsUnavailable,
+            Code::MetricsUnavailable,
             "another metrics recorder is installed in this process",
         ),
     }

@@ -22,9 +22,10 @@ use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use super::AppState;
-use super::error::{ErrorCode, json_error};
+use super::error::json_error;
 use crate::auth::SESSION_TOKEN_HEADER;
 use crate::mcp::{HttpCaller, McpServer};
+use crate::types::Code;
 
 /// Default of `--sse-queue`: requests a legacy SSE session may have unanswered on its stream
 /// (running, or answered but not yet taken by the client) before more are refused (429).
@@ -97,8 +98,7 @@ pub async fn open(State(state): State<Arc<AppState>>, request: Request) -> Respo
     let open = state.sse.open_for(&owner);
     if open >= state.sessions.max_per_key() {
         return json_error(
-            StatusCode::TOO_MANY_REQUESTS,
-            ErrorCode::TooManySessions,
+            Code::TooManySessions,
             &format!(
                 "this API key already has {open} open SSE sessions (--max-sessions-per-key): \
                  close unused event streams first"
@@ -173,17 +173,12 @@ pub async fn message(
     request: Request,
 ) -> Response {
     let Some(id) = q.session_id else {
-        return json_error(
-            StatusCode::BAD_REQUEST,
-            ErrorCode::BadRequest,
-            "missing sessionId query parameter",
-        );
+        return json_error(Code::BadRequest, "missing sessionId query parameter");
     };
     // Only the key that opened the stream may post to it.
     let Some(session) = state.sse.get(&id, &key_of(request.extensions())) else {
         return json_error(
-            StatusCode::NOT_FOUND,
-            ErrorCode::SessionNotFound,
+            Code::SessionNotFound,
             "no open SSE session with this id; open GET /sse first",
         );
     };
@@ -201,8 +196,7 @@ pub async fn message(
     };
     if !same {
         return json_error(
-            StatusCode::FORBIDDEN,
-            ErrorCode::SessionTokenMismatch,
+            Code::SessionTokenMismatch,
             "this message's x-session-token differs from the one its SSE stream was opened \
              with; a stream acts for one user session: open another stream for another session",
         );
@@ -215,8 +209,7 @@ pub async fn message(
         Ok(b) => b,
         Err(_) => {
             return json_error(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                ErrorCode::PayloadTooLarge,
+                Code::PayloadTooLarge,
                 "request body is over the server's limit",
             );
         }
@@ -256,8 +249,7 @@ pub async fn message(
             });
         if taken.is_err() {
             return json_error(
-                StatusCode::TOO_MANY_REQUESTS,
-                ErrorCode::SseQueueFull,
+                Code::SseQueueFull,
                 &format!(
                     "this SSE session has {} requests whose replies its event stream has not \
                      delivered (--sse-queue): read the stream before sending more",
@@ -267,11 +259,7 @@ pub async fn message(
         }
     }
     if session.to_server.unbounded_send(msg).is_err() {
-        return json_error(
-            StatusCode::GONE,
-            ErrorCode::SessionClosed,
-            "the SSE session has closed",
-        );
+        return json_error(Code::SessionClosed, "the SSE session has closed");
     }
     (StatusCode::ACCEPTED, "Accepted").into_response()
 }

@@ -14,7 +14,7 @@
 //! `resources/read` needs no scope of its own: a held response is read by its owner, the
 //! person whose `api_execute` fetched it, and that call needed its scopes.
 
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage};
 use serde_json::{Map, Value};
@@ -22,7 +22,7 @@ use serde_json::{Map, Value};
 use super::AppState;
 use super::error::ApiError;
 use crate::mcp::HttpCaller;
-use crate::tools::{Code, Tool};
+use crate::types::{Code, Tool};
 
 /// The `403 insufficient_scope` for `message`, when it is a `tools/call` of a signed-in
 /// person whose token's scopes do not grant what it needs and more scopes would; the refusal
@@ -62,7 +62,6 @@ pub(super) async fn refusal(
         "a token without the scopes a call needs: 403 insufficient_scope");
     let scope = scopes.join(" ");
     let mut error = ApiError::new(
-        StatusCode::FORBIDDEN,
         Code::Forbidden,
         format!(
             "{description}, which this token's scopes do not grant: sign in again with the \

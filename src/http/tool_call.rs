@@ -20,7 +20,8 @@ use rmcp::model::{
 
 use super::tool_list::{accepts_json_and_sse, plain_protocol_version};
 use crate::mcp::HttpCaller;
-use crate::tools::{Caller, Engine, Output, Tool};
+use crate::tools::{Caller, Engine, Output};
+use crate::types::Tool;
 
 /// The answer to `message`, or `None` when rmcp should answer it. `session` is the live
 /// Streamable HTTP session the gate checked, if any.
@@ -78,8 +79,7 @@ pub async fn answer(
         Err(e) => {
             tracing::error!(error = %e, "could not serialize a tool result");
             return Some(super::error::json_error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                crate::tools::Code::Internal,
+                crate::types::Code::Internal,
                 "the tool ran but its result could not be serialized",
             ));
         }

@@ -21,14 +21,14 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::store::{MonitorStats, Store};
-use crate::tools::name::Tool;
+use crate::types::Tool;
 
-use super::duration::human_duration;
 use super::protocol::{Base, Call, Event, FinalStats, SessionStats};
 use super::sanitize::{
     MAX_ARG_CHARS, MAX_FULL_FIELD_CHARS, OperationRef, cut, preview, redact_secrets_in_text,
     sanitize_args, type_name,
 };
+use crate::types::duration::human_duration;
 
 /// Default time `tool.pre_execute` may take before the call is blocked.
 pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);

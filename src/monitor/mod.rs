@@ -11,7 +11,6 @@
 //! The clap types (`apigate monitor`, `--monitor …`) are in `cli::monitor`.
 
 mod client;
-pub(crate) mod duration;
 pub mod protocol;
 pub mod rules;
 mod sanitize;
@@ -19,7 +18,6 @@ mod server;
 mod session_id;
 
 pub use client::{BlockCause, Blocked, Monitor, MonitorConfig, MonitorError, ToolCall};
-pub(crate) use duration::{human_duration, parse_duration};
 pub use rules::RuleSet;
 pub use sanitize::{MAX_ARG_CHARS, OperationRef, preview, sanitize_args};
 pub use server::{RunningMonitor, ServerConfig, spawn};

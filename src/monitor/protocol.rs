@@ -1,6 +1,6 @@
 //! The agent-monitor protocol's messages (`docs/monitor-protocol.md`) as one serde type: the
 //! client builds an [`Event`] and posts it, the reference monitor parses the same type, so the
-//! two cannot drift apart. [`Decision`] is a monitor's answer to `tool.pre_execute`.
+//! two cannot drift apart. [`GateDecision`] is a monitor's answer to `tool.pre_execute`.
 //!
 //! The JSON is exactly the documented wire format (tests below parse every example of the
 //! document and write it back unchanged). Parsing is lenient where other plugins may differ:
@@ -197,15 +197,15 @@ pub enum EventError {
 /// and, for the types the protocol defines, the parsed [`Event`] (`None` for other types,
 /// which a monitor records and otherwise ignores).
 #[derive(Debug, Clone)]
-pub struct Received {
+pub struct ReceivedEvent {
     pub raw: Value,
     pub event: Option<Event>,
 }
 
-impl Received {
+impl ReceivedEvent {
     /// Parses a request body: a JSON object with a string `type`; a known type must also
     /// have fields of the right types.
-    pub fn parse(body: &[u8]) -> Result<Received, EventError> {
+    pub fn parse(body: &[u8]) -> Result<ReceivedEvent, EventError> {
         let raw: Value = serde_json::from_slice(body).map_err(EventError::NotJson)?;
         let Value::Object(map) = &raw else {
             return Err(EventError::NotAnObject);
@@ -214,13 +214,13 @@ impl Received {
             return Err(EventError::MissingType);
         };
         if !Event::TYPES.contains(&kind) {
-            return Ok(Received { raw, event: None });
+            return Ok(ReceivedEvent { raw, event: None });
         }
         let event = Event::deserialize(&raw).map_err(|source| EventError::Invalid {
             kind: kind.to_owned(),
             source,
         })?;
-        Ok(Received {
+        Ok(ReceivedEvent {
             raw,
             event: Some(event),
         })
@@ -230,22 +230,22 @@ impl Received {
 /// A monitor's answer to `tool.pre_execute`: `{"block": false}` or
 /// `{"block": true, "reason": "…"}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Decision {
+pub struct GateDecision {
     pub block: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }
 
-impl Decision {
-    pub fn allow() -> Decision {
-        Decision {
+impl GateDecision {
+    pub fn allow() -> GateDecision {
+        GateDecision {
             block: false,
             reason: None,
         }
     }
 
-    pub fn block(reason: impl Into<String>) -> Decision {
-        Decision {
+    pub fn block(reason: impl Into<String>) -> GateDecision {
+        GateDecision {
             block: true,
             reason: Some(reason.into()),
         }
@@ -298,10 +298,10 @@ mod tests {
     #[test]
     fn documented_decisions_parse_and_are_written_back_unchanged() {
         let block = json!({"block": true, "reason": "Deleting pets needs a person's approval"});
-        let d: Decision = serde_json::from_value(block.clone()).unwrap();
+        let d: GateDecision = serde_json::from_value(block.clone()).unwrap();
         assert_eq!(serde_json::to_value(&d).unwrap(), block);
         assert_eq!(
-            serde_json::to_value(Decision::allow()).unwrap(),
+            serde_json::to_value(GateDecision::allow()).unwrap(),
             json!({"block": false})
         );
     }
@@ -309,28 +309,29 @@ mod tests {
     #[test]
     fn received_bodies_are_checked_and_unknown_types_kept() {
         assert!(matches!(
-            Received::parse(b"{nope"),
+            ReceivedEvent::parse(b"{nope"),
             Err(EventError::NotJson(_))
         ));
         assert!(matches!(
-            Received::parse(b"[1]"),
+            ReceivedEvent::parse(b"[1]"),
             Err(EventError::NotAnObject)
         ));
         assert!(matches!(
-            Received::parse(b"{}"),
+            ReceivedEvent::parse(b"{}"),
             Err(EventError::MissingType)
         ));
-        let other = Received::parse(br#"{"type": "custom.thing", "x": 1}"#).unwrap();
+        let other = ReceivedEvent::parse(br#"{"type": "custom.thing", "x": 1}"#).unwrap();
         assert!(other.event.is_none());
         assert_eq!(other.raw["x"], 1);
         // A known type with a field of the wrong type is refused, naming it.
-        let e = Received::parse(br#"{"type": "tool.pre_execute", "timestamp": "soon"}"#)
+        let e = ReceivedEvent::parse(br#"{"type": "tool.pre_execute", "timestamp": "soon"}"#)
             .unwrap_err()
             .to_string();
         assert!(e.contains("tool.pre_execute"), "{e}");
         // Missing fields default, extra ones are kept in `raw`.
-        let r = Received::parse(br#"{"type": "tool.pre_execute", "tool": "t", "extra": true}"#)
-            .unwrap();
+        let r =
+            ReceivedEvent::parse(br#"{"type": "tool.pre_execute", "tool": "t", "extra": true}"#)
+                .unwrap();
         let Some(Event::PreExecute {
             call: Call { tool, .. },
             args,

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::spec::method::Method;
-use crate::tools::name::Tool;
+use crate::types::Tool;
 
 /// What a rule does with a matching call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -78,13 +78,13 @@ impl OneOrMany {
 struct RulesFile {
     default: Option<Action>,
     #[serde(default, rename = "rule")]
-    rules: Vec<RuleSpec>,
+    rules: Vec<MonitorRuleSpec>,
 }
 
 /// One rule as written in the file (also what `/api/rules` shows).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RuleSpec {
+pub struct MonitorRuleSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     name: Option<String>,
     action: Action,
@@ -134,13 +134,13 @@ struct Rule {
 pub struct RuleSet {
     default: Action,
     rules: Vec<Rule>,
-    specs: Vec<RuleSpec>,
+    specs: Vec<MonitorRuleSpec>,
     source: String,
 }
 
 /// What the monitor knows about a call when it decides.
 #[derive(Debug, Clone, Copy)]
-pub struct CallFacts<'a> {
+pub struct RuleFacts<'a> {
     pub tool: &'a str,
     /// The sanitized `args` of the event.
     pub args: &'a Value,
@@ -163,7 +163,7 @@ pub struct Verdict {
 impl RuleSet {
     /// The rules used without `--rules`: every mutating `api_execute` needs approval.
     pub(crate) fn default_rules() -> Self {
-        let spec = RuleSpec {
+        let spec = MonitorRuleSpec {
             name: Some("approve-mutating".to_owned()),
             action: Action::RequireApproval,
             reason: Some("a call that changes data needs a person's approval".to_owned()),
@@ -215,7 +215,7 @@ impl RuleSet {
     }
 
     /// The rules as written, for display.
-    pub fn specs(&self) -> &[RuleSpec] {
+    pub fn specs(&self) -> &[MonitorRuleSpec] {
         &self.specs
     }
 
@@ -233,7 +233,7 @@ impl RuleSet {
     }
 
     /// The first matching rule decides; otherwise the default action.
-    pub fn evaluate(&self, facts: &CallFacts<'_>) -> Verdict {
+    pub fn evaluate(&self, facts: &RuleFacts<'_>) -> Verdict {
         for rule in &self.rules {
             if rule.matches(facts) {
                 let reason = rule.reason.clone().unwrap_or_else(|| rule.describe(facts));
@@ -258,7 +258,7 @@ impl RuleSet {
     }
 }
 
-fn compile_rule(spec: RuleSpec, index: usize) -> Result<Rule, RulesError> {
+fn compile_rule(spec: MonitorRuleSpec, index: usize) -> Result<Rule, RulesError> {
     let name = spec
         .name
         .clone()
@@ -335,7 +335,7 @@ pub(crate) fn is_mutating(tool: &str, args: &Value) -> bool {
 }
 
 impl Rule {
-    fn matches(&self, f: &CallFacts<'_>) -> bool {
+    fn matches(&self, f: &RuleFacts<'_>) -> bool {
         let operation_condition = !self.methods.is_empty() || !self.paths.is_empty();
         let tool_ok = if self.tools.is_empty() {
             !operation_condition || f.tool == Tool::Execute.name()
@@ -387,7 +387,7 @@ impl Rule {
         true
     }
 
-    fn describe(&self, f: &CallFacts<'_>) -> String {
+    fn describe(&self, f: &RuleFacts<'_>) -> String {
         let what = match (arg_str(f.args, "method"), arg_str(f.args, "path")) {
             (Some(m), Some(p)) => format!("{} {m} {p}", f.tool),
             _ => f.tool.to_owned(),
@@ -424,8 +424,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn facts<'a>(tool: &'a str, args: &'a Value) -> CallFacts<'a> {
-        CallFacts {
+    fn facts<'a>(tool: &'a str, args: &'a Value) -> RuleFacts<'a> {
+        RuleFacts {
             tool,
             args,
             tool_call_count: 1,

@@ -8,7 +8,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::{Map, Value};
 
-use crate::tools::name::Tool;
+use crate::types::Tool;
 
 /// The longest a string argument may be once sanitized (the protocol's "first 100 chars").
 pub const MAX_ARG_CHARS: usize = 100;

@@ -542,13 +542,18 @@ impl Store {
         .bind(e.decision.as_str())
         .bind(e.upstream_status.map(i32::from))
         .bind(i64::try_from(e.duration_ms).unwrap_or(i64::MAX))
-        .bind(e.error_code.as_deref())
+        .bind(e.error_code.map(|c| c.as_str()))
         .bind(e.at)
         .bind(e.call_id)
         .bind(e.actor.as_deref())
         .bind(e.target.as_deref())
         .bind(e.organization_id.as_deref())
-        .bind(&e.credential_sources)
+        .bind(
+            e.credential_sources
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<String>>(),
+        )
         .execute(&self.pool)
         .await?;
         Ok(())

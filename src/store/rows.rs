@@ -5,6 +5,8 @@ use chrono::{DateTime, Utc};
 use sqlx::FromRow;
 use uuid::Uuid;
 
+use crate::types::{Code, CredentialSource};
+
 pub(crate) enum RevokeTarget<'a> {
     ServerKey(Uuid),
     ServerKeyPublicId(&'a str),
@@ -151,7 +153,7 @@ pub struct AuditEntry {
     pub decision: Decision,
     pub upstream_status: Option<u16>,
     pub duration_ms: u64,
-    pub error_code: Option<String>,
+    pub error_code: Option<Code>,
     /// When the call happened (a row held through a database outage is written later).
     pub at: DateTime<Utc>,
     /// The call's id: writing the same row twice (a retry after a write whose answer was
@@ -165,7 +167,7 @@ pub struct AuditEntry {
     pub organization_id: Option<String>,
     /// Where the upstream credentials the call sent came from: `server` (configured
     /// `--upstream-header`s), `session`, `oauth`, `assertion`, `scheme:NAME`. Never a value.
-    pub credential_sources: Vec<String>,
+    pub credential_sources: Vec<CredentialSource>,
 }
 
 /// A row of `audit_log`.

@@ -38,7 +38,7 @@ impl Refusal {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct MonitorStats {
     pub tool_calls: u64,
-    /// The bit set of tools used ([`crate::tools::name::Tool`]'s bits).
+    /// The bit set of tools used ([`crate::types::Tool`]'s bits).
     pub tools: u32,
     pub duration: Duration,
 }

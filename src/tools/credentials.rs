@@ -13,6 +13,7 @@ use crate::apis::{Api, Apis};
 use crate::auth::Principal;
 use crate::auth::session_upstream::CallApi;
 use crate::spec::{CredentialParam, KeyIn, Operation, ParamIn, Parameter, SchemeKind};
+use crate::types::CredentialSource;
 use crate::upstream::{CallCredentials, PreparedRequest};
 
 /// Which API a call to `api` (one of `apis`) is, as stored credentials name it.
@@ -30,7 +31,7 @@ pub(super) fn session_credentials(principal: &Principal, to: CallApi<'_>) -> Cal
     let mut call = CallCredentials::default();
     if let Some(up) = &principal.upstream {
         for (name, value) in up.for_call(to) {
-            call.set_header(name.clone(), value.clone(), "session");
+            call.set_header(name.clone(), value.clone(), CredentialSource::Session);
         }
     }
     call
@@ -40,7 +41,7 @@ pub(super) fn session_credentials(principal: &Principal, to: CallApi<'_>) -> Cal
 /// when a configured `--upstream-header` went out (one the call did not replace), `oauth` when
 /// the client-credentials token did (the call sets no `Authorization` of its own), then the
 /// call's own sources.
-pub(super) fn credential_sources(api: &Api, call: &CallCredentials) -> Vec<String> {
+pub(super) fn credential_sources(api: &Api, call: &CallCredentials) -> Vec<CredentialSource> {
     let server_sent = api
         .upstream
         .config()
@@ -50,9 +51,9 @@ pub(super) fn credential_sources(api: &Api, call: &CallCredentials) -> Vec<Strin
     let oauth_sent =
         api.upstream.oauth().is_some() && call.header(&http::header::AUTHORIZATION).is_none();
     server_sent
-        .then(|| "server".to_string())
+        .then_some(CredentialSource::Server)
         .into_iter()
-        .chain(oauth_sent.then(|| "oauth".to_string()))
+        .chain(oauth_sent.then_some(CredentialSource::OAuth))
         .chain(call.sources())
         .collect()
 }
@@ -96,7 +97,7 @@ pub(super) fn call_credentials(
         credentials.set_header(
             identity.header().clone(),
             value,
-            crate::auth::identity::SOURCE,
+            CredentialSource::Assertion,
         );
     }
     Ok(credentials)

@@ -55,9 +55,8 @@ impl Engine {
         args: &Map<String, Value>,
     ) -> Option<Lacking> {
         let mut features = Vec::new();
-        let feature = Principal::tool_feature(tool.name());
-        if !principal.features.allows(&feature) {
-            features.push(vec![feature]);
+        if !principal.features.allows(tool.feature()) {
+            features.push(vec![tool.feature().to_string()]);
         }
         let mut operation = None;
         if tool == Tool::Execute {
@@ -136,7 +135,7 @@ impl Engine {
             entry.method = Some(op.method.to_string());
             entry.path = Some(op.path.clone());
         }
-        entry.error_code = Some(super::Code::Forbidden.as_str().to_string());
+        entry.error_code = Some(super::Code::Forbidden);
         auth.record_audit(entry).await;
     }
 }

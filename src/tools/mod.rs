@@ -11,7 +11,6 @@ pub(crate) mod defs;
 pub mod error;
 mod lacking;
 mod method_override;
-pub mod name;
 mod ops;
 pub mod output;
 mod overview;
@@ -37,12 +36,13 @@ use crate::index::Index;
 use crate::monitor::{Monitor, OperationRef, ToolCall};
 use crate::spec::Spec;
 use crate::store::Decision;
+pub use crate::types::Code;
+pub use crate::types::{Tool, UnknownTool};
 use crate::upstream::Upstream;
 pub use binary_out::BinaryOptions;
 pub(crate) use binary_out::BinaryOut;
-pub use error::{Code, ToolError};
+pub use error::ToolError;
 pub use lacking::Lacking;
-pub use name::{Tool, UnknownTool};
 pub(crate) use ops::Prepared;
 pub use ops::{Planned, shown_by_default};
 pub use output::Output;
@@ -158,12 +158,8 @@ struct Trace {
     operation: Option<crate::apis::OpRef>,
     upstream_status: Option<u16>,
     /// Where the credentials the call sent came from (`server`, `session`, …).
-    credential_sources: Vec<String>,
+    credential_sources: Vec<crate::types::CredentialSource>,
 }
-
-/// The audit row's error code of a call that never ended: its client went away, or the
-/// server's drain timeout cut it (agents never see it: no answer is sent).
-pub(crate) const CANCELLED_CODE: &str = "CANCELLED";
 
 /// A name the agent chose is never stored or printed: any name but the three is `unknown`,
 /// and the audit row says only how long it was.
@@ -176,7 +172,7 @@ fn tool_label(tool: &Named) -> &'static str {
 
 /// One pass of the pipeline as its audit row sees it. Dropped before it `ended` (the call's
 /// future was dropped: its client went away, or the drain timeout cut it), it writes the row
-/// anyway, through the audit writer's queue, with [`CANCELLED_CODE`]: a call that may have reached the API
+/// anyway, through the audit writer's queue, with `CANCELLED` ([`Code::Cancelled`]): a call that may have reached the API
 /// is never missing from the audit log.
 struct Pass<'a> {
     engine: &'a Engine,
@@ -192,7 +188,7 @@ struct Pass<'a> {
 }
 
 impl Pass<'_> {
-    fn audit_entry(&mut self, decision: Decision, code: Option<&str>) -> crate::store::AuditEntry {
+    fn audit_entry(&mut self, decision: Decision, code: Option<Code>) -> crate::store::AuditEntry {
         let who = match self.principal {
             Ok(p) => p.clone(),
             Err(_) => self
@@ -219,7 +215,7 @@ impl Pass<'_> {
         entry.duration_ms = self.started.elapsed().as_millis() as u64;
         entry.at = self.started_at;
         entry.call_id = self.call_id;
-        entry.error_code = code.map(str::to_string);
+        entry.error_code = code;
         entry
     }
 }
@@ -243,9 +239,9 @@ impl Drop for Pass<'_> {
             return;
         };
         metrics::counter!("apigate_tool_calls_total", "tool" => tool_label(self.tool),
-            "outcome" => CANCELLED_CODE)
+            "outcome" => Code::Cancelled.as_str())
         .increment(1);
-        let entry = self.audit_entry(Decision::Failed, Some(CANCELLED_CODE));
+        let entry = self.audit_entry(Decision::Failed, Some(Code::Cancelled));
         auth.record_audit_later(entry);
     }
 }
@@ -576,7 +572,7 @@ impl Engine {
                 Err(e) if e.code.is_denial() => Decision::Denied,
                 Err(_) => Decision::Failed,
             };
-            let code = result.as_ref().err().map(|e| e.code.as_str());
+            let code = result.as_ref().err().map(|e| e.code);
             let entry = pass.audit_entry(decision, code);
             auth.record_audit(entry).await;
         }
@@ -686,9 +682,7 @@ impl Engine {
             trace.operation = p.operation();
         }
         // 2. Permissions for the tool.
-        principal
-            .may_use_tool(tool.name())
-            .map_err(ToolError::from)?;
+        principal.may_use(tool).map_err(ToolError::from)?;
         // 3. Rate limit: the session's or person's bucket and its key's, together.
         if let Some(auth) = &self.auth {
             auth.check_session_rate(principal)
@@ -795,7 +789,7 @@ async fn run(
     prepared: Prepared,
     call_id: &str,
     upstream_status: &mut Option<u16>,
-    sources: &mut Vec<String>,
+    sources: &mut Vec<crate::types::CredentialSource>,
     owner: &str,
     budget: &mut crate::upstream::CallBudget,
 ) -> Result<Ran, ToolError> {

@@ -14,6 +14,7 @@ use super::paging::{self, Next, Paging};
 use super::{Code, Engine, ToolError};
 use crate::apis::Apis;
 use crate::auth::Principal;
+use crate::types::CredentialSource;
 use crate::upstream::{CallArgs, CallBudget, InFlight, Secrets, UpstreamResponse};
 
 /// The bytes an `api_execute` call may hold (`--max-call-bytes`: every page read, decoded
@@ -126,7 +127,7 @@ pub(super) async fn fetch(
     planned: Box<Planned>,
     call_id: &str,
     upstream_status: &mut Option<u16>,
-    sources: &mut Vec<String>,
+    sources: &mut Vec<CredentialSource>,
     owner: &str,
     budget: &mut CallBudget,
 ) -> Result<Page, ToolError> {

@@ -146,7 +146,7 @@ impl Select {
                 eval::Stop::Bytes(n) => SelectError {
                     stage: Stage::Size,
                     offset: 0,
-                    reason: Over::Memory(n).to_string(),
+                    reason: TooLarge::Memory(n).to_string(),
                 },
                 eval::Stop::Steps => SelectError {
                     stage: Stage::Size,
@@ -200,7 +200,7 @@ pub const VALUE_BYTES: usize = 112;
 
 /// Which bound of [`Room`] a result would pass.
 #[derive(Debug, Clone, Copy, thiserror::Error)]
-pub enum Over {
+pub enum TooLarge {
     #[error(
         "the selection would produce more than {0} bytes of JSON (--max-read-bytes): select \
          less, e.g. fewer fields or a slice such as [:100]"
@@ -376,14 +376,14 @@ struct Used {
 
 impl Used {
     /// Counts a value of `bytes` bytes of text, or says which bound it would pass.
-    fn take(&mut self, bytes: usize) -> Result<(), Over> {
+    fn take(&mut self, bytes: usize) -> Result<(), TooLarge> {
         self.json_bytes = self.json_bytes.saturating_add(bytes);
         self.memory = self.memory.saturating_add(bytes + VALUE_BYTES);
         if self.json_bytes > self.room.json_bytes {
-            return Err(Over::Text(self.room.json_bytes));
+            return Err(TooLarge::Text(self.room.json_bytes));
         }
         if self.memory > self.room.memory {
-            return Err(Over::Memory(self.room.memory));
+            return Err(TooLarge::Memory(self.room.memory));
         }
         Ok(())
     }
@@ -403,7 +403,7 @@ fn escaped_len(s: &str) -> usize {
 
 /// `v` as JSON, each value counted against `used` before it is allocated: a value shared
 /// many times over is counted each time it would be copied.
-fn to_json(v: &jmespath::Variable, used: &mut Used) -> Result<Value, Over> {
+fn to_json(v: &jmespath::Variable, used: &mut Used) -> Result<Value, TooLarge> {
     use jmespath::Variable;
     Ok(match v {
         Variable::Null | Variable::Expref(_) => {

@@ -204,7 +204,7 @@ impl UploadDir {
 
 /// What [`extract`] found: the bytes, and where the body now holds a placeholder.
 #[derive(Debug, Default)]
-pub struct Extracted {
+pub struct ExtractedFiles {
     pub uploads: Uploads,
     /// The media type picked for the bytes when the call named none and the operation's
     /// default is text (an operation taking JSON or `image/png` gets `{"base64": …}`).
@@ -213,7 +213,7 @@ pub struct Extracted {
     leaves: Vec<String>,
 }
 
-impl Extracted {
+impl ExtractedFiles {
     /// `violations` without those at or under a binary value: the schema there is a binary
     /// string, which the placeholder only stands for. Every other violation stays.
     pub fn keep(&self, violations: Vec<Violation>) -> Vec<Violation> {
@@ -243,8 +243,8 @@ pub fn extract(
     op: &Operation,
     content_type: Option<&str>,
     body: &mut Option<Value>,
-) -> Result<Extracted, ToolError> {
-    let out = Extracted::default();
+) -> Result<ExtractedFiles, ToolError> {
+    let out = ExtractedFiles::default();
     let Some(value) = body.as_mut() else {
         return Ok(out);
     };
@@ -264,8 +264,8 @@ fn extract_in(
     media: &MediaType,
     value: &mut Value,
     may_switch: bool,
-) -> Result<Extracted, ToolError> {
-    let mut out = Extracted::default();
+) -> Result<ExtractedFiles, ToolError> {
+    let mut out = ExtractedFiles::default();
     let mut reader = Reader {
         dir: engine.upload_dir.as_deref(),
         cap: engine.limits.max_request_bytes,

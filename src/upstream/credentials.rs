@@ -9,16 +9,16 @@
 
 use http::{HeaderName, HeaderValue};
 
-pub(crate) use super::headers::ASSERTION_SOURCE;
+use crate::types::CredentialSource;
 
 /// What one call adds, and where each part came from (for the audit row; never a value).
 #[derive(Default, Clone)]
 pub struct CallCredentials {
-    headers: Vec<(HeaderName, HeaderValue, String)>,
+    headers: Vec<(HeaderName, HeaderValue, CredentialSource)>,
     /// Query parameters (an `apiKey` scheme `in: query`): name, value, source.
-    query: Vec<(String, String, String)>,
+    query: Vec<(String, String, CredentialSource)>,
     /// Every source in the order it was first added.
-    order: Vec<String>,
+    order: Vec<CredentialSource>,
 }
 
 impl std::fmt::Debug for CallCredentials {
@@ -35,37 +35,41 @@ impl std::fmt::Debug for CallCredentials {
 
 impl CallCredentials {
     /// Adds `name: value` for this call, replacing any configured or earlier header of that
-    /// name; `source` names where it came from (`oauth`, `scheme:NAME`, `session`,
-    /// `assertion`).
-    pub fn set_header(&mut self, name: HeaderName, mut value: HeaderValue, source: &str) {
+    /// name; `source` says where it came from.
+    pub fn set_header(
+        &mut self,
+        name: HeaderName,
+        mut value: HeaderValue,
+        source: CredentialSource,
+    ) {
         value.set_sensitive(true);
         self.headers.retain(|(n, ..)| *n != name);
-        self.headers.push((name, value, source.to_string()));
-        self.added(source);
+        self.added(&source);
+        self.headers.push((name, value, source));
     }
 
-    fn added(&mut self, source: &str) {
-        if !self.order.iter().any(|s| s == source) {
-            self.order.push(source.to_string());
+    fn added(&mut self, source: &CredentialSource) {
+        if !self.order.contains(source) {
+            self.order.push(source.clone());
         }
     }
 
     /// Adds the query parameter `name=value` to the URL this call is sent to, replacing an
     /// earlier credential of that name.
-    pub(crate) fn set_query(&mut self, name: &str, value: &str, source: &str) {
+    pub(crate) fn set_query(&mut self, name: &str, value: &str, source: CredentialSource) {
         self.query.retain(|(n, ..)| n != name);
+        self.added(&source);
         self.query
-            .push((name.to_string(), value.to_string(), source.to_string()));
-        self.added(source);
+            .push((name.to_string(), value.to_string(), source));
     }
 
     /// Adds everything `other` carries, replacing what this holds of the same names.
     pub fn extend(&mut self, other: &CallCredentials) {
         for (n, v, s) in &other.headers {
-            self.set_header(n.clone(), v.clone(), s);
+            self.set_header(n.clone(), v.clone(), s.clone());
         }
         for (n, v, s) in &other.query {
-            self.set_query(n, v, s);
+            self.set_query(n, v, s.clone());
         }
     }
 
@@ -78,17 +82,17 @@ impl CallCredentials {
     }
 
     /// The header `name`, and where it came from.
-    pub fn header(&self, name: &HeaderName) -> Option<(&HeaderValue, &str)> {
+    pub fn header(&self, name: &HeaderName) -> Option<(&HeaderValue, &CredentialSource)> {
         self.headers
             .iter()
             .find(|(n, ..)| n == name)
-            .map(|(_, v, s)| (v, s.as_str()))
+            .map(|(_, v, s)| (v, s))
     }
 
     /// Where the credentials this call sends came from, in the order they were added (a
     /// source whose every header was replaced later is not listed).
-    pub(crate) fn sources(&self) -> Vec<String> {
-        let sent = |source: &String| {
+    pub(crate) fn sources(&self) -> Vec<CredentialSource> {
+        let sent = |source: &CredentialSource| {
             self.headers.iter().any(|(.., s)| s == source)
                 || self.query.iter().any(|(.., s)| s == source)
         };
@@ -108,7 +112,7 @@ impl CallCredentials {
     }
 
     /// Whether a header from `source` is sent.
-    pub(crate) fn sends_from(&self, source: &str) -> bool {
+    pub(crate) fn sends_from(&self, source: &CredentialSource) -> bool {
         self.headers.iter().any(|(.., s)| s == source)
     }
 }
@@ -121,15 +125,23 @@ mod tests {
     fn a_replaced_header_drops_its_source() {
         let mut c = CallCredentials::default();
         let auth = http::header::AUTHORIZATION;
-        c.set_header(auth.clone(), HeaderValue::from_static("Bearer a"), "oauth");
+        let scheme = CredentialSource::Scheme("api_key".into());
+        c.set_header(
+            auth.clone(),
+            HeaderValue::from_static("Bearer a"),
+            CredentialSource::OAuth,
+        );
         c.set_header(
             auth.clone(),
             HeaderValue::from_static("Bearer b"),
-            "session",
+            CredentialSource::Session,
         );
-        c.set_query("api_key", "k", "scheme:api_key");
-        assert_eq!(c.sources(), ["session", "scheme:api_key"]);
-        assert_eq!(c.header(&auth).map(|(_, s)| s), Some("session"));
+        c.set_query("api_key", "k", scheme.clone());
+        assert_eq!(c.sources(), [CredentialSource::Session, scheme]);
+        assert_eq!(
+            c.header(&auth).map(|(_, s)| s),
+            Some(&CredentialSource::Session)
+        );
         assert!(c.header(&auth).is_some_and(|(v, _)| v.is_sensitive()));
         assert_eq!(c.texts(), ["Bearer b", "b", "k"]);
     }

@@ -29,10 +29,6 @@ const IDENTITY: [&str; 4] = [
 /// Headers that describe the request body: the operation and the body decide them.
 const BODY: [&str; 2] = ["content-type", "content-encoding"];
 
-/// The credential source of a signed identity assertion (`--identity-header`): its `htu`
-/// names the URL it was signed for, so a call that carries one follows no redirect.
-pub(crate) const ASSERTION_SOURCE: &str = "assertion";
-
 /// Headers that make many frameworks (Rack, Laravel, Symfony, ASP.NET) apply another method than
 /// the one on the wire.
 pub(crate) const METHOD_OVERRIDE: [&str; 3] = [

@@ -35,6 +35,7 @@ use std::time::{Duration, Instant};
 use url::Url;
 
 use crate::spec::{Operation, Spec};
+use crate::types::CredentialSource;
 
 pub use binary::sha256_hex;
 pub(crate) use body::choose_media;
@@ -42,12 +43,11 @@ pub use budget::{CallBudget, DEFAULT_MAX_BYTES_IN_FLIGHT, DEFAULT_MAX_CALL_BYTES
 pub(crate) use build::media_essence;
 pub use build::{CallArgs, PreparedRequest, server_origins, server_url, server_urls};
 pub use config::{ConfigError, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_READ_BYTES, UpstreamConfig};
-pub(crate) use credentials::ASSERTION_SOURCE;
 pub use credentials::CallCredentials;
 pub(crate) use encode::scalar;
 pub use fit::{Cut, Fitted, fit};
 pub(crate) use fit::{json_len, list_pointer};
-pub use oauth::{OAuth, OAuthConfig, OAuthError};
+pub use oauth::{OAuth, OAuthConfig, TokenError};
 pub(crate) use redact::REDACTED;
 pub use redact::{Secrets, SecretsError};
 pub use response::{BinaryBody, Received, ShownBody, UpstreamResponse, shown_body, shown_response};
@@ -92,7 +92,7 @@ pub enum UpstreamError {
     Secrets(#[from] SecretsError),
     /// No OAuth token for the call: it was not sent.
     #[error("{0}; the call was not sent")]
-    OAuth(#[from] OAuthError),
+    OAuth(#[from] TokenError),
 }
 
 /// A response as read, before it is fitted to the shown budget.
@@ -374,7 +374,7 @@ impl Upstream {
         }
         // An identity assertion names the URL it was signed for: a redirect would carry it
         // (and the user's credentials) to a URL it does not name, so the 3xx is the answer.
-        let client = if call.sends_from(ASSERTION_SOURCE) {
+        let client = if call.sends_from(&CredentialSource::Assertion) {
             &self.no_redirect
         } else {
             &self.client
@@ -572,7 +572,11 @@ fn client_builder(connect_timeout: Duration, timeout: Duration) -> reqwest::Clie
 /// itself stays.
 fn with_token(call: &CallCredentials, token: &oauth::Token) -> CallCredentials {
     let mut out = CallCredentials::default();
-    out.set_header(http::header::AUTHORIZATION, token.header.clone(), "oauth");
+    out.set_header(
+        http::header::AUTHORIZATION,
+        token.header.clone(),
+        CredentialSource::OAuth,
+    );
     out.extend(call);
     out
 }

@@ -134,7 +134,7 @@ impl OAuthConfig {
 /// Why no token could be had. Names the endpoint (without query or user info), never a
 /// secret.
 #[derive(Debug, Clone, thiserror::Error)]
-pub enum OAuthError {
+pub enum TokenError {
     #[error("the OAuth token endpoint {url} answered HTTP {status}{detail}")]
     Status {
         url: String,
@@ -160,7 +160,7 @@ pub struct OAuth {
     client: reqwest::Client,
     current: RwLock<Option<Arc<Token>>>,
     /// Held while fetching: the single flight. Holds when the last fetch failed, and why.
-    flight: tokio::sync::Mutex<Option<(Instant, OAuthError)>>,
+    flight: tokio::sync::Mutex<Option<(Instant, TokenError)>>,
     fetches: std::sync::atomic::AtomicU64,
 }
 
@@ -200,7 +200,7 @@ impl OAuth {
 
     /// A token that is not due for refresh, fetched if needed (once for all who ask at the
     /// same time).
-    pub async fn token(&self) -> Result<Arc<Token>, OAuthError> {
+    pub async fn token(&self) -> Result<Arc<Token>, TokenError> {
         if let Some(t) = self.fresh() {
             return Ok(t);
         }
@@ -272,7 +272,7 @@ impl OAuth {
         }
     }
 
-    async fn fetch(&self) -> Result<Token, OAuthError> {
+    async fn fetch(&self) -> Result<Token, TokenError> {
         self.fetches
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let url = shown(&self.cfg.token_url);
@@ -288,7 +288,7 @@ impl OAuth {
             form.finish()
         };
         let mut basic =
-            HeaderValue::from_str(&self.cfg.basic()).map_err(|_| OAuthError::BadAnswer {
+            HeaderValue::from_str(&self.cfg.basic()).map_err(|_| TokenError::BadAnswer {
                 url: url.clone(),
                 message: "the client id cannot be sent in a header".into(),
             })?;
@@ -306,7 +306,7 @@ impl OAuth {
             .body(form)
             .send()
             .await
-            .map_err(|e| OAuthError::Unreachable {
+            .map_err(|e| TokenError::Unreachable {
                 url: url.clone(),
                 message: crate::error_chain(&e.without_url()),
             })?;
@@ -317,19 +317,19 @@ impl OAuth {
             &mut super::CallBudget::unbounded(),
         )
         .await
-        .map_err(|e| OAuthError::Unreachable {
+        .map_err(|e| TokenError::Unreachable {
             url: url.clone(),
             message: crate::error_chain(&e.without_url()),
         })?;
         let body: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
         if !status.is_success() {
-            return Err(OAuthError::Status {
+            return Err(TokenError::Status {
                 url,
                 status: status.as_u16(),
                 detail: self.error_detail(&body),
             });
         }
-        let bad = |message: &str| OAuthError::BadAnswer {
+        let bad = |message: &str| TokenError::BadAnswer {
             url: url.clone(),
             message: message.to_string(),
         };

@@ -10,6 +10,7 @@ use http::{HeaderName, HeaderValue};
 use super::config_error::ConfigError;
 use super::credentials::CallCredentials;
 use crate::spec::{KeyIn, SchemeKind};
+use crate::types::CredentialSource;
 
 /// One configured scheme credential, resolved against the spec.
 #[derive(Clone)]
@@ -192,24 +193,22 @@ impl SchemeCredentials {
             return;
         };
         let mut cookies: Vec<String> = Vec::new();
-        let mut cookie_source = String::new();
+        let mut cookie_source = None;
         for c in chosen {
-            let source = format!("scheme:{}", c.scheme);
+            let source = CredentialSource::Scheme(c.scheme.clone());
             match &c.place {
-                Place::Header(n, v) => call.set_header(n.clone(), v.clone(), &source),
-                Place::Query(n) => call.set_query(n, &c.value, &source),
+                Place::Header(n, v) => call.set_header(n.clone(), v.clone(), source),
+                Place::Query(n) => call.set_query(n, &c.value, source),
                 Place::Cookie(n) => {
                     cookies.push(format!("{n}={}", c.value));
-                    if cookie_source.is_empty() {
-                        cookie_source = source;
-                    }
+                    cookie_source.get_or_insert(source);
                 }
             }
         }
-        if !cookies.is_empty()
+        if let Some(source) = cookie_source
             && let Ok(v) = HeaderValue::from_str(&cookies.join("; "))
         {
-            call.set_header(http::header::COOKIE, v, &cookie_source);
+            call.set_header(http::header::COOKIE, v, source);
         }
     }
 }
@@ -275,8 +274,9 @@ mod tests {
         );
         let (cookie, source) = call.header(&http::header::COOKIE).unwrap();
         assert_eq!(cookie.to_str().unwrap(), "sid=s-123456789");
-        assert_eq!(source, "scheme:sid");
-        assert_eq!(call.sources(), ["scheme:key", "scheme:sid"]);
+        let scheme = |name: &str| CredentialSource::Scheme(name.into());
+        assert_eq!(source, &scheme("sid"));
+        assert_eq!(call.sources(), [scheme("key"), scheme("sid")]);
         // Nothing when no alternative is complete, or none is needed.
         for req in [vec![vec!["basic".to_string()]], vec![vec![]], vec![]] {
             let mut call = CallCredentials::default();

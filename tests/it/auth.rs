@@ -479,7 +479,7 @@ async fn audit_rows_are_written_without_arguments() {
     e.duration_ms = 42;
     auth.record_audit(e).await;
     let mut denied = p.audit_entry("api_execute", Decision::Denied);
-    denied.error_code = Some("FORBIDDEN".into());
+    denied.error_code = Some(apigate::types::Code::Forbidden);
     auth.record_audit(denied).await;
 
     // Tool calls only: creating the session wrote an admin row.

@@ -36,6 +36,7 @@ use super::{Features, KeyPrincipal};
 use crate::store::{
     self, AuditEntry, AuditFilter, Decision, Invalidation, RevokeTarget, Store, StoreError,
 };
+use crate::types::Code;
 
 /// The `tool` of the audit rows that admin actions write.
 pub(crate) const ADMIN_AUDIT_TOOL: &str = "admin";
@@ -208,7 +209,7 @@ impl Admin {
             },
             upstream_status: None,
             duration_ms: 0,
-            error_code: refused.map(|_| "FORBIDDEN".to_string()),
+            error_code: refused.map(|_| Code::Forbidden),
             at: Utc::now(),
             call_id: Uuid::new_v4(),
             actor: Some(self.actor.label.clone()),

@@ -22,6 +22,7 @@ use jsonwebtoken::{Algorithm, Validation};
 use serde_json::Value;
 
 use super::{Features, KeyPrincipal, Person, Principal};
+use crate::types::Tool;
 
 /// The longest `Authorization` header value read (a JWT with a few hundred claims fits).
 pub const MAX_TOKEN_BYTES: usize = 8 * 1024;
@@ -34,30 +35,6 @@ const MAX_SCOPES: usize = 256;
 pub const MAX_SUBJECT_BYTES: usize = 255;
 /// Clock skew allowed on `exp` and `nbf`.
 const LEEWAY: Duration = Duration::from_secs(60);
-
-/// Which credentials open the server (`--auth`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AuthMode {
-    /// Server keys only (`x-api-key`), as without OAuth.
-    Keys,
-    /// Bearer tokens only.
-    OAuth,
-    /// Either; a request with both gets what the key and the token both grant.
-    Both,
-}
-
-impl std::str::FromStr for AuthMode {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<AuthMode, String> {
-        match s {
-            "keys" => Ok(AuthMode::Keys),
-            "oauth" => Ok(AuthMode::OAuth),
-            "both" => Ok(AuthMode::Both),
-            _ => Err(format!("{s:?}: keys, oauth or both")),
-        }
-    }
-}
 
 /// What the operator configured.
 #[derive(Debug, Clone)]
@@ -80,16 +57,15 @@ impl OAuthSettings {
     /// The scope table used when the operator gives none: read (discover, schema), write
     /// (and execute), admin (the admin API).
     pub fn default_scopes() -> BTreeMap<String, Vec<String>> {
-        let read = ["apigate.discover", "apigate.schema"];
+        let features = |tools: &[Tool]| tools.iter().map(|t| t.feature().to_string()).collect();
         BTreeMap::from([
-            ("apigate:read".into(), read.map(String::from).to_vec()),
+            (
+                "apigate:read".into(),
+                features(&[Tool::Discover, Tool::Schema]),
+            ),
             (
                 "apigate:write".into(),
-                read.iter()
-                    .copied()
-                    .chain(["apigate.execute"])
-                    .map(String::from)
-                    .collect(),
+                features(&[Tool::Discover, Tool::Schema, Tool::Execute]),
             ),
             ("apigate:admin".into(), vec!["apigate.admin".into()]),
         ])

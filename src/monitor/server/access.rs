@@ -19,20 +19,20 @@ pub(super) const LINK_PARAM: &str = "token";
 
 /// This run's secret and the cookie that carries it.
 #[derive(Clone)]
-pub(super) struct Access {
+pub(super) struct RunSecret {
     secret: String,
     /// `apigate_monitor_<port>`: browsers share cookies across a host's ports, so two
     /// monitors on one machine must not overwrite each other's.
     cookie_name: String,
 }
 
-crate::debug_fields!(Access { cookie_name, .. });
+crate::debug_fields!(RunSecret { cookie_name, .. });
 
-impl Access {
+impl RunSecret {
     /// A fresh random secret (256 bits) for a monitor listening on `port`.
-    pub(super) fn generate(port: u16) -> Access {
+    pub(super) fn generate(port: u16) -> RunSecret {
         let bytes: [u8; 32] = rand::rng().random();
-        Access {
+        RunSecret {
             secret: hex::encode(bytes),
             cookie_name: format!("apigate_monitor_{port}"),
         }
@@ -129,8 +129,8 @@ mod tests {
 
     #[test]
     fn only_this_runs_secret_opens() {
-        let access = Access::generate(37123);
-        let other = Access::generate(37123);
+        let access = RunSecret::generate(37123);
+        let other = RunSecret::generate(37123);
         assert_eq!(access.secret().len(), 64);
         assert_ne!(access.secret(), other.secret());
         let secret = access.secret().to_owned();

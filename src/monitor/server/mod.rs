@@ -23,7 +23,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::rules::RuleSet;
-use access::{Access, LINK_PARAM};
+use access::{LINK_PARAM, RunSecret};
 use state::Shared;
 
 /// Everything the server needs (`apigate monitor` builds it from its flags; tests directly).
@@ -49,7 +49,7 @@ impl Default for ServerConfig {
 /// A monitor running in the background (see [`spawn`]).
 pub struct RunningMonitor {
     addr: SocketAddr,
-    access: Access,
+    access: RunSecret,
     shutdown: CancellationToken,
     task: tokio::task::JoinHandle<std::io::Result<()>>,
     log_task: Option<tokio::task::JoinHandle<()>>,
@@ -118,7 +118,7 @@ pub async fn spawn(listener: TcpListener, config: ServerConfig) -> anyhow::Resul
             shared.block_all_pending();
         });
     }
-    let access = Access::generate(addr.port());
+    let access = RunSecret::generate(addr.port());
     let app = routes::router(routes::App {
         shared,
         access: access.clone(),

@@ -18,9 +18,9 @@ use axum::routing::{get, post};
 use futures::{Stream, StreamExt};
 use serde_json::{Value, json};
 
-use super::access::{self, Access, LINK_PARAM};
+use super::access::{self, LINK_PARAM, RunSecret};
 use super::state::{ApprovalView, DecisionRecord, SessionView, Shared, StateView, StoredEvent};
-use crate::monitor::protocol::Received;
+use crate::monitor::protocol::ReceivedEvent;
 
 const PAGE: &str = include_str!("../page.html");
 /// Protocol events are small (arguments are cut to 100 characters); this bounds the ring.
@@ -30,7 +30,7 @@ const MAX_BODY_BYTES: usize = 64 * 1024;
 #[derive(Clone)]
 pub(super) struct App {
     pub(super) shared: Arc<Shared>,
-    pub(super) access: Access,
+    pub(super) access: RunSecret,
     /// A loopback-bound monitor answers only loopback `Host` names.
     pub(super) loopback_only: bool,
 }
@@ -170,7 +170,7 @@ fn no_store(headers: &mut HeaderMap) {
 
 /// `POST /agent-monitor`: the protocol endpoint.
 async fn agent_monitor(State(app): State<App>, body: Bytes) -> Response {
-    let received = match Received::parse(&body) {
+    let received = match ReceivedEvent::parse(&body) {
         Ok(r) => r,
         Err(e) => return (StatusCode::BAD_REQUEST, format!("Bad Request: {e}")).into_response(),
     };

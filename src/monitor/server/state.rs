@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 mod approvals;
 
-use crate::monitor::protocol::{Call, Decision, Event, Received};
+use crate::monitor::protocol::{Call, Event, GateDecision, ReceivedEvent};
 use crate::monitor::rules::RuleSet;
 use approvals::Outcome;
 
@@ -151,7 +151,7 @@ pub(super) enum Push {
     Event(StoredEvent),
     Session(SessionView),
     Approval(ApprovalView),
-    Decision(DecisionRecord),
+    GateDecision(DecisionRecord),
 }
 
 impl Push {
@@ -160,7 +160,7 @@ impl Push {
             Push::Event(e) => ("event", serde_json::to_string(e)),
             Push::Session(s) => ("session", serde_json::to_string(s)),
             Push::Approval(a) => ("approval", serde_json::to_string(a)),
-            Push::Decision(d) => ("decision", serde_json::to_string(d)),
+            Push::GateDecision(d) => ("decision", serde_json::to_string(d)),
         };
         SseEvent::default()
             .event(name)
@@ -253,7 +253,7 @@ impl Shared {
                     v["kind"] = "event".into();
                     v
                 }),
-                Push::Decision(d) => serde_json::to_value(d).ok().map(|mut v| {
+                Push::GateDecision(d) => serde_json::to_value(d).ok().map(|mut v| {
                     v["kind"] = "decision".into();
                     v
                 }),
@@ -271,7 +271,7 @@ impl Shared {
 
     /// Takes one received event: stores it, updates its session and, for a
     /// `tool.pre_execute`, decides (holding the answer while a person decides).
-    pub(super) async fn receive(self: &Arc<Self>, received: Received) -> Option<Decision> {
+    pub(super) async fn receive(self: &Arc<Self>, received: ReceivedEvent) -> Option<GateDecision> {
         let (stored, per_minute, pushes) = self.record(&received);
         for p in pushes {
             self.publish(p);
@@ -307,7 +307,7 @@ impl Shared {
 
     /// Stores an event, updates its session; returns the stored event and, for a
     /// `tool.pre_execute`, the session's calls in the last minute.
-    fn record(&self, received: &Received) -> (StoredEvent, Option<u32>, Vec<Push>) {
+    fn record(&self, received: &ReceivedEvent) -> (StoredEvent, Option<u32>, Vec<Push>) {
         let now = Instant::now();
         let at = now_ms();
         let mut pushes = Vec::new();

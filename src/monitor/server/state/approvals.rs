@@ -10,8 +10,8 @@ use super::{
     ApprovalView, DecisionRecord, HeldCall, MAX_DECISIONS, MonitorState, Pending, Push, Shared,
     call_summary, now_ms,
 };
-use crate::monitor::protocol::Decision;
-use crate::monitor::rules::{Action, CallFacts};
+use crate::monitor::protocol::GateDecision;
+use crate::monitor::rules::{Action, RuleFacts};
 
 /// How a held approval ended.
 #[derive(Debug, Clone)]
@@ -34,18 +34,18 @@ impl Outcome {
         }
     }
 
-    fn decision(&self) -> Decision {
+    fn decision(&self) -> GateDecision {
         match self {
-            Outcome::Approved => Decision::allow(),
+            Outcome::Approved => GateDecision::allow(),
             Outcome::Denied(Some(r)) if !r.trim().is_empty() => {
-                Decision::block(format!("denied by a person: {}", r.trim()))
+                GateDecision::block(format!("denied by a person: {}", r.trim()))
             }
-            Outcome::Denied(_) => Decision::block("denied by a person"),
-            Outcome::TimedOut => Decision::block("approval timed out"),
+            Outcome::Denied(_) => GateDecision::block("denied by a person"),
+            Outcome::TimedOut => GateDecision::block("approval timed out"),
             Outcome::Abandoned => {
-                Decision::block("the caller disconnected before a person decided")
+                GateDecision::block("the caller disconnected before a person decided")
             }
-            Outcome::Shutdown => Decision::block("the monitor is shutting down"),
+            Outcome::Shutdown => GateDecision::block("the monitor is shutting down"),
         }
     }
 
@@ -61,8 +61,8 @@ impl Outcome {
 impl Shared {
     /// Decides a `tool.pre_execute` by the rules; a call that needs approval is held until a
     /// person decides, the approval times out, the caller goes away or the monitor stops.
-    pub(super) async fn pre_execute(self: Arc<Self>, call: HeldCall) -> Decision {
-        let verdict = self.rules.evaluate(&CallFacts {
+    pub(super) async fn pre_execute(self: Arc<Self>, call: HeldCall) -> GateDecision {
+        let verdict = self.rules.evaluate(&RuleFacts {
             tool: &call.tool,
             args: &call.args,
             tool_call_count: call.tool_call_count,
@@ -95,9 +95,9 @@ impl Shared {
                 self.publish(p);
             }
             return if block {
-                Decision::block(verdict.reason)
+                GateDecision::block(verdict.reason)
             } else {
-                Decision::allow()
+                GateDecision::allow()
             };
         }
 
@@ -161,7 +161,7 @@ impl Shared {
         while state.decisions.len() > MAX_DECISIONS {
             state.decisions.pop_front();
         }
-        pushes.push(Push::Decision(d));
+        pushes.push(Push::GateDecision(d));
         pushes
     }
 
@@ -237,7 +237,7 @@ mod tests {
         assert_eq!(Outcome::Approved.reason(), "approved by a person");
         assert_eq!(
             Outcome::TimedOut.decision(),
-            Decision::block("approval timed out")
+            GateDecision::block("approval timed out")
         );
         assert_eq!(
             Outcome::Denied(Some("not today".into())).reason(),

@@ -1,6 +1,6 @@
 //! [`Tool`]: which of the three tools a call names, parsed once where a call arrives (the MCP
-//! adapters) and used by the pipeline, the metrics and the monitor. A leaf: it imports nothing
-//! of the crate, so `monitor` may use it.
+//! adapters) and used by the pipeline, the metrics, the monitor and the permission checks,
+//! with the feature that grants it.
 
 /// One of the three tools. Ordered as their names sort (the monitor's `uniqueTools`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -28,6 +28,21 @@ impl Tool {
         }
     }
 
+    /// The feature a caller must hold to use the tool: `apigate.discover`, `apigate.schema`,
+    /// `apigate.execute`.
+    pub fn feature(self) -> &'static str {
+        match self {
+            Tool::Discover => "apigate.discover",
+            Tool::Schema => "apigate.schema",
+            Tool::Execute => "apigate.execute",
+        }
+    }
+
+    /// The tool whose feature is `feature`.
+    pub fn of_feature(feature: &str) -> Option<Tool> {
+        Tool::ALL.into_iter().find(|t| t.feature() == feature)
+    }
+
     /// The tool `name` names (exactly: tool names are case-sensitive), or the name as unknown.
     pub fn parse(name: &str) -> Result<Tool, UnknownTool> {
         Tool::ALL
@@ -44,6 +59,10 @@ fn names_round_trip_and_nothing_else_parses() {
     let mut sorted = Tool::ALL;
     sorted.sort();
     assert!(sorted.windows(2).all(|w| w[0].name() < w[1].name()));
+    assert_eq!(
+        Tool::ALL.map(|t| Tool::of_feature(t.feature())),
+        Tool::ALL.map(Some)
+    );
     for other in ["API_DISCOVER", "api_discover ", "", "unknown"] {
         assert_eq!(Tool::parse(other), Err(UnknownTool(other.into())));
     }

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 /// `10s`, `1.5s`, `250ms`, `5m` — for messages.
-pub(crate) fn human_duration(d: Duration) -> String {
+pub fn human_duration(d: Duration) -> String {
     let ms = d.as_millis();
     if ms < 1000 {
         format!("{ms}ms")
@@ -18,7 +18,7 @@ pub(crate) fn human_duration(d: Duration) -> String {
 
 /// Parses `10`, `10s`, `500ms`, `5m`, `1h`, `7d` into a duration (a bare number is seconds).
 /// Every duration flag takes this form.
-pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
     let (num, unit) = s.split_at(split);
