@@ -246,7 +246,7 @@ impl Principal {
         required: &[String],
         rules: &PermissionRules,
     ) -> bool {
-        self.features.allows("apigate.execute")
+        self.features.allows(Tool::Execute.feature())
             && self
                 .may_execute(method, path_template, required, rules)
                 .is_ok()

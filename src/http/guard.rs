@@ -14,8 +14,8 @@ use crate::auth::Auth;
 use crate::auth::oauth::{MAX_TOKEN_BYTES, OAuthError, ResourceServer};
 use crate::mcp::{HttpCaller, fingerprint};
 use crate::secrets_equal;
-use crate::types::AuthMode;
 use crate::types::Code;
+use crate::types::{AuthMode, Tool};
 
 /// Host names accepted by default: loopback only, any port.
 pub(crate) const DEFAULT_HOSTS: [&str; 4] = ["localhost", "127.0.0.1", "::1", "[::1]"];
@@ -268,9 +268,6 @@ pub(super) fn insufficient_scope(
     challenge
 }
 
-/// The tools a principal may use at all; a token granting none is refused with 403.
-const TOOL_FEATURES: [&str; 3] = ["apigate.discover", "apigate.schema", "apigate.execute"];
-
 /// The `x-api-key` a request presents, trimmed; `None` when absent or blank.
 pub(super) fn presented_key(headers: &HeaderMap) -> Option<&str> {
     headers
@@ -365,8 +362,12 @@ async fn bearer_caller(
         _ => None,
     };
     let granted = verified.principal(key.as_ref());
-    if !TOOL_FEATURES.iter().any(|f| granted.features.allows(f)) {
-        let scopes = gate.server.scopes_granting(TOOL_FEATURES[0]);
+    // A token that grants none of the tools is refused with 403.
+    if !Tool::ALL
+        .iter()
+        .any(|t| granted.features.allows(t.feature()))
+    {
+        let scopes = gate.server.scopes_granting(Tool::Discover.feature());
         return Err(oauth_refusal(
             gate,
             Some(&OAuthError::InsufficientScope { scopes }),

@@ -15,6 +15,7 @@ use crate::apis::{Apis, OpRef};
 use crate::auth::{Features, Principal};
 use crate::index::Query;
 use crate::spec::{OperationName, Resolved, Violation};
+use crate::types::Tool;
 
 /// An operation the arguments name, found in one API.
 pub(crate) struct Found {
@@ -334,7 +335,7 @@ pub(super) fn why_hidden(
             format!("{n} operations exist that this caller may not see"),
         ),
     };
-    let why = if !principal.features.allows("apigate.execute") {
+    let why = if !principal.features.allows(Tool::Execute.feature()) {
         format!(
             "discovery lists only operations the caller may execute, and its key or session \
              lacks `apigate.execute`; a key and session holding it would show {they}"
