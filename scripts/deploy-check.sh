@@ -84,7 +84,7 @@ if [[ -z $HAPROXY ]]; then
 fi
 
 echo "tools: $("$HELM" version --short), kubernetes-validate $("$KV/bin/kubernetes-validate" --version)," \
-  "$("$COMPOSE" version --short | sed 's/^/docker compose /'), $("$HAPROXY" -v | head -1 | cut -d' ' -f1-3)"
+  "$("$COMPOSE" version --short | sed 's/^/docker compose /'), $("$HAPROXY" -v | sed -n 1p | cut -d' ' -f1-3)"
 
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
