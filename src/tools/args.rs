@@ -1,19 +1,28 @@
 //! The three tools' arguments as typed structs, parsed once at the `tools/` boundary. The
 //! agent's JSON is first checked against the tool's published input schema (`defs`), so every
-//! violation is reported at once with its JSON pointer, then deserialized. Nothing after this
-//! module reads argument maps by hand.
+//! violation is reported at once with its JSON pointer, then deserialized (`select` compiled on
+//! the way). Nothing after this module reads argument maps by hand; the pipeline's own calls
+//! (a page after the first) are built as these structs and never pass through JSON.
 
 use std::sync::OnceLock;
 
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::defs::{self, DEFAULT_LIMIT, MAX_LIMIT, MAX_SKIP_ITEMS};
-use super::select::MAX_SELECT_BYTES;
-use super::{Tool, ToolError};
+use super::error::ToolError;
+use super::select::{MAX_SELECT_BYTES, Select};
 use crate::spec::{Detail, Method, OperationName, Violation};
+use crate::types::Tool;
 use crate::upstream::CallArgs;
+
+/// What one pass of the pipeline parses: the agent's arguments, or the typed arguments of the
+/// page after the last one, which the pipeline built itself.
+pub(crate) enum Input {
+    Agent(Map<String, Value>),
+    NextPage(Box<ExecuteArgs>),
+}
 
 /// `api_discover`'s arguments.
 #[derive(Debug, Clone, Deserialize)]
@@ -41,13 +50,17 @@ impl DiscoverArgs {
 }
 
 /// Which operation `api_schema` and `api_execute` name: `operationId`, else `method` + `path`.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Target {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub operation_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub method: Option<Method>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
     /// The API the operation belongs to (several APIs; an id may say it as `NAME:id`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub api: Option<String>,
 }
 
@@ -103,8 +116,9 @@ impl SchemaArgs {
 
 /// `api_execute`'s arguments: which operation, the request's parts (`call`: validated in
 /// place and sent as they are, so the arguments take three forms: the agent's JSON, this
-/// struct, the request), and how to shape the answer.
-#[derive(Debug, Clone, Deserialize)]
+/// struct, the request), and how to shape the answer. Serialized, they are a call an agent can
+/// send (a result's `next`).
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ExecuteArgs {
     #[serde(flatten)]
@@ -112,19 +126,30 @@ pub struct ExecuteArgs {
     /// `pathParams`, `query`, `headers`, `body`, `contentType`, `accept`.
     #[serde(flatten)]
     pub call: CallArgs,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub dry_run: bool,
-    /// A JMESPath expression applied to the response body before the budget (`select.rs`).
-    #[serde(default)]
-    pub select: Option<String>,
+    /// A JMESPath expression applied to the response body before the budget (`select.rs`),
+    /// compiled by [`execute`].
+    #[serde(skip_deserializing, skip_serializing_if = "Option::is_none")]
+    pub select: Option<Select>,
     /// How many pages to follow (GET only; default 1, at most `--max-pages`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pages: Option<usize>,
     /// Items of the first page's list to leave out before `select` and the budget: how a
     /// result's `next` resumes inside a page after a cut (GET only, at most
     /// [`MAX_SKIP_ITEMS`]).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skip_items: Option<usize>,
+}
+
+impl ExecuteArgs {
+    /// The arguments as the JSON object an agent would send.
+    pub fn to_map(&self) -> Map<String, Value> {
+        match serde_json::to_value(self) {
+            Ok(Value::Object(m)) => m,
+            _ => Map::new(),
+        }
+    }
 }
 
 /// Size caps on the arguments that drive matching, ranking and embedding, checked right after
@@ -196,13 +221,13 @@ impl InputLimits {
         self.text(&mut over, "/contentType", a.call.content_type.as_deref());
         self.text(&mut over, "/accept", a.call.accept.as_deref());
         if let Some(s) = &a.select
-            && s.len() > MAX_SELECT_BYTES
+            && s.as_str().len() > MAX_SELECT_BYTES
         {
             over.push(at(
                 "/select",
                 &format!(
                     "{} bytes, over the limit of {MAX_SELECT_BYTES}: select fewer fields",
-                    s.len()
+                    s.as_str().len()
                 ),
             ));
         }
@@ -352,14 +377,27 @@ pub fn schema(args: Map<String, Value>) -> Result<SchemaArgs, ToolError> {
     parse(Tool::Schema, args)
 }
 
-/// Parses `api_execute`'s arguments.
+/// Parses `api_execute`'s arguments and compiles `select` (its input schema bounds it, so
+/// nothing longer than [`MAX_SELECT_BYTES`] reaches the compiler).
 pub fn execute(args: Map<String, Value>) -> Result<ExecuteArgs, ToolError> {
-    parse(Tool::Execute, args)
+    let mut args = checked(Tool::Execute, args)?;
+    let select = match args.remove("select") {
+        Some(Value::String(text)) => Some(Select::parse(&text).map_err(|e| e.to_tool_error())?),
+        _ => None,
+    };
+    let mut parsed: ExecuteArgs = typed(Tool::Execute, args)?;
+    parsed.select = select;
+    Ok(parsed)
 }
 
-/// Validates `args` against `tool`'s input schema, then deserializes them. A `null` argument
+/// Validates `args` against `tool`'s input schema, then deserializes them.
+fn parse<T: DeserializeOwned>(tool: Tool, args: Map<String, Value>) -> Result<T, ToolError> {
+    typed(tool, checked(tool, args)?)
+}
+
+/// `args` once they pass `tool`'s input schema (every violation at once). A `null` argument
 /// counts as absent; `method` is read in any case.
-fn parse<T: DeserializeOwned>(tool: Tool, mut args: Map<String, Value>) -> Result<T, ToolError> {
+fn checked(tool: Tool, mut args: Map<String, Value>) -> Result<Map<String, Value>, ToolError> {
     args.retain(|_, v| !v.is_null());
     if let Some(Value::String(m)) = args.get_mut("method")
         && let Some(method) = Method::parse(m)
@@ -380,7 +418,15 @@ fn parse<T: DeserializeOwned>(tool: Tool, mut args: Map<String, Value>) -> Resul
             violations,
         ));
     }
-    serde_json::from_value(value).map_err(|e| {
+    match value {
+        Value::Object(args) => Ok(args),
+        _ => unreachable!("built as an object above"),
+    }
+}
+
+/// Checked arguments deserialized.
+fn typed<T: DeserializeOwned>(tool: Tool, args: Map<String, Value>) -> Result<T, ToolError> {
+    serde_json::from_value(Value::Object(args)).map_err(|e| {
         ToolError::invalid(
             format!("the arguments of {} do not fit: {e}", tool.name()),
             vec![at("", &e.to_string())],

@@ -14,8 +14,8 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
-use super::Engine;
 use crate::held::HeldMeta;
+use crate::held::HeldResponses;
 use crate::upstream::BinaryBody;
 
 /// Default largest image returned as `image` content (`--max-image-bytes`): 1 MiB.
@@ -81,7 +81,8 @@ fn embeddable_image(body: &BinaryBody, max: usize) -> Option<&'static str> {
 /// already `{contentType, bytes, sha256}`) with how it comes back, and returns the bytes'
 /// way out, if any. A response that cannot be held is described with the reason.
 pub(super) async fn deliver(
-    engine: &Engine,
+    options: &BinaryOptions,
+    held: &HeldResponses,
     owner: &str,
     body: &BinaryBody,
     shown: &mut Value,
@@ -89,7 +90,7 @@ pub(super) async fn deliver(
     let Value::Object(out) = shown else {
         return None;
     };
-    if let Some(dir) = &engine.binary.download_dir {
+    if let Some(dir) = &options.download_dir {
         match dir.write(body).await {
             Ok(path) => {
                 out.insert("file".into(), path.display().to_string().into());
@@ -103,14 +104,14 @@ pub(super) async fn deliver(
             }
         }
     }
-    if let Some(mime_type) = embeddable_image(body, engine.binary.max_image_bytes) {
+    if let Some(mime_type) = embeddable_image(body, options.max_image_bytes) {
         out.insert("returnedAs".into(), "image".into());
         return Some(BinaryOut::Image {
             mime_type: mime_type.to_string(),
             data: body.bytes.clone(),
         });
     }
-    match engine.held.hold(owner, body).await {
+    match held.hold(owner, body).await {
         Ok(meta) => {
             out.insert("returnedAs".into(), "resource_link".into());
             out.insert("uri".into(), meta.uri().into());

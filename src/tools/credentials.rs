@@ -8,11 +8,13 @@
 
 use serde_json::Value;
 
-use super::{Code, Engine, ToolError};
+use super::error::ToolError;
 use crate::apis::{Api, Apis};
 use crate::auth::Principal;
+use crate::auth::identity::Identity;
 use crate::auth::session_upstream::CallApi;
 use crate::spec::{CredentialParam, KeyIn, Operation, ParamIn, Parameter, SchemeKind};
+use crate::types::Code;
 use crate::types::CredentialSource;
 use crate::upstream::{CallCredentials, PreparedRequest};
 
@@ -64,7 +66,7 @@ pub(super) fn credential_sources(api: &Api, call: &CallCredentials) -> Vec<Crede
 /// each replacing an earlier header of the same name. Fails closed: a call whose assertion
 /// cannot be made is not sent.
 pub(super) fn call_credentials(
-    engine: &Engine,
+    identity: Option<&Identity>,
     apis: &Apis,
     api: &Api,
     principal: &Principal,
@@ -80,7 +82,7 @@ pub(super) fn call_credentials(
         schemes.apply(&requirement, &mut credentials);
     }
     credentials.extend(&session_credentials(principal, call_api(apis, api)));
-    if let Some(identity) = &engine.identity {
+    if let Some(identity) = identity {
         let facts = crate::auth::identity::CallFacts {
             call_id,
             operation: &op.id,

@@ -3,10 +3,10 @@
 
 use serde_json::{Value, json};
 
-use super::Tool;
 use super::output::output_schema;
 use super::select::MAX_SELECT_BYTES;
 use crate::spec::Method;
+use crate::types::Tool;
 
 /// The most items `skipItems` may leave out: more than any page of a real API holds.
 pub const MAX_SKIP_ITEMS: usize = 100_000;

@@ -4,6 +4,7 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::auth::AuthError;
 use crate::spec::Violation;
 use crate::types::Code;
 
@@ -38,5 +39,27 @@ impl ToolError {
 impl std::fmt::Display for ToolError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}: {}", self.code.as_str(), self.message)
+    }
+}
+
+/// An auth failure as a tool error, with the details an agent can act on.
+impl From<AuthError> for ToolError {
+    fn from(e: AuthError) -> ToolError {
+        let message = e.to_string();
+        match e {
+            AuthError::Unauthorized(_) => ToolError::new(Code::Unauthorized, message),
+            AuthError::SessionExpired => ToolError::new(Code::SessionExpired, message),
+            AuthError::Forbidden { missing } => {
+                ToolError::new(Code::Forbidden, message).with("missing", Value::String(missing))
+            }
+            AuthError::ReadOnly { .. } => {
+                ToolError::new(Code::Forbidden, message).with("readOnly", Value::Bool(true))
+            }
+            AuthError::RateLimited { retry_after_ms } => ToolError::new(Code::RateLimited, message)
+                .with("retryAfterMs", Value::from(retry_after_ms)),
+            AuthError::Unavailable(_)
+            | AuthError::LimitsUnavailable
+            | AuthError::Credentials(_) => ToolError::new(Code::Unavailable, message),
+        }
     }
 }

@@ -9,12 +9,13 @@
 use serde_json::{Map, Value};
 
 use super::args::Target;
+use super::engine::Engine;
 use super::resolve::find;
-use super::{Engine, Tool};
 use crate::apis::{Apis, OpRef};
 use crate::auth::Principal;
 use crate::spec::Method;
 use crate::store::Decision;
+use crate::types::{Code, Tool};
 
 /// What a call lacks, found before it runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -113,7 +114,7 @@ impl Engine {
         }
         let target: Target = serde_json::from_value(Value::Object(target)).ok()?;
         self.limits.check_target(&target).ok()?;
-        let found = find(self, apis, principal, &target).ok()??;
+        let found = find(&self.visibility, apis, principal, &target).ok()??;
         Some(found.at())
     }
 
@@ -121,7 +122,7 @@ impl Engine {
     /// step-up): the metrics and the audit row (`denied`, `FORBIDDEN`) the pipeline writes
     /// for its own refusals.
     pub async fn record_lacking(&self, principal: &Principal, lacking: &Lacking) {
-        metrics::counter!("apigate_tool_calls_total", "tool" => lacking.tool.name(), "outcome" => super::Code::Forbidden.as_str())
+        metrics::counter!("apigate_tool_calls_total", "tool" => lacking.tool.name(), "outcome" => Code::Forbidden.as_str())
             .increment(1);
         let Some(auth) = &self.auth else {
             return;
@@ -135,7 +136,7 @@ impl Engine {
             entry.method = Some(op.method.to_string());
             entry.path = Some(op.path.clone());
         }
-        entry.error_code = Some(super::Code::Forbidden);
+        entry.error_code = Some(Code::Forbidden);
         auth.record_audit(entry).await;
     }
 }

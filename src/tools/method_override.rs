@@ -8,9 +8,10 @@
 
 use serde_json::Value;
 
-use super::{Code, ToolError};
+use super::error::ToolError;
 use crate::auth::Principal;
 use crate::spec::Operation;
+use crate::types::Code;
 use crate::upstream::PreparedRequest;
 use crate::upstream::headers::{METHOD_OVERRIDE_FIELD, is_method_override};
 

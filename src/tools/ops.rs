@@ -5,16 +5,20 @@
 
 use serde_json::{Map, Value, json};
 
-use super::args::{self, DiscoverArgs, ExecuteArgs, SchemaArgs, SchemaDetail};
+use super::args::{self, DiscoverArgs, ExecuteArgs, Input, InputLimits, SchemaArgs, SchemaDetail};
+use super::error::ToolError;
 use super::output::{DiscoverHit, DiscoverResult, DryRunResult, Output, SchemaPart, SchemaResult};
+use super::resolve::Visibility;
 use super::resolve::{Found, api_named, find, may_see, permitted, visible, why_hidden};
-use super::select::{Select, SelectError};
-use super::{Code, Engine, Tool, ToolError};
+use super::select::Select;
+use super::upload::UploadLimits;
 use crate::apis::{Apis, OpRef};
 use crate::auth::Principal;
+use crate::auth::identity::Identity;
 use crate::index::Query;
 use crate::spec::Method;
 use crate::spec::{Detail, Operation, ParamIn, Violation};
+use crate::types::{Code, Tool};
 use crate::upstream::{CallArgs, PreparedRequest, headers, media_essence, scalar};
 
 /// A call's arguments, typed, with the operation they name found (or not) in the APIs.
@@ -74,6 +78,37 @@ impl Planned {
             op: self.op,
         }
     }
+
+    /// The arguments of this call's operation with another `query` (the next page), `skip`
+    /// items left out, and `select` and `pages` as given: the pipeline's own call for a page
+    /// after the first (no `select`, one page), or serialized, a result's `next`. The path
+    /// parameters, headers and `accept` are the validated ones of this call.
+    pub(crate) fn next(
+        &self,
+        apis: &Apis,
+        query: Map<String, Value>,
+        skip: usize,
+        select: Option<Select>,
+        pages: usize,
+    ) -> ExecuteArgs {
+        ExecuteArgs {
+            target: args::Target {
+                operation_id: Some(apis.shown_id(self.at())),
+                ..args::Target::default()
+            },
+            call: CallArgs {
+                path_params: self.call.path_params.clone(),
+                query,
+                headers: self.call.headers.clone(),
+                accept: self.call.accept.clone(),
+                ..CallArgs::default()
+            },
+            dry_run: false,
+            select,
+            pages: (pages > 1).then_some(pages),
+            skip_items: (skip > 0).then_some(skip),
+        }
+    }
 }
 
 impl Prepared {
@@ -94,47 +129,64 @@ impl Prepared {
 
 /// Types the arguments of `tool` (every violation of its input schema at once) and finds the
 /// operation they name among what `principal` may see (`resolve::find`). No permission is
-/// checked here.
-pub fn parse(
-    engine: &Engine,
+/// checked here. The pipeline's own arguments for a next page are typed already: they are
+/// checked against the limits and looked up as an agent's would be.
+pub(super) fn parse(
+    limits: &InputLimits,
+    visibility: &Visibility,
     apis: &Apis,
     principal: &Principal,
     tool: Tool,
-    args: Map<String, Value>,
+    input: Input,
 ) -> Result<Parsed, ToolError> {
-    let limits = &engine.limits;
+    let args = match input {
+        Input::Agent(args) => args,
+        Input::NextPage(args) => return parse_execute(limits, visibility, apis, principal, *args),
+    };
     match tool {
         Tool::Discover => {
             let args = args::discover(args)?;
             limits.check_discover(&args)?;
             if let Some(name) = &args.api {
-                api_named(engine, apis, principal, name)?;
+                api_named(visibility, apis, principal, name)?;
             }
             Ok(Parsed::Discover(args))
         }
         Tool::Schema => {
             let args = args::schema(args)?;
             limits.check_schema(&args)?;
-            let found = find(engine, apis, principal, &args.target)?;
+            let found = find(visibility, apis, principal, &args.target)?;
             Ok(Parsed::Schema { args, found })
         }
         Tool::Execute => {
             let args = args::execute(args)?;
-            limits.check_execute(&args)?;
-            let found = find(engine, apis, principal, &args.target)?;
-            Ok(Parsed::Execute {
-                args: Box::new(args),
-                found,
-            })
+            parse_execute(limits, visibility, apis, principal, args)
         }
     }
+}
+
+/// `api_execute`'s typed arguments within the limits, with the operation they name.
+fn parse_execute(
+    limits: &InputLimits,
+    visibility: &Visibility,
+    apis: &Apis,
+    principal: &Principal,
+    args: ExecuteArgs,
+) -> Result<Parsed, ToolError> {
+    limits.check_execute(&args)?;
+    let found = find(visibility, apis, principal, &args.target)?;
+    Ok(Parsed::Execute {
+        args: Box::new(args),
+        found,
+    })
 }
 
 /// Checks the operation's permission for `principal`, then (for `api_execute`) validates the
 /// arguments against the operation's schema, builds the request and checks any method override
 /// it carries (`method_override.rs`).
-pub fn prepare(
-    engine: &Engine,
+pub(super) fn prepare(
+    visibility: &Visibility,
+    uploads: UploadLimits<'_>,
     apis: &Apis,
     principal: &Principal,
     parsed: Parsed,
@@ -145,12 +197,12 @@ pub fn prepare(
             // An operation discovery hides is unknown to its schema too: `FORBIDDEN` with the
             // missing feature would tell the caller it exists.
             let found = found.filter(|f| may_see(apis, principal, f.at()));
-            let found = permitted(engine, apis, principal, &args.target, found)?;
+            let found = permitted(visibility, apis, principal, &args.target, found)?;
             Ok(Prepared::Schema(found.at(), args.detail()))
         }
         Parsed::Execute { args, found } => {
-            let found = permitted(engine, apis, principal, &args.target, found)?;
-            let planned = plan(engine, apis, principal, *args, found)?;
+            let found = permitted(visibility, apis, principal, &args.target, found)?;
+            let planned = plan(uploads, apis, principal, *args, found)?;
             let api = &apis.list[planned.api];
             let op = &api.spec.operations[planned.op];
             super::method_override::check(api, principal, op, &planned.request)?;
@@ -208,7 +260,7 @@ fn media_choices(
 /// Validates `api_execute`'s request parts against the operation, in place, and builds the
 /// request from them.
 fn plan(
-    engine: &Engine,
+    uploads: UploadLimits<'_>,
     apis: &Apis,
     principal: &Principal,
     args: ExecuteArgs,
@@ -225,12 +277,8 @@ fn plan(
         pages,
         skip_items,
     } = args;
-    // Before anything is sent: a bad expression or page count costs no request.
-    let select = select
-        .as_deref()
-        .map(Select::parse)
-        .transpose()
-        .map_err(|e| select_error(&e))?;
+    // Before anything is sent: a bad page count costs no request (a bad `select` was
+    // refused with the arguments).
     for (name, n) in [("pages", pages), ("skipItems", skip_items)] {
         if let Some(n) = n
             && op.method != Method::Get
@@ -319,7 +367,7 @@ fn plan(
     credential_args(apis, api, principal, op, &mut call)?;
     // Bytes (`{"base64": …}`, `{"file": …}`) leave the body here; it keeps a placeholder.
     let binary = super::upload::extract(
-        engine,
+        uploads,
         &api.spec,
         op,
         call.content_type.as_deref(),
@@ -467,21 +515,6 @@ pub(super) fn validate(
     violations
 }
 
-/// An invalid `select` as `INVALID_ARGUMENTS` at `/select`, with the parser's position.
-pub(crate) fn select_error(e: &SelectError) -> ToolError {
-    let message = match e.stage {
-        super::select::Stage::Size => format!("`select`: {e}"),
-        _ => format!("`select` {e}; it is a JMESPath expression, e.g. `[].{{id: id, name: name}}`"),
-    };
-    ToolError::invalid(
-        message,
-        vec![Violation {
-            pointer: "/select".into(),
-            message: e.to_string(),
-        }],
-    )
-}
-
 /// The query's embedding when the index is hybrid: here with a static model (microseconds),
 /// else from the cache of recent queries or on a blocking thread (an encoder's forward pass
 /// takes milliseconds of CPU).
@@ -546,7 +579,8 @@ pub fn shown_by_default(scores: &[f32]) -> usize {
 
 /// The tools whose result is complete at once.
 pub(super) async fn done(
-    engine: &Engine,
+    visibility: &Visibility,
+    identity: Option<&Identity>,
     apis: &Apis,
     principal: &Principal,
     prepared: Prepared,
@@ -554,7 +588,7 @@ pub(super) async fn done(
     match prepared {
         Prepared::Discover(d) => {
             let only = d.api.as_deref().and_then(|n| apis.position(n));
-            let allowed = visible(engine, apis, principal, only);
+            let allowed = visible(visibility, apis, principal, only);
             if d.query.trim().is_empty() && d.tag.is_none() && d.method.is_none() {
                 let overview = super::overview::overview(apis, &allowed, only);
                 let total = overview.iter().map(|a| a.operations).sum();
@@ -724,7 +758,7 @@ pub(super) async fn done(
         }
         Prepared::Execute(planned) => {
             let mut view = planned.request.view();
-            if let Some(identity) = &engine.identity {
+            if let Some(identity) = identity {
                 identity.mark_dry_run(&mut view);
             }
             let Value::Object(request) = view else {

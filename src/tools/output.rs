@@ -6,8 +6,9 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, generate::SchemaSettings};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::{Tool, ToolError};
+use super::error::ToolError;
 use crate::spec::{Method, OperationView};
+use crate::types::{Code, Tool};
 use crate::upstream::{Cut, UpstreamResponse};
 
 /// One finished tool call's result; it serializes as the result it holds.
@@ -199,7 +200,7 @@ fn always_true(_: &mut SchemaGenerator) -> Schema {
 pub(crate) struct ErrorResult<'a> {
     /// What happened and what to do.
     pub error: &'a str,
-    pub code: super::Code,
+    pub code: Code,
     #[serde(flatten)]
     pub details: &'a Map<String, Value>,
 }

@@ -1,19 +1,24 @@
 //! One page of an `api_execute` call: sending the planned request with its credentials,
 //! reading the answer whole (up to `--max-read-bytes`, scrubbed), its first items left out
 //! (`skipItems`), and where the next page is (`paging`), as the arguments of the same
-//! operation. The pipeline (`tools/mod.rs`) fetches
+//! operation. The pipeline (`pipeline.rs`) fetches
 //! each page as a call of its own; `result.rs` makes them one result.
 
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use super::binary_out::{BinaryOptions, BinaryOut};
 use super::credentials::{call_credentials, credential_sources};
+use super::error::ToolError;
 use super::ops::{Planned, send_failure};
 use super::paging::{self, Next, Paging};
-use super::{Code, Engine, ToolError};
+use super::select::Select;
 use crate::apis::Apis;
 use crate::auth::Principal;
+use crate::auth::identity::Identity;
+use crate::held::HeldResponses;
+use crate::types::Code;
 use crate::types::CredentialSource;
 use crate::upstream::{CallArgs, CallBudget, InFlight, Secrets, UpstreamResponse};
 
@@ -57,92 +62,85 @@ pub struct Page {
     /// Items of the list after those left out.
     pub items: usize,
     /// The bytes of a binary answer, which travel beside the result (image or resource link).
-    pub binary: Option<super::BinaryOut>,
+    pub binary: Option<BinaryOut>,
 }
 
 impl Page {
-    /// The `api_execute` arguments that fetch the page after this one: with the call's
-    /// `select` and `pages` (what the result's `next` shows), or with neither, as one raw page
-    /// (how the pipeline fetches the following pages itself).
+    /// The `api_execute` arguments that fetch the page after this one, with the call's
+    /// `select` and `pages`: what the result's `next` shows.
     pub(crate) fn next_args(
         &self,
         apis: &Apis,
-        select: Option<&str>,
+        select: Option<&Select>,
         pages: usize,
     ) -> Option<Map<String, Value>> {
         match &self.paging.as_ref()?.next {
-            Next::Query(q) => Some(args_for(apis, &self.planned, q.clone(), 0, select, pages)),
+            Next::Query(q) => Some(
+                self.planned
+                    .next(apis, q.clone(), 0, select.cloned(), pages)
+                    .to_map(),
+            ),
             _ => None,
         }
     }
 }
 
-/// The `api_execute` arguments of the planned call's operation with `query`, `skip` items
-/// left out, and `select` and `pages` as given.
-pub(crate) fn args_for(
-    apis: &Apis,
-    p: &Planned,
-    query: Map<String, Value>,
-    skip: usize,
-    select: Option<&str>,
-    pages: usize,
-) -> Map<String, Value> {
-    let mut args = Map::new();
-    args.insert("operationId".into(), Value::String(apis.shown_id(p.at())));
-    if !p.call.path_params.is_empty() {
-        args.insert(
-            "pathParams".into(),
-            Value::Object(p.call.path_params.clone()),
-        );
-    }
-    if !query.is_empty() {
-        args.insert("query".into(), Value::Object(query));
-    }
-    if !p.call.headers.is_empty() {
-        args.insert("headers".into(), Value::Object(p.call.headers.clone()));
-    }
-    if let Some(a) = &p.call.accept {
-        args.insert("accept".into(), Value::String(a.clone()));
-    }
-    if let Some(s) = select {
-        args.insert("select".into(), Value::String(s.to_string()));
-    }
-    if pages > 1 {
-        args.insert("pages".into(), Value::from(pages));
-    }
-    if skip > 0 {
-        args.insert("skipItems".into(), Value::from(skip));
-    }
-    args
+/// What sending a page reads of the server's settings, and which call it is for.
+pub(crate) struct PageCall<'a> {
+    /// Signs the identity assertion into the request (`--identity-header`).
+    pub identity: Option<&'a Identity>,
+    /// How a binary answer comes back (`--max-image-bytes`, `--download-dir`).
+    pub binary: &'a BinaryOptions,
+    /// Where a binary answer is held for `resources/read`.
+    pub held: &'a HeldResponses,
+    /// `--max-value-bytes`: the longest value the next page's query may carry.
+    pub max_value_bytes: usize,
+    /// The call's id (the monitor's events, the audit row, the identity assertion).
+    pub call_id: &'a str,
+    /// Who a held binary answer belongs to.
+    pub owner: &'a str,
+}
+
+/// What a page's request carried, for the audit row.
+#[derive(Default)]
+pub(crate) struct Sent {
+    /// The upstream's status.
+    pub status: Option<u16>,
+    /// Where the credentials the request carried came from.
+    pub sources: Vec<CredentialSource>,
 }
 
 /// Sends a planned `api_execute` request and reads its answer (one page) within the call's
 /// `budget` (a page that would take more is cut, and `budget.over()` says why). A binary answer is
-/// held for `owner` or made an image (`binary_out::deliver`), its bytes kept beside the page.
-#[allow(clippy::too_many_arguments)]
+/// held for the call's owner or made an image (`binary_out::deliver`), its bytes kept beside
+/// the page. `sent` learns the status and the credentials' sources, a failed call's too.
 pub(super) async fn fetch(
-    engine: &Engine,
+    call: &PageCall<'_>,
     apis: &Apis,
     principal: &Principal,
     planned: Box<Planned>,
-    call_id: &str,
-    upstream_status: &mut Option<u16>,
-    sources: &mut Vec<CredentialSource>,
-    owner: &str,
+    sent: &mut Sent,
     budget: &mut CallBudget,
 ) -> Result<Page, ToolError> {
     let api = &apis.list[planned.api];
     let op = &api.spec.operations[planned.op];
-    let credentials =
-        call_credentials(engine, apis, api, principal, op, &planned.request, call_id)?;
-    *sources = credential_sources(api, &credentials);
+    let credentials = call_credentials(
+        call.identity,
+        apis,
+        api,
+        principal,
+        op,
+        &planned.request,
+        call.call_id,
+    )?;
+    sent.sources = credential_sources(api, &credentials);
     let fetched = api
         .upstream
         .fetch_within(&planned.request, &credentials, budget)
         .await
         .map_err(|e| send_failure(api, op, &planned.request, e))?;
     let mut response = fetched.response;
-    *upstream_status = Some(response.status);
+    sent.status = Some(response.status);
     metrics::counter!("apigate_upstream_responses_total", "status" => response.status.to_string())
         .increment(1);
     if response.status >= 500 {
@@ -168,7 +166,10 @@ pub(super) async fn fetch(
         return Err(e);
     }
     let binary = match response.binary.take() {
-        Some(b) => super::binary_out::deliver(engine, owner, &b, &mut response.body).await,
+        Some(b) => {
+            super::binary_out::deliver(call.binary, call.held, call.owner, &b, &mut response.body)
+                .await
+        }
         None => None,
     };
     let whole = response.ok && !response.truncated;
@@ -200,7 +201,7 @@ pub(super) async fn fetch(
         if let Next::Query(q) = &paging.next {
             paging.next = valid_next(&api.spec, &planned, q.clone());
         }
-        paging.next = paging::guard(paging.next, &fetched.secrets, engine.limits.max_value_bytes);
+        paging.next = paging::guard(paging.next, &fetched.secrets, call.max_value_bytes);
         paging
     });
     // A header is shown up to 2 KiB (a Link of twenty thousand links is read above, whole).

@@ -10,11 +10,12 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 
 use super::args::Target;
-use super::{Code, Engine, ToolError};
+use super::error::ToolError;
 use crate::apis::{Apis, OpRef};
 use crate::auth::{Features, Principal};
 use crate::index::Query;
 use crate::spec::{OperationName, Resolved, Violation};
+use crate::types::Code;
 use crate::types::Tool;
 
 /// An operation the arguments name, found in one API.
@@ -35,13 +36,13 @@ impl Found {
 /// The position of the API `name`, or `INVALID_ARGUMENTS` at `/api` listing the names of the
 /// APIs the principal may see (an API it holds no feature for is never named).
 pub(super) fn api_named(
-    engine: &Engine,
+    visibility: &Visibility,
     apis: &Apis,
     principal: &Principal,
     name: &str,
 ) -> Result<usize, ToolError> {
     apis.position(name).ok_or_else(|| {
-        let names = seen_apis(engine, apis, principal);
+        let names = seen_apis(visibility, apis, principal);
         let message = if !apis.qualified() {
             "this server serves one API: leave `api` out".to_string()
         } else if names.is_empty() {
@@ -57,8 +58,8 @@ pub(super) fn api_named(
 }
 
 /// The names of the APIs of which the principal may see at least one operation.
-fn seen_apis<'a>(engine: &Engine, apis: &'a Apis, principal: &Principal) -> Vec<&'a str> {
-    let seen = visible(engine, apis, principal, None);
+fn seen_apis<'a>(visibility: &Visibility, apis: &'a Apis, principal: &Principal) -> Vec<&'a str> {
+    let seen = visible(visibility, apis, principal, None);
     apis.list
         .iter()
         .enumerate()
@@ -79,7 +80,7 @@ fn at(pointer: &str, message: &str) -> Violation {
 /// have is ambiguous: the caller names the API. An API the principal holds no feature for
 /// is never counted nor named: a bare id it shares with a visible API is the visible one's.
 pub(super) fn find(
-    engine: &Engine,
+    visibility: &Visibility,
     apis: &Apis,
     principal: &Principal,
     target: &Target,
@@ -88,7 +89,7 @@ pub(super) fn find(
     let named = target
         .api
         .as_deref()
-        .map(|n| api_named(engine, apis, principal, n))
+        .map(|n| api_named(visibility, apis, principal, n))
         .transpose()?;
     let (prefixed, name) = match name {
         OperationName::Id(id) => {
@@ -157,7 +158,7 @@ pub(super) fn may_see(apis: &Apis, principal: &Principal, r: OpRef) -> bool {
 /// The found operation, if the principal may execute it; else `UNKNOWN_OPERATION` (with the
 /// closest operations it may see) or `FORBIDDEN`.
 pub(super) fn permitted(
-    engine: &Engine,
+    visibility: &Visibility,
     apis: &Apis,
     principal: &Principal,
     args: &Target,
@@ -168,7 +169,7 @@ pub(super) fn permitted(
             OperationName::Id(id) => (format!("operationId {id:?}"), id.to_string()),
             OperationName::Route { method, path } => (format!("{method} {path}"), path.to_string()),
         };
-        return Err(unknown_operation(engine, apis, principal, &what, &hint));
+        return Err(unknown_operation(visibility, apis, principal, &what, &hint));
     };
     let api = &apis.list[found.api];
     let op = &api.spec.operations[found.resolved.index];
@@ -184,7 +185,7 @@ pub(super) fn permitted(
 }
 
 fn unknown_operation(
-    engine: &Engine,
+    visibility: &Visibility,
     apis: &Apis,
     principal: &Principal,
     what: &str,
@@ -194,7 +195,7 @@ fn unknown_operation(
         .chars()
         .map(|c| if c.is_alphanumeric() { c } else { ' ' })
         .collect();
-    let allowed = visible(engine, apis, principal, None);
+    let allowed = visible(visibility, apis, principal, None);
     let hits = apis.index.search(&Query {
         text: &words,
         method: None,
@@ -229,12 +230,12 @@ fn unknown_operation(
 /// Which operations the principal may see (discovery shows only what it may execute), of the
 /// API at position `only` if given.
 pub(super) fn visible(
-    engine: &Engine,
+    visibility: &Visibility,
     apis: &Apis,
     principal: &Principal,
     only: Option<usize>,
 ) -> impl Fn(usize, usize) -> bool + Sync + use<> {
-    let seen = engine.visibility.of(apis, principal);
+    let seen = visibility.of(apis, principal);
     move |api, i| {
         only.is_none_or(|o| o == api)
             && seen

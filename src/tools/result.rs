@@ -6,13 +6,13 @@
 
 use serde_json::{Map, Value};
 
-use super::ops::select_error;
+use super::error::ToolError;
 use super::output::{ExecuteResult, Output, PagesFetched};
 use super::page::Page;
 use super::paging::{self, Next, Resume};
-use super::select::{Room, Select};
-use super::{ToolError, ToolResult};
+use super::select::Room;
 use crate::apis::Apis;
+use crate::types::Code;
 use crate::upstream::{CallBudget, Cut, fit};
 
 /// The result of a call from its pages (at least one; the later ones are 2xx pages of the
@@ -25,10 +25,10 @@ pub fn finish(
     mut pages: Vec<Page>,
     stopped: Option<String>,
     budget: &mut CallBudget,
-) -> ToolResult {
+) -> Result<Output, ToolError> {
     let fetched = pages.len();
     let Some(mut last) = pages.pop() else {
-        return Err(ToolError::new(super::Code::Internal, "no page was fetched"));
+        return Err(ToolError::new(Code::Internal, "no page was fetched"));
     };
     // What the call asked for is on its first page (the later ones are fetched as one raw
     // page each).
@@ -82,7 +82,7 @@ pub fn finish(
             joined.append(items);
         }
     }
-    let next = last.next_args(apis, select.map(Select::as_str), asked);
+    let next = last.next_args(apis, select, asked);
     let continuation = match last.paging.as_ref().map(|p| &p.next) {
         Some(Next::Unmapped(c)) => Some(c.clone()),
         _ => None,
@@ -116,7 +116,10 @@ pub fn finish(
         };
         response.body = s
             .apply(std::mem::take(&mut response.body), room)
-            .map_err(|e| select_error(&e).with("status", Value::from(response.status)))?;
+            .map_err(|e| {
+                e.to_tool_error()
+                    .with("status", Value::from(response.status))
+            })?;
         secrets.redact_value(&mut response.body);
         matched_nothing = response.body.is_null();
         item_wise = list.as_deref().is_some_and(|l| s.item_wise(l))
@@ -152,15 +155,8 @@ pub fn finish(
                 index,
                 c.shown.checked_sub(1).and_then(|i| keys.get(i)),
             );
-            let args = super::page::args_for(
-                apis,
-                &last_planned,
-                query,
-                skip,
-                select.map(Select::as_str),
-                asked,
-            );
-            (Some(args), true)
+            let args = last_planned.next(apis, query, skip, select.cloned(), asked);
+            (Some(args.to_map()), true)
         }
         Some(_) => (next, false),
         None => (next, true),

@@ -1,16 +1,23 @@
 //! `api_execute`'s `select`: a JMESPath expression (the language of the AWS and Azure CLIs'
-//! `--query`) compiled once when the arguments are planned, before any request is sent, and
-//! applied to the parsed response body before the response budget. JMESPath has no loops or
+//! `--query`) compiled once when the arguments are parsed (`args::execute`: the typed
+//! arguments hold a [`Select`], never its text), before any request is sent, and applied to the
+//! parsed response body before the response budget; what an agent is told when it does not
+//! compile or fails on a body ([`SelectError::to_tool_error`]). JMESPath has no loops or
 //! recursion of its own: an expression always terminates. Pure: no I/O, no upstream.
 
 use serde_json::Value;
+
+use super::error::ToolError;
+use crate::spec::Violation;
 
 mod eval;
 
 /// Longest `select` expression, in bytes (also the input schema's `maxLength`).
 pub(crate) const MAX_SELECT_BYTES: usize = 1024;
 
-/// A compiled `select` expression.
+/// A compiled `select` expression. Serialized as the text it was compiled from (the `next`
+/// call's arguments carry it).
+#[derive(Clone)]
 pub struct Select {
     expression: jmespath::Expression<'static>,
 }
@@ -47,6 +54,32 @@ impl std::fmt::Display for SelectError {
 }
 
 impl std::error::Error for SelectError {}
+
+impl SelectError {
+    /// The error an agent gets: `INVALID_ARGUMENTS` at `/select`, with the parser's position
+    /// (the size of a result says what to do instead).
+    pub fn to_tool_error(&self) -> ToolError {
+        let message = match self.stage {
+            Stage::Size => format!("`select`: {self}"),
+            _ => format!(
+                "`select` {self}; it is a JMESPath expression, e.g. `[].{{id: id, name: name}}`"
+            ),
+        };
+        ToolError::invalid(
+            message,
+            vec![Violation {
+                pointer: "/select".into(),
+                message: self.to_string(),
+            }],
+        )
+    }
+}
+
+impl serde::Serialize for Select {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
 
 /// Where a [`SelectError`] happened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

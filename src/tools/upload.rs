@@ -14,7 +14,7 @@ use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{Engine, ToolError};
+use super::error::ToolError;
 use crate::spec::{MediaType, Operation, Spec, Violation};
 use crate::upstream::choose_media;
 use crate::upstream::upload::{
@@ -231,6 +231,15 @@ impl ExtractedFiles {
     }
 }
 
+/// Where a call's bytes may be read from, and how many it may upload.
+#[derive(Debug, Clone, Copy)]
+pub struct UploadLimits<'a> {
+    /// The dev upload folder (`--upload-dir`), if any: `{"file": NAME}` reads beneath it.
+    pub dir: Option<&'a UploadDir>,
+    /// `--max-request-bytes`, counted decoded.
+    pub max_request_bytes: usize,
+}
+
 /// Decodes the bytes `body` carries for `op` in the media type `content_type` picks (or the
 /// operation's default): a whole binary body, or multipart file fields (a binary string, or
 /// an array of them). Each binary value is replaced by `""` in `body`. Bytes sent to a text
@@ -238,7 +247,7 @@ impl ExtractedFiles {
 /// upload folder and more than `--max-request-bytes` in all are `INVALID_ARGUMENTS`, every
 /// one named by its pointer.
 pub fn extract(
-    engine: &Engine,
+    limits: UploadLimits<'_>,
     spec: &crate::spec::Spec,
     op: &Operation,
     content_type: Option<&str>,
@@ -252,13 +261,13 @@ pub fn extract(
     let Ok(Some(media)) = choose_media(spec, op, content_type) else {
         return Ok(out);
     };
-    extract_in(engine, spec, op, media, value, content_type.is_none())
+    extract_in(limits, spec, op, media, value, content_type.is_none())
 }
 
 /// [`extract`] for the media type `media`; `may_switch` when the call named no media type,
 /// so bytes sent where the default is text go to the operation's binary or multipart type.
 fn extract_in(
-    engine: &Engine,
+    limits: UploadLimits<'_>,
     spec: &crate::spec::Spec,
     op: &Operation,
     media: &MediaType,
@@ -267,8 +276,8 @@ fn extract_in(
 ) -> Result<ExtractedFiles, ToolError> {
     let mut out = ExtractedFiles::default();
     let mut reader = Reader {
-        dir: engine.upload_dir.as_deref(),
-        cap: engine.limits.max_request_bytes,
+        dir: limits.dir,
+        cap: limits.max_request_bytes,
         used: 0,
         violations: Vec::new(),
     };
@@ -367,7 +376,7 @@ fn extract_in(
             };
             let switch = offered().find(|m| body_kind(spec, m) == wanted);
             if let (true, false, Some(other)) = (may_switch, at.is_empty(), switch) {
-                let mut out = extract_in(engine, spec, op, other, value, false)?;
+                let mut out = extract_in(limits, spec, op, other, value, false)?;
                 out.content_type = Some(other.content_type.clone());
                 return Ok(out);
             }

@@ -20,16 +20,23 @@ use crate::spec::{Operation, ParamIn, Spec};
 /// The `api_execute` request parts, `{pathParams, query, headers, body, contentType, accept}`:
 /// deserialized with the tool's arguments (`tools::args::ExecuteArgs` flattens it), validated
 /// there in place against the operation's schema, then built into a request as they are.
-#[derive(Debug, Clone, Default, serde::Deserialize)]
+/// Serialized (a result's `next`), they leave out what is empty.
+#[derive(Debug, Clone, Default, serde::Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct CallArgs {
+    #[serde(skip_serializing_if = "Map::is_empty")]
     pub path_params: Map<String, Value>,
+    #[serde(skip_serializing_if = "Map::is_empty")]
     pub query: Map<String, Value>,
+    #[serde(skip_serializing_if = "Map::is_empty")]
     pub headers: Map<String, Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub body: Option<Value>,
     /// The body's media type, one the operation declares (default: its preferred one).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub content_type: Option<String>,
     /// The response media type to ask for, one of the operation's `response_types`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub accept: Option<String>,
     /// Bytes for a binary body or multipart file parts (`tools::upload` decodes them); the
     /// body's JSON holds a placeholder where they go.
