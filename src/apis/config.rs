@@ -118,7 +118,7 @@ impl Refusal {
 struct File {
     #[serde(default)]
     api: Vec<ApiConfig>,
-    /// `serve`'s sign-in settings; read by [`sign_in`], at start-up only.
+    /// `serve`'s sign-in settings ([`ServerConfig::sign_in`]), read at start-up only.
     #[serde(default)]
     oauth: Option<SignInFile>,
 }
@@ -146,10 +146,44 @@ pub struct SignInFile {
     pub scopes: BTreeMap<String, Vec<String>>,
 }
 
-/// The `[oauth]` table of the config file at `path`, if it has one.
+/// What one config file says: the APIs to serve, and who may sign in (`[oauth]`, which
+/// `serve` reads at start-up only: a reload does not change it).
+#[derive(Debug)]
+pub struct ServerConfig {
+    pub apis: Vec<ApiConfig>,
+    pub sign_in: Option<SignInFile>,
+}
+
+impl ServerConfig {
+    /// Reads and checks `path`, resolving every secret reference. A file holding credential
+    /// settings is refused when others may read it.
+    pub fn read(path: &Path) -> Result<ServerConfig, ConfigFileError> {
+        let shown = path.display().to_string();
+        let (text, meta) = read_config(path)?;
+        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let mut file = parse_file(&text, &shown)?;
+        let sign_in = file.oauth.take();
+        let apis = checked(file, &shown, &dir)?;
+        let has_credentials = apis.iter().any(|a| {
+            !a.upstream_headers.is_empty()
+                || !a.upstream_credentials.is_empty()
+                || a.oauth.is_some()
+        });
+        if has_credentials && let Some(mode) = readable_by_others(&meta) {
+            return Err(ConfigFileError::Readable { path: shown, mode });
+        }
+        Ok(ServerConfig { apis, sign_in })
+    }
+}
+
+/// The APIs of the config file at `path` ([`ServerConfig::read`]).
+pub fn load(path: &Path) -> Result<Vec<ApiConfig>, ConfigFileError> {
+    ServerConfig::read(path).map(|c| c.apis)
+}
+
+/// The `[oauth]` table of the config file at `path`, if it has one ([`ServerConfig::read`]).
 pub fn sign_in(path: &Path) -> Result<Option<SignInFile>, ConfigFileError> {
-    let (text, _) = read_config(path)?;
-    Ok(parse_file(&text, &path.display().to_string())?.oauth)
+    ServerConfig::read(path).map(|c| c.sign_in)
 }
 
 /// The config file's text and metadata, at most [`MAX_CONFIG_BYTES`].
@@ -284,21 +318,6 @@ pub fn valid_name(name: &str) -> bool {
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
 }
 
-/// Reads and checks `path`, resolving every secret reference.
-pub fn load(path: &Path) -> Result<Vec<ApiConfig>, ConfigFileError> {
-    let shown = path.display().to_string();
-    let (text, meta) = read_config(path)?;
-    let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    let apis = parse(&text, &shown, &dir)?;
-    let has_credentials = apis.iter().any(|a| {
-        !a.upstream_headers.is_empty() || !a.upstream_credentials.is_empty() || a.oauth.is_some()
-    });
-    if has_credentials && let Some(mode) = readable_by_others(&meta) {
-        return Err(ConfigFileError::Readable { path: shown, mode });
-    }
-    Ok(apis)
-}
-
 /// A file of at most `max` bytes, as text, and what its metadata says (its mode); why not.
 fn read_small(path: &Path, max: u64) -> Result<(String, std::fs::Metadata), String> {
     let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
@@ -326,7 +345,11 @@ fn readable_by_others(meta: &std::fs::Metadata) -> Option<u32> {
 
 /// Checks the text of a config file; `dir` is where relative paths start.
 pub fn parse(text: &str, path: &str, dir: &Path) -> Result<Vec<ApiConfig>, ConfigFileError> {
-    let file = parse_file(text, path)?;
+    checked(parse_file(text, path)?, path, dir)
+}
+
+/// The file's `[[api]]` tables checked, their secret references resolved.
+fn checked(file: File, path: &str, dir: &Path) -> Result<Vec<ApiConfig>, ConfigFileError> {
     if file.api.is_empty() {
         return Err(ConfigFileError::Syntax {
             path: path.to_string(),
@@ -448,237 +471,4 @@ fn secret(reference: &str, dir: &Path) -> Result<String, String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn refused(text: &str) -> String {
-        match parse(text, "apigate.toml", Path::new("/etc/apigate")) {
-            Ok(apis) => panic!("accepted: {apis:?}"),
-            Err(e) => e.to_string(),
-        }
-    }
-
-    /// The public text of each refusal names the file, the place and the kind of problem;
-    /// the whole message keeps the rest for the operator.
-    #[test]
-    fn public_text_names_no_line_variable_or_path() {
-        let api = "[[api]]\nname = \"gh\"\nspec = \"gh.json\"\n";
-        for (text, hidden, public_has) in [
-            (
-                format!(
-                    "{api}upstream-headers = {{ Authorization = \"Bearer ghp_0123456789abcdef }}\n"
-                ),
-                "ghp_0123456789abcdef",
-                "apigate.toml, line 4, column",
-            ),
-            (
-                format!(
-                    "{api}upstream-headers = {{ Authorization = \"env:NOT_SET_GH_TOKEN_VAR\" }}\n"
-                ),
-                "NOT_SET_GH_TOKEN_VAR",
-                "environment variable",
-            ),
-            (
-                format!(
-                    "{api}upstream-headers = {{ Authorization = \"file:/nowhere/gh-token\" }}\n"
-                ),
-                "/nowhere",
-                "the file its file: reference names",
-            ),
-        ] {
-            let e = parse(
-                &text,
-                "/etc/apigate/apigate.toml",
-                Path::new("/etc/apigate"),
-            )
-            .err()
-            .unwrap_or_else(|| panic!("accepted: {text}"));
-            let public = e.public();
-            assert!(e.to_string().contains(hidden), "{e}");
-            assert!(!public.contains(hidden), "{public}");
-            assert!(!public.contains("/etc/apigate"), "{public}");
-            assert!(public.contains(public_has), "{public}");
-        }
-    }
-
-    #[test]
-    fn the_oauth_table_reads_beside_the_apis_and_names_every_key() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("apigate.toml");
-        let text = "[[api]]\nname = \"pets\"\nspec = \"pets.json\"\n\n[oauth]\n\
-            issuers = [\"https://login.example.com/realms/acme\"]\n\
-            audience = \"https://apigate.example.com/mcp\"\nroles-claim = \"groups\"\n\
-            [oauth.scopes]\n\"apigate:read\" = [\"apigate.discover\", \"apigate.schema\"]\n";
-        std::fs::write(&path, text).unwrap();
-        let oauth = sign_in(&path).unwrap().unwrap();
-        assert_eq!(oauth.issuers, ["https://login.example.com/realms/acme"]);
-        assert_eq!(oauth.roles_claim.as_deref(), Some("groups"));
-        assert_eq!(
-            oauth.scopes["apigate:read"],
-            ["apigate.discover", "apigate.schema"]
-        );
-        // The APIs read as before; a file without the table has none.
-        assert_eq!(parse(text, "apigate.toml", dir.path()).unwrap().len(), 1);
-        std::fs::write(&path, "[[api]]\nname = \"pets\"\nspec = \"p.json\"\n").unwrap();
-        assert_eq!(sign_in(&path).unwrap(), None);
-        let e = refused("[[api]]\nname = \"a\"\nspec = \"a.json\"\n[oauth]\nissuer = \"x\"\n");
-        assert!(e.contains("issuer"), "{e}");
-    }
-
-    #[test]
-    fn a_file_with_every_setting_reads_as_written() {
-        let dir = tempfile::tempdir().unwrap();
-        let secret = dir.path().join("stripe.key");
-        std::fs::write(&secret, "sk_test_123\n").unwrap();
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
-        }
-        let text = r#"
-[[api]]
-name = "stripe"
-spec = "specs/stripe.json"
-upstream = "https://api.stripe.com"
-upstream-credentials = { bearerAuth = "file:stripe.key" }
-upstream-headers = { "Stripe-Version" = "env:PATH" }
-upstream-timeout = "20s"
-connect-timeout = "2s"
-max-response-bytes = 20000
-max-read-bytes = 4000000
-[[api.rule]]
-method = "POST"
-path = "/v1/refunds"
-features = ["stripe.refunds"]
-
-[[api]]
-name = "github"
-spec = "https://example.com/github.json"
-poll = "5m"
-ref-origins = ["https://schemas.example.com:443"]
-[api.oauth]
-token-url = "https://auth.example.com/token"
-client-id = "apigate"
-client-secret = "file:stripe.key"
-"#;
-        let apis = parse(text, "apigate.toml", dir.path()).unwrap();
-        let [stripe, github] = apis.as_slice() else {
-            panic!("{apis:?}")
-        };
-        assert_eq!(stripe.name, "stripe");
-        assert_eq!(
-            stripe.spec,
-            dir.path().join("specs/stripe.json").display().to_string()
-        );
-        assert_eq!(stripe.upstream_credentials, ["bearerAuth=sk_test_123"]);
-        let path = std::env::var("PATH").unwrap();
-        assert_eq!(stripe.upstream_headers, [format!("Stripe-Version: {path}")]);
-        assert_eq!(stripe.upstream_timeout, Some(Duration::from_secs(20)));
-        assert_eq!(stripe.connect_timeout, Some(Duration::from_secs(2)));
-        assert_eq!(stripe.max_response_bytes, Some(20000));
-        assert_eq!(stripe.max_read_bytes, Some(4_000_000));
-        assert_eq!(stripe.rules.len(), 1);
-        assert_eq!(github.spec, "https://example.com/github.json");
-        assert_eq!(github.poll, Some(Duration::from_secs(300)));
-        assert_eq!(
-            github.ref_origins,
-            [crate::spec::parse_origin("https://schemas.example.com").unwrap()]
-        );
-        let oauth = github.oauth.as_ref().unwrap();
-        assert_eq!(oauth.client_secret, "sk_test_123");
-        // Debug shows no secret.
-        assert!(!format!("{apis:?}").contains("sk_test_123"));
-    }
-
-    #[test]
-    fn names_keys_and_secrets_are_checked() {
-        for (text, expected) in [
-            ("", "no [[api]] table"),
-            ("[[api]]\nname = \"a\"\n", "missing field `spec`"),
-            (
-                "[[api]]\nname = \"a\"\nspec = \"a.json\"\ntimeout = \"1s\"\n",
-                "unknown field `timeout`",
-            ),
-            ("[server]\nport = 1\n", "unknown field `server`"),
-            (
-                "[[api]]\nname = \"Git Hub\"\nspec = \"a.json\"\n",
-                "a name is 1 to 64 of a-z",
-            ),
-            (
-                "[[api]]\nname = \"a:b\"\nspec = \"a.json\"\n",
-                "holds no ':'",
-            ),
-            (
-                "[[api]]\nname = \"\"\nspec = \"a.json\"\n",
-                "a name is 1 to 64",
-            ),
-            (
-                "[[api]]\nname = \"a\"\nspec = \"a.json\"\n[[api]]\nname = \"a\"\nspec = \"b.json\"\n",
-                "two [[api]] tables have this name",
-            ),
-            (
-                "[[api]]\nname = \"a\"\nspec = \"a.json\"\nupstream-headers = { Authorization = \"Bearer abc\" }\n",
-                "never inline",
-            ),
-            (
-                "[[api]]\nname = \"a\"\nspec = \"a.json\"\nupstream = \"https://user:pw@example.com\"\n",
-                "user info in the URL",
-            ),
-            (
-                "[[api]]\nname = \"a\"\nspec = \"a.json\"\nupstream-credentials = { k = \"env:APIGATE_NO_SUCH_VARIABLE_1\" }\n",
-                "APIGATE_NO_SUCH_VARIABLE_1 is not set",
-            ),
-            (
-                "[[api]]\nname = \"a\"\nspec = \"a.json\"\nupstream-timeout = \"soon\"\n",
-                "upstream-timeout",
-            ),
-            (
-                "[[api]]\nname = \"a\"\nspec = \"a.json\"\npoll = \"10ms\"\n",
-                "poll: at least 1s",
-            ),
-            (
-                "[[api]]\nname = \"a\"\nspec = \"a.json\"\nref-origins = [\"https://a.example/schemas\"]\n",
-                "is not an origin",
-            ),
-        ] {
-            let e = refused(text);
-            assert!(e.contains(expected), "{text:?}: {e}");
-            assert!(!e.contains("Bearer abc") && !e.contains(":pw@"), "{e}");
-        }
-        let many: String = (0..=MAX_APIS)
-            .map(|i| format!("[[api]]\nname = \"a{i}\"\nspec = \"a.json\"\n"))
-            .collect();
-        assert!(refused(&many).contains("at most 64"));
-    }
-
-    #[cfg(unix)]
-    #[test]
-    fn secrets_others_may_read_are_refused() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::tempdir().unwrap();
-        let secret = dir.path().join("token");
-        std::fs::write(&secret, "t0ken").unwrap();
-        std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o644)).unwrap();
-        let config = dir.path().join("apigate.toml");
-        std::fs::write(
-            &config,
-            "[[api]]\nname = \"a\"\nspec = \"a.json\"\nupstream-headers = { X-Token = \"file:token\" }\n",
-        )
-        .unwrap();
-        std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o600)).unwrap();
-        let e = load(&config).unwrap_err().to_string();
-        assert!(e.contains("chmod 600") && e.contains("token"), "{e}");
-        std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
-        assert_eq!(
-            load(&config).unwrap()[0].upstream_headers,
-            ["X-Token: t0ken"]
-        );
-        // The file itself, once others may read it.
-        std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o640)).unwrap();
-        let e = load(&config).unwrap_err().to_string();
-        assert!(e.contains("chmod 600") && e.contains("640"), "{e}");
-        // Without credential settings it may be read by anyone.
-        std::fs::write(&config, "[[api]]\nname = \"a\"\nspec = \"a.json\"\n").unwrap();
-        assert!(load(&config).is_ok());
-    }
-}
+mod tests;

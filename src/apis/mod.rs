@@ -1,6 +1,9 @@
-//! The APIs behind one server: the config file that names them (`config`), each API as the
-//! tools use it ([`Api`]: its name, spec, upstream client and permission rules) and the set
-//! the engine serves ([`Apis`]: every API and one pooled index over their operations).
+//! The APIs behind one server and their lifecycle: the config file that names them
+//! (`config`), loading them (`load`: documents, upstream clients, rules, one index), each API
+//! as the tools use it ([`Api`]: its name, spec, upstream client and permission rules), the
+//! set the engine serves ([`Apis`]: every API and one pooled index over their operations),
+//! the set served now ([`Served`], swapped whole), and reloading it without a restart
+//! (`reload`).
 //!
 //! With one API (`--spec`), operation ids are shown as the spec writes them. With several
 //! (`--config`), ids are qualified as `NAME:operationId`, a call reaches only its own API's
@@ -8,6 +11,8 @@
 //! features, one that names its API: `NAME.execute` (or `NAME.*`, `*`) or `NAME:operationId`.
 
 pub mod config;
+pub mod load;
+pub mod reload;
 
 use std::sync::Arc;
 
@@ -86,6 +91,38 @@ pub struct Apis {
     /// Unique per set built in this process: what was computed for one set (who may see
     /// which operation) is never taken for another.
     pub version: u64,
+}
+
+/// The APIs served now: read once per call (a call in flight finishes on the version it
+/// started with), replaced whole by a reload, which wakes its watchers.
+pub struct Served {
+    current: arc_swap::ArcSwap<Apis>,
+    changed: tokio::sync::watch::Sender<()>,
+}
+
+impl Served {
+    pub fn new(apis: Apis) -> Served {
+        Served {
+            current: arc_swap::ArcSwap::from_pointee(apis),
+            changed: tokio::sync::watch::Sender::new(()),
+        }
+    }
+
+    /// The APIs served now.
+    pub fn get(&self) -> Arc<Apis> {
+        self.current.load_full()
+    }
+
+    /// Serves `apis` from the next call on.
+    pub fn replace(&self, apis: Apis) {
+        self.current.store(Arc::new(apis));
+        self.changed.send_replace(());
+    }
+
+    /// Wakes on each [`Served::replace`].
+    pub fn watch(&self) -> tokio::sync::watch::Receiver<()> {
+        self.changed.subscribe()
+    }
 }
 
 /// The next [`Apis::version`].

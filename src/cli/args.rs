@@ -12,12 +12,15 @@ use tokio_util::sync::CancellationToken;
 
 use super::monitor::MonitorFlags;
 use crate::apis::config::ClientCredentialsFile;
+use crate::apis::load::Loader;
+use crate::apis::reload::Reloader;
 use crate::auth::sealed::{KeySource, SecretKeys};
 use crate::auth::{Auth, AuthConfig, LimitsUnavailable, PermissionRules, RateLimit};
 use crate::http::{self, Allowed, HttpOptions, KeyCheck};
 use crate::store::Store;
 use crate::tools::Engine;
 use crate::tools::args::InputLimits;
+use crate::upstream::MAX_READ_BYTES_CAP;
 
 use super::help::heading;
 
@@ -121,9 +124,6 @@ impl Default for SpecLimitArgs {
         }
     }
 }
-
-/// The most `--max-read-bytes` may be (1 GiB): a response is held in memory while it is read.
-pub(super) const MAX_READ_BYTES_CAP: u64 = 1 << 30;
 
 /// How binary responses come back: images as MCP image content, the rest as resource links
 /// the same API key reads with `resources/read`.
@@ -285,6 +285,42 @@ impl HttpArgs {
             drain_timeout: self.drain_timeout,
             ..HttpOptions::new(keys, mode)
         }
+    }
+
+    /// The listener of `--listen`, and the address it got (port 0 picks one).
+    pub async fn bind(&self) -> anyhow::Result<(tokio::net::TcpListener, SocketAddr)> {
+        let listener = tokio::net::TcpListener::bind(self.listen)
+            .await
+            .with_context(|| format!("cannot listen on {}", self.listen))?;
+        let addr = listener.local_addr()?;
+        Ok((listener, addr))
+    }
+
+    /// The start-up `dev` and `serve` share once their engine is built: the reloader and its
+    /// triggers (SIGHUP, the files, URL polls, `POST /admin/v1/reload`), the router with
+    /// `options`, and serving until SIGTERM or SIGINT has drained the requests in flight.
+    pub async fn run(
+        &self,
+        engine: Arc<Engine>,
+        loader: Loader,
+        listener: tokio::net::TcpListener,
+        options: HttpOptions,
+    ) -> anyhow::Result<()> {
+        let shutdown = CancellationToken::new();
+        http::cancel_on_signal(shutdown.clone());
+        let database = engine.auth.clone();
+        let reloader = Reloader::new(engine.served(), loader, database.clone());
+        reloader.watch(shutdown.clone());
+        let router = http::router(
+            engine,
+            HttpOptions {
+                database,
+                reload: Some(reloader),
+                ..options
+            },
+            shutdown.clone(),
+        );
+        self.serve(listener, router, shutdown).await
     }
 
     /// Serves `router` on `listener` (and /metrics on `--metrics-listen`) until `shutdown`.

@@ -12,7 +12,8 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::args::{AccessArgs, EngineArgs, HttpArgs, banner};
-use crate::http::{self, HttpOptions, KeyCheck};
+use crate::apis::reload::Reloader;
+use crate::http::KeyCheck;
 use crate::mcp::McpServer;
 
 #[derive(Debug, clap::Args)]
@@ -169,8 +170,7 @@ fn points_at(url: &str, listen: SocketAddr) -> bool {
 }
 
 pub(crate) async fn run_dev(args: DevArgs) -> anyhow::Result<ExitCode> {
-    let mut engine = args.engine.build().await?;
-    engine.add_rules(args.access.rules()?);
+    let (mut engine, loader) = args.engine.start(args.access.rules()?).await?;
     if let Some(dir) = &args.download_dir {
         use crate::tools::binary_out::{DownloadDir, download_dir};
         let path = download_dir(dir)?;
@@ -183,10 +183,7 @@ pub(crate) async fn run_dev(args: DevArgs) -> anyhow::Result<ExitCode> {
         dir.sweep_in_background();
         engine.binary.download_dir = Some(dir);
     }
-    let listener = tokio::net::TcpListener::bind(args.http.listen)
-        .await
-        .with_context(|| format!("cannot listen on {}", args.http.listen))?;
-    let addr = listener.local_addr()?;
+    let (listener, addr) = args.http.bind().await?;
     let (key, source) = resolve_key(args.api_key.as_deref(), addr, Path::new(".mcp.json"));
     if let Some(url) = &args.database_url {
         let auth = args.access.auth(url).await?;
@@ -241,32 +238,18 @@ pub(crate) async fn run_dev(args: DevArgs) -> anyhow::Result<ExitCode> {
     if !addr.ip().is_loopback() {
         tracing::warn!(%addr, "listening beyond loopback; add the public host name with --allowed-host");
     }
-    let shutdown = CancellationToken::new();
-    http::cancel_on_signal(shutdown.clone());
-    let database = engine.auth.clone();
-    let reloader =
-        super::reload::Reloader::new(engine.clone(), Arc::new(args.engine), args.access.rules()?);
-    reloader.watch(shutdown.clone());
-    let router = http::router(
-        engine,
-        HttpOptions {
-            database,
-            reload: Some(reloader.hook()),
-            ..args.http.options(KeyCheck::Single(key), "development")
-        },
-        shutdown.clone(),
-    );
-    args.http.serve(listener, router, shutdown).await?;
+    let options = args.http.options(KeyCheck::Single(key), "development");
+    args.http.run(engine, loader, listener, options).await?;
     Ok(ExitCode::SUCCESS)
 }
 
 pub(crate) async fn run_stdio(args: StdioArgs) -> anyhow::Result<ExitCode> {
-    let engine_args = Arc::new(args.engine);
-    let engine = Arc::new(engine_args.build().await?);
+    let (engine, loader) = args.engine.start(Default::default()).await?;
+    let engine = Arc::new(engine);
     // A reload on SIGHUP or a changed file; stdio has no admin route.
     let stop = CancellationToken::new();
     let _stop_watching = stop.clone().drop_guard();
-    super::reload::Reloader::new(engine.clone(), engine_args, Default::default()).watch(stop);
+    Reloader::new(engine.served(), loader, None).watch(stop);
     let id = format!("stdio-{}", uuid::Uuid::new_v4().simple());
     let server = McpServer::new(engine, Some(id), true)
         .serve(rmcp::transport::stdio())

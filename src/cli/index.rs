@@ -10,7 +10,7 @@ use std::time::Instant;
 use anyhow::Context;
 use serde_json::json;
 
-use crate::index::background::{self, VectorDirs};
+use crate::index::background::{self, Ranking, VectorDirs};
 use crate::index::embed::ModelFiles;
 use crate::index::{Embedder, Index, Ranker, Tuning};
 use crate::spec::Spec;
@@ -74,36 +74,34 @@ impl RankingArgs {
         }
     }
 
-    /// The ranking knobs these flags rank with: the built-in static model's own when it is
-    /// the hybrid ranker's model ([`Tuning::static_model`]), else the defaults.
-    pub fn tuning(&self) -> Tuning {
-        if self.ranker() == Ranker::Hybrid && self.embedding_model.is_none() {
-            Tuning::static_model()
-        } else {
-            Tuning::default()
+    /// How a server ranks with these flags.
+    pub fn ranking(&self) -> Ranking {
+        Ranking {
+            ranker: self.ranker(),
+            model_dir: self.embedding_model.clone(),
+            dirs: self.dirs(),
         }
     }
 
-    /// The model's files: `--embedding-model`'s, else the built-in model's; `None` when the
-    /// ranker is lexical.
+    /// The ranking knobs these flags rank with ([`Ranking::tuning`]).
+    pub fn tuning(&self) -> Tuning {
+        self.ranking().tuning()
+    }
+
+    /// The model's files ([`Ranking::model_files`]).
     pub fn model_files(&self) -> anyhow::Result<Option<ModelFiles>> {
-        if self.ranker() == Ranker::Lexical {
-            return Ok(None);
-        }
-        match &self.embedding_model {
-            Some(dir) => Ok(Some(ModelFiles::read(dir).context("--embedding-model")?)),
-            None => Ok(Some(ModelFiles::builtin())),
-        }
+        Ok(self.ranking().model_files()?)
     }
 
     /// The model, loaded now (a clear error if the folder is wrong or missing), or `None` for
     /// the lexical ranker.
     pub fn embedder(&self) -> anyhow::Result<Option<Arc<Embedder>>> {
+        let ranking = self.ranking();
         let Some(files) = self.model_files()? else {
             return Ok(None);
         };
         let started = Instant::now();
-        let embedder = Embedder::from_files(files).with_context(|| self.model_origin())?;
+        let embedder = Embedder::from_files(files).with_context(|| ranking.model_origin())?;
         tracing::info!(
             model = %embedder.id(),
             ms = started.elapsed().as_millis() as u64,
@@ -112,52 +110,12 @@ impl RankingArgs {
         Ok(Some(Arc::new(embedder)))
     }
 
-    /// What an error about the model names it as.
-    fn model_origin(&self) -> &'static str {
-        if self.embedding_model.is_some() {
-            "--embedding-model"
-        } else {
-            "the built-in embedding model"
-        }
-    }
-
+    /// Where vectors are read (`--index`) and cached (`--cache-dir`).
     pub fn dirs(&self) -> VectorDirs {
         VectorDirs {
             prebuilt: self.index.clone(),
             cache: self.cache_dir.clone().or_else(default_cache_dir),
         }
-    }
-
-    /// Starts semantic ranking for `index` (at once with a static model or from disk, or in
-    /// the background), or says once that ranking is lexical.
-    pub fn start(&self, index: &Arc<Index>) -> anyhow::Result<()> {
-        match self.ranker() {
-            Ranker::Lexical if self.index.is_some() => anyhow::bail!(
-                "--index holds vectors for hybrid ranking: drop --ranker lexical \
-                 (--no-embedding-model), or drop --index"
-            ),
-            Ranker::Dense => anyhow::bail!(
-                "--ranker dense is for measuring (`apigate eval`); servers rank hybrid or lexical"
-            ),
-            _ => {}
-        }
-        let Some(files) = self.model_files()? else {
-            tracing::info!("ranker: lexical (--ranker lexical)");
-            return Ok(());
-        };
-        if files.is_static() && self.index.is_some() {
-            anyhow::bail!(
-                "--index holds an encoder's vectors (`apigate index build --embedding-model \
-                 DIR`): give the same --embedding-model DIR, or drop --index (the built-in \
-                 model embeds the spec at start-up, in milliseconds)"
-            );
-        }
-        // An encoder's files are only read now; it is built in the background unless its
-        // vectors are on disk already. A static model embeds the spec in milliseconds.
-        tracing::debug!(model = %files.id(), "embedding model found");
-        background::start(index.clone(), files, self.dirs())
-            .with_context(|| self.model_origin())?;
-        Ok(())
     }
 }
 

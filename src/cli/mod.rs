@@ -12,7 +12,6 @@ mod load;
 pub mod monitor;
 pub mod oauth;
 mod progress;
-mod reload;
 pub mod serve;
 mod specs;
 

@@ -4,9 +4,6 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use anyhow::Context;
-use tokio_util::sync::CancellationToken;
-
 use super::args::{AccessArgs, EngineArgs, HttpArgs, banner};
 use crate::auth::Auth;
 use crate::http::{self, HttpOptions, KeyCheck};
@@ -55,10 +52,9 @@ calls to that API, and go to no other.";
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let auth = args.access.auth(&args.database_url).await?;
-    let mut engine = args.engine.build().await?;
+    let (mut engine, loader) = args.engine.start(args.access.rules()?).await?;
     warn_if_no_key_can_connect(&auth, &engine.apis().names()).await;
     engine.access = Access::Sessions;
-    engine.add_rules(args.access.rules()?);
     engine.auth = Some(auth.clone());
     // Replicas share one database: a session's monitor statistics are counted there.
     if let Some(monitor) = &engine.monitor {
@@ -69,15 +65,12 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     auth.record_served_apis(&engine.apis().names()).await;
     // Replicas share one database: a response held by one is read through any.
     engine.held = engine.held.in_database(auth.store().clone());
-    let listener = tokio::net::TcpListener::bind(args.http.listen)
-        .await
-        .with_context(|| format!("cannot listen on {}", args.http.listen))?;
-    let addr = listener.local_addr()?;
+    let (listener, addr) = args.http.bind().await?;
     engine.identity = args.identity.build(&format!("http://{addr}"))?;
     // `[oauth]` of the config file, under the flags (read at start-up; a reload does not
     // change who may sign in).
     let sign_in = match &args.engine.config {
-        Some(path) => match crate::apis::config::sign_in(path)? {
+        Some(path) => match crate::apis::config::ServerConfig::read(path)?.sign_in {
             Some(file) => args.oauth.clone().over(file),
             None => args.oauth.clone(),
         },
@@ -91,25 +84,14 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         "{}; admin API at /admin/v1",
         banner("serve", &engine, &url, args.http.stateless)
     );
-    let shutdown = CancellationToken::new();
-    http::cancel_on_signal(shutdown.clone());
-    let reloader =
-        super::reload::Reloader::new(engine.clone(), Arc::new(args.engine), args.access.rules()?);
-    reloader.watch(shutdown.clone());
-    let router = http::router(
-        engine,
-        HttpOptions {
-            admin: Some(http::admin::router(auth.clone())),
-            database: Some(auth.clone()),
-            reload: Some(reloader.hook()),
-            oauth,
-            ..args
-                .http
-                .options(KeyCheck::Database(auth.clone()), "production")
-        },
-        shutdown.clone(),
-    );
-    args.http.serve(listener, router, shutdown).await?;
+    let options = HttpOptions {
+        admin: Some(http::admin::router(auth.clone())),
+        oauth,
+        ..args
+            .http
+            .options(KeyCheck::Database(auth.clone()), "production")
+    };
+    args.http.run(engine, loader, listener, options).await?;
     // A call the drain cut queues its audit row as rmcp drops it, a moment after its answer.
     engine_running
         .passes_ended(std::time::Duration::from_secs(2))

@@ -7,6 +7,7 @@ use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
+use crate::apis::reload::ReloadError;
 use crate::auth::AuthError;
 use crate::types::Code;
 
@@ -76,6 +77,22 @@ impl IntoResponse for ApiError {
                 .insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
         resp
+    }
+}
+
+/// 429 within a second of the last reload, 422 when the APIs did not reload (the running
+/// version serves on).
+impl From<ReloadError> for ApiError {
+    fn from(e: ReloadError) -> ApiError {
+        let message = e.to_string();
+        match e {
+            ReloadError::TooSoon => {
+                let mut error = ApiError::new(Code::RateLimited, message);
+                error.details.insert("retryAfterMs".into(), 1000.into());
+                error
+            }
+            ReloadError::Failed(_) => ApiError::new(Code::ReloadFailed, message),
+        }
     }
 }
 

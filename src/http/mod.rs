@@ -32,6 +32,7 @@ use tokio_util::sync::CancellationToken;
 pub use conn::{ConnLimits, peer, serve};
 pub use guard::{Allowed, KeyCheck, OAuthGate};
 
+use crate::apis::reload::Reloader;
 use crate::mcp::McpServer;
 use crate::tools::Engine;
 use crate::types::Code;
@@ -61,24 +62,13 @@ pub struct HttpOptions {
     /// Messages a legacy SSE session queues in each direction.
     pub sse_queue: usize,
     /// `POST /admin/v1/reload`: reloads the APIs (absent: the route answers 404).
-    pub reload: Option<ReloadHook>,
+    pub reload: Option<Arc<Reloader>>,
     /// Bearer tokens from trusted issuers (production with `--oauth-issuer`).
     pub oauth: Option<OAuthGate>,
     /// `--drain-timeout`: after shutdown, how long requests in flight may take before the
     /// sessions are ended (`drain.rs`).
     pub drain_timeout: std::time::Duration,
 }
-
-/// Reloads the APIs and says how it went: the status and the JSON body of the answer to
-/// `POST /admin/v1/reload`. Built by the command that serves (`cli::reload`).
-/// Called with the server key that asked (none in dev mode), for the audit row.
-pub type ReloadHook = Arc<
-    dyn Fn(
-            Option<crate::auth::KeyPrincipal>,
-        ) -> futures::future::BoxFuture<'static, (StatusCode, serde_json::Value)>
-        + Send
-        + Sync,
->;
 
 impl HttpOptions {
     /// The defaults for everything but who may connect.
@@ -122,7 +112,7 @@ pub(crate) struct AppState {
     /// The server's tool list: its handlers serve it, and plain `tools/list` requests are
     /// answered from it (`tool_list`).
     tool_list: crate::mcp::ToolList,
-    reload: Option<ReloadHook>,
+    reload: Option<Arc<Reloader>>,
     oauth: Option<OAuthGate>,
     /// Requests in flight and whether the server drains (`/ready`).
     drain: Arc<drain::Drain>,
@@ -368,7 +358,7 @@ async fn reload(
     State(state): State<Arc<AppState>>,
     axum::Extension(caller): axum::Extension<crate::mcp::HttpCaller>,
 ) -> Response {
-    let Some(hook) = &state.reload else {
+    let Some(reloader) = &state.reload else {
         return error::json_error(Code::NotFound, "this server does not reload");
     };
     // A signed-in person needs the feature in their token (with a key too, in both); a key
@@ -396,8 +386,10 @@ async fn reload(
         return error::ApiError::from(crate::auth::AuthError::Forbidden { missing })
             .into_response();
     }
-    let (status, body) = hook(asker).await;
-    (status, Json(body)).into_response()
+    match reloader.reload_now(asker.as_ref()).await {
+        Ok(report) => Json(report).into_response(),
+        Err(e) => error::ApiError::from(e).into_response(),
+    }
 }
 
 async fn health(State(state): State<Arc<AppState>>) -> Response {

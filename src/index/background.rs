@@ -2,14 +2,115 @@
 //! model (the built-in one) embeds every operation at once, in milliseconds. An encoder's vectors
 //! come, in this order, from a folder made by `apigate index build` (`--index`), from the
 //! vector cache (`--cache-dir`), or from an embedding pass on a background thread that then
-//! fills the cache; until then the index ranks lexically.
+//! fills the cache; until then the index ranks lexically. [`Ranking`] is how a server asked to
+//! rank (its flags), applied to each index it builds.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
 use super::embed::ModelFiles;
-use super::{EmbedError, Embedder, Index, ModelId, VectorError, Vectors, vectors};
+use super::{EmbedError, Embedder, Index, ModelId, Ranker, Tuning, VectorError, Vectors, vectors};
+
+/// How a server ranks, as its flags say: the ranker, the model's folder (`None`: the static
+/// model built into the binary), and where vectors are read and cached. Applied to every index
+/// the server builds, at start-up and on each reload ([`Ranking::start`]).
+#[derive(Debug, Clone)]
+pub struct Ranking {
+    pub ranker: Ranker,
+    /// `--embedding-model`: another model's folder.
+    pub model_dir: Option<PathBuf>,
+    pub dirs: VectorDirs,
+}
+
+/// Why ranking could not start as asked.
+#[derive(Debug, thiserror::Error)]
+pub enum RankingError {
+    #[error(
+        "--index holds vectors for hybrid ranking: drop --ranker lexical \
+         (--no-embedding-model), or drop --index"
+    )]
+    LexicalWithIndex,
+    #[error("--ranker dense is for measuring (`apigate eval`); servers rank hybrid or lexical")]
+    DenseServer,
+    #[error(
+        "--index holds an encoder's vectors (`apigate index build --embedding-model \
+         DIR`): give the same --embedding-model DIR, or drop --index (the built-in \
+         model embeds the spec at start-up, in milliseconds)"
+    )]
+    StaticWithIndex,
+    #[error("{origin}")]
+    Model {
+        origin: &'static str,
+        #[source]
+        source: EmbedError,
+    },
+}
+
+impl Ranking {
+    /// The ranking knobs: the built-in static model's own when it is the hybrid ranker's model
+    /// ([`Tuning::static_model`]), else the defaults.
+    pub fn tuning(&self) -> Tuning {
+        if self.ranker == Ranker::Hybrid && self.model_dir.is_none() {
+            Tuning::static_model()
+        } else {
+            Tuning::default()
+        }
+    }
+
+    /// Where the model comes from, for messages.
+    pub fn model_origin(&self) -> &'static str {
+        if self.model_dir.is_some() {
+            "--embedding-model"
+        } else {
+            "the built-in embedding model"
+        }
+    }
+
+    /// The model's files: `--embedding-model`'s, else the built-in model's; `None` when the
+    /// ranker is lexical.
+    pub fn model_files(&self) -> Result<Option<ModelFiles>, RankingError> {
+        if self.ranker == Ranker::Lexical {
+            return Ok(None);
+        }
+        match &self.model_dir {
+            Some(dir) => ModelFiles::read(dir)
+                .map(Some)
+                .map_err(|source| RankingError::Model {
+                    origin: "--embedding-model",
+                    source,
+                }),
+            None => Ok(Some(ModelFiles::builtin())),
+        }
+    }
+
+    /// Starts semantic ranking for `index` (at once with a static model or from disk, or in
+    /// the background), or says once that ranking is lexical.
+    pub fn start(&self, index: &Arc<Index>) -> Result<(), RankingError> {
+        match self.ranker {
+            Ranker::Lexical if self.dirs.prebuilt.is_some() => {
+                return Err(RankingError::LexicalWithIndex);
+            }
+            Ranker::Dense => return Err(RankingError::DenseServer),
+            _ => {}
+        }
+        let Some(files) = self.model_files()? else {
+            tracing::info!("ranker: lexical (--ranker lexical)");
+            return Ok(());
+        };
+        if files.is_static() && self.dirs.prebuilt.is_some() {
+            return Err(RankingError::StaticWithIndex);
+        }
+        // An encoder's files are only read now; it is built in the background unless its
+        // vectors are on disk already. A static model embeds the spec in milliseconds.
+        tracing::debug!(model = %files.id(), "embedding model found");
+        start(index.clone(), files, self.dirs.clone()).map_err(|source| RankingError::Model {
+            origin: self.model_origin(),
+            source,
+        })?;
+        Ok(())
+    }
+}
 
 /// Where vectors are looked for and kept.
 #[derive(Debug, Clone, Default)]

@@ -15,7 +15,7 @@ use super::defs;
 use super::page::Budgets;
 use super::resolve;
 use super::upload;
-use crate::apis::{Api, Apis};
+use crate::apis::{Api, Apis, Served};
 use crate::auth::{Auth, KeyPrincipal, PermissionRules, Principal, add_session_token_param};
 use crate::index::Index;
 use crate::monitor::Monitor;
@@ -38,7 +38,7 @@ pub enum Access {
 pub struct Engine {
     /// The APIs served, with their index: read once per call (a reload swaps them, and a
     /// call in flight finishes on the version it started with).
-    pub(super) apis: arc_swap::ArcSwap<Apis>,
+    served: Arc<Served>,
     /// Pipeline passes running now (`pipeline::Pass`): a shutdown waits for the cancelled ones to
     /// have queued their audit rows ([`Engine::passes_ended`]).
     pub(super) passes: std::sync::atomic::AtomicUsize,
@@ -63,8 +63,6 @@ pub struct Engine {
     /// Which operations each set of grants may see (discovery's filter), computed once per
     /// set.
     pub(crate) visibility: resolve::Visibility,
-    /// Told of each replacement of the APIs ([`Engine::watch_apis`]).
-    apis_changed: tokio::sync::watch::Sender<()>,
 }
 
 /// Who is calling, as the transport knows it. Holds no secret but the session token the
@@ -130,7 +128,7 @@ impl Engine {
     /// A dev engine (every feature allowed) over `apis`, with no monitor.
     pub fn serving(apis: Apis, monitor: Option<Monitor>) -> Engine {
         Engine {
-            apis: arc_swap::ArcSwap::from_pointee(apis),
+            served: Arc::new(Served::new(apis)),
             passes: std::sync::atomic::AtomicUsize::new(0),
             monitor,
             access: Access::Fixed(Principal::dev()),
@@ -142,7 +140,6 @@ impl Engine {
             binary: BinaryOptions::default(),
             budgets: Budgets::default(),
             visibility: resolve::Visibility::default(),
-            apis_changed: tokio::sync::watch::Sender::new(()),
         }
     }
 
@@ -162,32 +159,35 @@ impl Engine {
 
     /// The APIs served now. A call reads them once and keeps them to its end.
     pub fn apis(&self) -> Arc<Apis> {
-        self.apis.load_full()
+        self.served.get()
+    }
+
+    /// The APIs served, as a reload replaces them (`apis::reload::Reloader`).
+    pub fn served(&self) -> Arc<Served> {
+        self.served.clone()
     }
 
     /// Serves `apis` from the next call on; calls in flight finish on the APIs they started
     /// with. The memory of which operations each set of grants may see starts over.
     pub fn replace_apis(&self, apis: Apis) {
-        self.apis.store(Arc::new(apis));
-        self.visibility.forget();
-        self.apis_changed.send_replace(());
+        self.served.replace(apis);
     }
 
     /// Wakes on each [`Engine::replace_apis`] (sessions send `notifications/tools/list_changed`
     /// when the tool list changed with it).
     pub(crate) fn watch_apis(&self) -> tokio::sync::watch::Receiver<()> {
-        self.apis_changed.subscribe()
+        self.served.watch()
     }
 
     /// Adds permission rules (`--permissions FILE`) to every API's own.
     pub fn add_rules(&mut self, rules: PermissionRules) {
         let Apis {
             mut list, index, ..
-        } = Arc::unwrap_or_clone(self.apis.load_full());
+        } = Arc::unwrap_or_clone(self.served.get());
         for api in &mut list {
             api.rules = api.rules.and(&rules);
         }
-        self.apis = arc_swap::ArcSwap::from_pointee(Apis::new(list, index));
+        self.served.replace(Apis::new(list, index));
     }
 
     /// The tool definitions for `tools/list`; in production each takes `_sessionToken`, unless

@@ -3,21 +3,20 @@
 //! validating and building the request (in [`prepare`]), and the three tool bodies ([`run`]).
 //! Production, tests and the fuzz target all go through these functions.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::args::{self, DiscoverArgs, ExecuteArgs, Input, InputLimits, SchemaArgs, SchemaDetail};
 use super::error::ToolError;
-use super::output::{DiscoverHit, DiscoverResult, DryRunResult, Output, SchemaPart, SchemaResult};
+use super::output::{DryRunResult, Output};
 use super::resolve::Visibility;
-use super::resolve::{Found, api_named, find, may_see, permitted, visible, why_hidden};
+use super::resolve::{Found, api_named, find, may_see, permitted};
 use super::select::Select;
 use super::upload::UploadLimits;
 use crate::apis::{Apis, OpRef};
 use crate::auth::Principal;
 use crate::auth::identity::Identity;
-use crate::index::Query;
 use crate::spec::Method;
-use crate::spec::{Detail, Operation, ParamIn, Violation};
+use crate::spec::{Operation, ParamIn, Violation};
 use crate::types::{Code, Tool};
 use crate::upstream::{CallArgs, PreparedRequest, headers, media_essence, scalar};
 
@@ -515,69 +514,7 @@ pub(super) fn validate(
     violations
 }
 
-/// The query's embedding when the index is hybrid: here with a static model (microseconds),
-/// else from the cache of recent queries or on a blocking thread (an encoder's forward pass
-/// takes milliseconds of CPU).
-async fn query_vector(apis: &Apis, text: &str) -> Option<std::sync::Arc<[f32]>> {
-    if apis.index.ranker() != crate::index::Ranker::Hybrid {
-        return None;
-    }
-    if apis.index.embeds_cheaply() {
-        return apis.index.query_vector(text);
-    }
-    if let Some(v) = apis.index.cached_query_vector(text) {
-        return Some(v);
-    }
-    let index = apis.index.clone();
-    let text = text.to_string();
-    tokio::task::spawn_blocking(move || index.query_vector(&text))
-        .await
-        .ok()
-        .flatten()
-}
-
-/// A short one-line summary for discovery results.
-fn short_summary(op: &Operation) -> String {
-    let text = op
-        .summary
-        .as_deref()
-        .or(op.description.as_deref())
-        .unwrap_or_default();
-    let first = text.split_inclusive(". ").next().unwrap_or(text).trim();
-    if first.chars().count() > 160 {
-        let mut s: String = first.chars().take(160).collect();
-        s.push('…');
-        s
-    } else {
-        first.to_string()
-    }
-}
-
-/// Without `limit`, `api_discover` shows the hits that score at least this share of the best
-/// one: when the best hits are clear, the rest are left out. On the four query sets of
-/// `tests/data` (440 queries, per spec and pooled) this keeps 94 % (words only) and 96 %
-/// (hybrid) of the operations the top 10 finds, showing 6 hits in 10 (BENCHMARKS.md, issue 42;
-/// `index::the_default_hits_keep_what_the_top_ten_finds`).
-const CLEAR_SHARE: f32 = 0.6;
-/// ... and at least this many (all there are, when fewer).
-const MIN_HITS: usize = 3;
-
-/// How many hits `api_discover` shows when the caller gave no `limit`, of those a search found
-/// (`scores`: best first, at most the default `limit`): the ones scoring at least
-/// [`CLEAR_SHARE`] of the best, at least [`MIN_HITS`]. When the best hits are clear, the rest
-/// are left out; `limit` shows them. Hits without scores (filters and no words) are all shown.
-pub fn shown_by_default(scores: &[f32]) -> usize {
-    let Some(&best) = scores.first().filter(|s| **s > 0.0) else {
-        return scores.len();
-    };
-    let close = scores
-        .iter()
-        .take_while(|s| **s >= CLEAR_SHARE * best)
-        .count();
-    close.max(MIN_HITS).min(scores.len())
-}
-
-/// The tools whose result is complete at once.
+/// The tools whose result is complete at once: discovery, a schema, a dry run.
 pub(super) async fn done(
     visibility: &Visibility,
     identity: Option<&Identity>,
@@ -586,250 +523,29 @@ pub(super) async fn done(
     prepared: Prepared,
 ) -> Result<Output, ToolError> {
     match prepared {
-        Prepared::Discover(d) => {
-            let only = d.api.as_deref().and_then(|n| apis.position(n));
-            let allowed = visible(visibility, apis, principal, only);
-            if d.query.trim().is_empty() && d.tag.is_none() && d.method.is_none() {
-                let overview = super::overview::overview(apis, &allowed, only);
-                let total = overview.iter().map(|a| a.operations).sum();
-                // Nothing to show: say whether permissions hid what there is.
-                let hidden = if total == 0 {
-                    let unseen: Vec<OpRef> = apis
-                        .list
-                        .iter()
-                        .enumerate()
-                        .filter(|&(api, _)| only.is_none_or(|o| o == api))
-                        .flat_map(|(api, a)| {
-                            (0..a.spec.operations.len()).map(move |op| OpRef { api, op })
-                        })
-                        .filter(|r| !allowed(r.api, r.op))
-                        .collect();
-                    why_hidden(apis, principal, unseen.len(), &unseen, false)
-                } else {
-                    None
-                };
-                return Ok(Output::Discover(DiscoverResult {
-                    results: Vec::new(),
-                    total,
-                    overview: Some(overview),
-                    hidden: hidden.as_ref().map(|h| h.count),
-                    note: hidden.map(|h| h.note),
-                }));
-            }
-            let vector = query_vector(apis, &d.query).await;
-            let (hits, total) = apis.index.search_total(&Query {
-                text: d.query.trim(),
-                method: d.method,
-                tag: d.tag.as_deref(),
-                limit: d.limit(),
-                allowed: Some(&allowed),
-                vector: vector.as_deref(),
-            });
-            let shown = if d.limit.is_some() {
-                hits.len()
-            } else {
-                let scores: Vec<f32> = hits.iter().map(|h| h.score).collect();
-                shown_by_default(&scores)
-            };
-            let mut previous: Option<&[String]> = None;
-            let mut results = Vec::with_capacity(shown);
-            for h in &hits[..shown] {
-                let r = OpRef {
-                    api: h.spec,
-                    op: h.op,
-                };
-                let Some(op) = apis.operation(r) else {
-                    continue;
-                };
-                let repeated = previous == Some(op.tags.as_slice());
-                previous = Some(op.tags.as_slice());
-                results.push(DiscoverHit {
-                    operation_id: apis.shown_id(r),
-                    method: op.method,
-                    path: op.path.clone(),
-                    summary: short_summary(op),
-                    tags: if repeated {
-                        Vec::new()
-                    } else {
-                        op.tags.clone()
-                    },
-                    mutating: op.mutating(),
-                });
-            }
-            // Nothing found: say whether permissions hid operations that match.
-            let hidden = if results.is_empty() {
-                let in_scope = |api: usize, _: usize| only.is_none_or(|o| o == api);
-                let (all_hits, all_total) = apis.index.search_total(&Query {
-                    text: d.query.trim(),
-                    method: d.method,
-                    tag: d.tag.as_deref(),
-                    limit: d.limit(),
-                    allowed: Some(&in_scope),
-                    vector: vector.as_deref(),
-                });
-                let unseen: Vec<OpRef> = all_hits
-                    .iter()
-                    .map(|h| OpRef {
-                        api: h.spec,
-                        op: h.op,
-                    })
-                    .filter(|r| !allowed(r.api, r.op))
-                    .collect();
-                why_hidden(
-                    apis,
-                    principal,
-                    all_total.saturating_sub(total),
-                    &unseen,
-                    true,
-                )
-            } else {
-                None
-            };
-            Ok(Output::Discover(DiscoverResult {
-                results,
-                total,
-                overview: None,
-                hidden: hidden.as_ref().map(|h| h.count),
-                note: hidden.map(|h| h.note),
-            }))
-        }
-        Prepared::Schema(r, SchemaDetail::Part(path)) => {
-            let api = &apis.list[r.api];
-            let op = &api.spec.operations[r.op];
-            let part = api.spec.describe_part(op, &path).map_err(|message| {
-                ToolError::invalid(
-                    format!("{message}; or leave `detail` out for the whole operation, shortened"),
-                    vec![Violation {
-                        pointer: "/detail".into(),
-                        message,
-                    }],
-                )
-            })?;
-            Ok(Output::SchemaPart(Box::new(SchemaPart {
-                operation_id: apis.shown_id(r),
-                method: op.method,
-                path: op.path.clone(),
-                detail: path,
-                part,
-            })))
-        }
-        Prepared::Schema(r, SchemaDetail::View(detail)) => {
-            let api = &apis.list[r.api];
-            let op = &api.spec.operations[r.op];
-            let mut operation = api.spec.describe(op, detail);
-            // Where calls really go: `--upstream` replaces the spec's server.
-            if operation.server_url.is_some() {
-                operation.server_url =
-                    crate::upstream::server_url(api.upstream.config(), &api.spec, op)
-                        .or(operation.server_url);
-            }
-            if apis.qualified() {
-                operation.operation_id = apis.shown_id(r);
-            }
-            let to = super::credentials::call_api(apis, api);
-            if let Some(security) = security_view(api, to, principal, op, detail) {
-                operation.security = Some(security);
-            }
-            // A credential parameter a configured credential stands for is not the agent's to
-            // give: it leaves `parameters`, and `security` says the server supplies it.
-            let used = super::credentials::credential_params(apis, api, principal, op);
-            if let Some(shown) = super::credentials::supplied_view(&used) {
-                operation.parameters.retain(|v| {
-                    !used.iter().any(|c| {
-                        c.supplied
-                            && c.param.location.as_str() == v.location
-                            && c.param.name == v.name
-                    })
-                });
-                let security = operation.security.get_or_insert_with(|| {
-                    json!({"supplied": true, "note": "apigate adds these credentials to the call; \
-                        do not send them yourself"})
-                });
-                if let Value::Object(fields) = security {
-                    fields.insert("suppliedParameters".into(), shown);
-                }
-            }
-            let select = operation.outline.as_ref().and_then(super::select::lesson);
-            Ok(Output::Schema(Box::new(SchemaResult {
-                operation,
-                api: apis.qualified().then(|| api.name.clone()),
-                select,
-            })))
-        }
-        Prepared::Execute(planned) => {
-            let mut view = planned.request.view();
-            if let Some(identity) = identity {
-                identity.mark_dry_run(&mut view);
-            }
-            let Value::Object(request) = view else {
-                unreachable!("a request's view is an object")
-            };
-            Ok(Output::DryRun(DryRunResult {
-                dry_run: true,
-                operation_id: apis.shown_id(planned.at()),
-                api: apis
-                    .qualified()
-                    .then(|| apis.list[planned.api].name.clone()),
-                request,
-            }))
-        }
+        Prepared::Discover(d) => super::discover::discover(visibility, apis, principal, d).await,
+        Prepared::Schema(r, detail) => super::schema::schema(apis, principal, r, detail),
+        Prepared::Execute(planned) => Ok(dry_run(identity, apis, &planned)),
     }
 }
 
-/// `api_schema`'s `security`: the alternatives the operation accepts (any one will do), each
-/// scheme with where its credential goes and whether apigate supplies it. The agent never
-/// sends credentials itself (it may not set `Authorization`, `Cookie` or a configured header).
-fn security_view(
-    api: &crate::apis::Api,
-    to: crate::auth::session_upstream::CallApi<'_>,
-    principal: &Principal,
-    op: &Operation,
-    detail: Detail,
-) -> Option<Value> {
-    let alternatives = crate::spec::security_alternatives(op.security.as_ref())?;
-    // Only the headers stored for this API count: the others never go to it.
-    let supplied = |scheme: &str| super::credentials::scheme_supplied(api, principal, to, scheme);
-    if alternatives.is_empty() || alternatives.iter().any(Vec::is_empty) {
-        return Some(json!({"needed": false}));
+/// `api_execute` with `dryRun`: the request it would send, credentials shown as `[redacted]`.
+fn dry_run(identity: Option<&Identity>, apis: &Apis, planned: &Planned) -> Output {
+    let mut view = planned.request.view();
+    if let Some(identity) = identity {
+        identity.mark_dry_run(&mut view);
     }
-    let mut any = false;
-    let shown: Vec<Value> = alternatives
-        .iter()
-        .map(|alt| {
-            let mut all = true;
-            let schemes: Vec<Value> = alt
-                .iter()
-                .map(|name| {
-                    let mut v = match api.spec.security_schemes.get(name) {
-                        Some(k) => k.describe(),
-                        None => json!({"type": "undefined in the spec"}),
-                    };
-                    let ok = supplied(name);
-                    all &= ok;
-                    v["scheme"] = Value::String(name.clone());
-                    v["supplied"] = Value::Bool(ok);
-                    v
-                })
-                .collect();
-            any |= all;
-            Value::Array(schemes)
-        })
-        .collect();
-    // Credentials apigate supplies are all an agent needs to know of them (the compact view).
-    if any && detail == Detail::Compact {
-        return Some(json!({"needed": true, "supplied": true}));
-    }
-    Some(json!({
-        "needed": true,
-        "alternatives": shown,
-        "supplied": any,
-        "note": if any {
-            "apigate adds these credentials to the call; do not send them yourself"
-        } else {
-            "apigate has no credential for any alternative: the API will likely refuse the call \
-             (401 or 403); the operator can add one (--upstream-credential SCHEME=VALUE)"
-        },
-    }))
+    let Value::Object(request) = view else {
+        unreachable!("a request's view is an object")
+    };
+    Output::DryRun(DryRunResult {
+        dry_run: true,
+        operation_id: apis.shown_id(planned.at()),
+        api: apis
+            .qualified()
+            .then(|| apis.list[planned.api].name.clone()),
+        request,
+    })
 }
 
 /// A request that got no answer: says where it went (the origin, never credentials), whether
@@ -880,23 +596,5 @@ fn upstream_error(e: crate::upstream::UpstreamError) -> ToolError {
         ),
         E::Timeout { .. } => ToolError::new(Code::UpstreamTimeout, e.to_string()),
         other => ToolError::new(Code::UpstreamError, other.to_string()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::shown_by_default;
-
-    #[test]
-    fn the_default_shows_the_hits_close_to_the_best() {
-        // Clear: the rest score under 60 % of the best; three are shown all the same.
-        assert_eq!(shown_by_default(&[90.0, 50.0, 40.0, 30.0, 20.0]), 3);
-        // Close ones stay, down to 60 % of the best.
-        let close = [100.0, 90.0, 80.0, 70.0, 61.0, 59.0, 50.0];
-        assert_eq!(shown_by_default(&close), 5);
-        // Fewer than three: all of them; no scores (filters only): all of them.
-        assert_eq!(shown_by_default(&[5.0, 1.0]), 2);
-        assert_eq!(shown_by_default(&[0.0; 10]), 10);
-        assert_eq!(shown_by_default(&[]), 0);
     }
 }

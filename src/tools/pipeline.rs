@@ -15,116 +15,16 @@ use super::engine::{Access, Caller, Engine};
 use super::error::ToolError;
 use super::ops::{self, Planned, Prepared};
 use super::output::Output;
+use super::pass::{Named, Pass, Trace, tool_label};
 use super::{page, paging, result};
 use crate::apis::Apis;
-use crate::auth::{KeyPrincipal, Principal, choose_session_token, take_session_token};
+use crate::auth::{Principal, choose_session_token, take_session_token};
 use crate::monitor::{OperationRef, ToolCall};
 use crate::store::Decision;
 use crate::types::{Code, Tool, UnknownTool};
 
-/// The audit log's and the metrics' name for a tool that is not one of the three.
-pub const UNKNOWN_TOOL: &str = "unknown";
-
 /// What a tool call produced before it is shaped by an adapter.
 pub(crate) type ToolResult = Result<Output, ToolError>;
-
-/// The tool a call names, as the adapter parsed it: one of the three, or a name the pipeline
-/// refuses with `UNKNOWN_TOOL` (after the session check, as any call).
-pub(crate) type Named = Result<Tool, UnknownTool>;
-
-/// What the audit row records about a call, filled in as the pipeline learns it.
-#[derive(Default)]
-struct Trace {
-    /// The operation the arguments name (its index in the spec).
-    operation: Option<crate::apis::OpRef>,
-    /// The upstream's status and where the credentials the call sent came from.
-    sent: page::Sent,
-}
-
-/// A name the agent chose is never stored or printed: any name but the three is `unknown`,
-/// and the audit row says only how long it was.
-fn tool_label(tool: &Named) -> &'static str {
-    match tool {
-        Ok(t) => t.name(),
-        Err(_) => UNKNOWN_TOOL,
-    }
-}
-
-/// One pass of the pipeline as its audit row sees it. Dropped before it `ended` (the call's
-/// future was dropped: its client went away, or the drain timeout cut it), it writes the row
-/// anyway, through the audit writer's queue, with `CANCELLED` ([`Code::Cancelled`]): a call that may have reached the API
-/// is never missing from the audit log.
-struct Pass<'a> {
-    engine: &'a Engine,
-    caller: &'a Caller,
-    apis: &'a Apis,
-    principal: &'a Result<Principal, ToolError>,
-    tool: &'a Named,
-    started: Instant,
-    started_at: chrono::DateTime<chrono::Utc>,
-    call_id: uuid::Uuid,
-    trace: Trace,
-    ended: bool,
-}
-
-impl Pass<'_> {
-    fn audit_entry(&mut self, decision: Decision, code: Option<Code>) -> crate::store::AuditEntry {
-        let who = match self.principal {
-            Ok(p) => p.clone(),
-            Err(_) => self
-                .caller
-                .key
-                .as_ref()
-                .map(KeyPrincipal::principal)
-                .unwrap_or_else(Principal::dev),
-        };
-        let mut entry = who.audit_entry(tool_label(self.tool), decision);
-        if let Err(UnknownTool(name)) = self.tool {
-            entry.operation = Some(format!("unknown tool ({} chars)", name.chars().count()));
-        }
-        let trace = std::mem::take(&mut self.trace);
-        if let Some(r) = trace.operation
-            && let Some(op) = self.apis.operation(r)
-        {
-            entry.operation = Some(self.apis.shown_id(r));
-            entry.method = Some(op.method.to_string());
-            entry.path = Some(op.path.clone());
-        }
-        entry.upstream_status = trace.sent.status;
-        entry.credential_sources = trace.sent.sources;
-        entry.duration_ms = self.started.elapsed().as_millis() as u64;
-        entry.at = self.started_at;
-        entry.call_id = self.call_id;
-        entry.error_code = code;
-        entry
-    }
-}
-
-/// Counts a pass out of [`Engine::passes`] when dropped (after its audit row is queued).
-struct PassCounted<'a>(&'a std::sync::atomic::AtomicUsize);
-
-impl Drop for PassCounted<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
-    }
-}
-
-impl Drop for Pass<'_> {
-    fn drop(&mut self) {
-        let _running = PassCounted(&self.engine.passes);
-        if self.ended {
-            return;
-        }
-        let Some(auth) = self.engine.auth.clone() else {
-            return;
-        };
-        metrics::counter!("apigate_tool_calls_total", "tool" => tool_label(self.tool),
-            "outcome" => Code::Cancelled.as_str())
-        .increment(1);
-        let entry = self.audit_entry(Decision::Failed, Some(Code::Cancelled));
-        auth.record_audit_later(entry);
-    }
-}
 
 impl Engine {
     /// Runs one tool call through the whole pipeline; see [`Engine::call_with_binary`] for
@@ -193,56 +93,10 @@ impl Engine {
         let mut pages = vec![*first];
         let mut stopped = None;
         while pages.len() < asked {
-            if let Some(room) = room
-                && filled > room
-            {
-                stopped = Some(format!(
-                    "the items of the {} pages fetched already fill the response \
-                     (--max-response-bytes): `next` goes on from the first item not shown",
-                    pages.len()
-                ));
-                break;
-            }
-            // The last page was cut at the budget: no more.
-            if let Some(over) = budget.over() {
-                stopped = Some(format!("page {}: {over}", pages.len()));
-                break;
-            }
-            let last = pages.last().expect("the first page is there");
-            if !last.response.ok {
-                stopped = Some(format!(
-                    "page {}: the API answered HTTP {}",
-                    pages.len(),
-                    last.response.status
-                ));
-                break;
-            }
-            let next = last.paging.as_ref().map(|p| &p.next);
-            let args = match (&last.list, next) {
-                (Some(_), Some(paging::Next::Query(q))) => {
-                    last.planned.next(apis, q.clone(), 0, None, 1)
-                }
-                (_, Some(paging::Next::Unmapped(c))) => {
-                    stopped = Some(format!("page {}: {}", pages.len(), c.says()));
-                    break;
-                }
-                _ if last.response.truncated => {
-                    stopped = Some(format!(
-                        "page {} is longer than this server reads (--max-read-bytes), so its \
-                         next page is not known: ask for smaller pages",
-                        pages.len()
-                    ));
-                    break;
-                }
-                (None, _) => {
-                    stopped = Some(format!(
-                        "page {} holds no list to page through",
-                        pages.len()
-                    ));
-                    break;
-                }
-                _ => {
-                    stopped = Some("the API shows no next page".to_string());
+            let args = match follow(apis, &pages, &budget, room.filter(|r| filled > *r)) {
+                Ok(args) => args,
+                Err(why) => {
+                    stopped = Some(why);
                     break;
                 }
             };
@@ -264,7 +118,9 @@ impl Engine {
                     stopped = Some(format!("page {n} was not kept: {over}"));
                     break;
                 }
-                Ok(Ran::Page(p)) if p.response.ok && p.list == last.list => {
+                Ok(Ran::Page(p))
+                    if p.response.ok && pages.last().map(|l| &l.list) == Some(&p.list) =>
+                {
                     if room.is_some() {
                         filled = filled.saturating_add(listed_bytes(&p));
                     }
@@ -651,4 +507,47 @@ fn listed_bytes(page: &page::Page) -> usize {
         .as_deref()
         .and_then(|l| page.response.body.pointer(l))
         .map_or(0, crate::upstream::json_len)
+}
+
+/// The typed arguments of the page after the last of `pages`, or why there is none to fetch:
+/// the items fetched already fill the response (`full`, its room), the budget cut the last
+/// page, the API refused it, or it shows no next page this server can ask for.
+fn follow(
+    apis: &Apis,
+    pages: &[page::Page],
+    budget: &crate::upstream::CallBudget,
+    full: Option<usize>,
+) -> Result<super::args::ExecuteArgs, String> {
+    let n = pages.len();
+    if full.is_some() {
+        return Err(format!(
+            "the items of the {n} pages fetched already fill the response \
+             (--max-response-bytes): `next` goes on from the first item not shown"
+        ));
+    }
+    // The last page was cut at the budget: no more.
+    if let Some(over) = budget.over() {
+        return Err(format!("page {n}: {over}"));
+    }
+    let Some(last) = pages.last() else {
+        return Err("no page was fetched".to_string());
+    };
+    if !last.response.ok {
+        return Err(format!(
+            "page {n}: the API answered HTTP {}",
+            last.response.status
+        ));
+    }
+    match (&last.list, last.paging.as_ref().map(|p| &p.next)) {
+        (Some(_), Some(paging::Next::Query(q))) => {
+            Ok(last.planned.next(apis, q.clone(), 0, None, 1))
+        }
+        (_, Some(paging::Next::Unmapped(c))) => Err(format!("page {n}: {}", c.says())),
+        _ if last.response.truncated => Err(format!(
+            "page {n} is longer than this server reads (--max-read-bytes), so its next page \
+             is not known: ask for smaller pages"
+        )),
+        (None, _) => Err(format!("page {n} holds no list to page through")),
+        _ => Err("the API shows no next page".to_string()),
+    }
 }

@@ -279,18 +279,13 @@ impl Visibility {
             })
             .collect();
         let mut sets = lock(sets);
+        // The sets of APIs a reload replaced are never asked for again.
+        sets.retain(|(version, _), _| *version == apis.version);
         if sets.len() >= Visibility::MAX_SETS {
             sets.clear();
         }
         sets.insert(key, seen.clone());
         seen
-    }
-
-    /// Forgets every set (the APIs were replaced).
-    pub(crate) fn forget(&self) {
-        for sets in &self.sets {
-            lock(sets).clear();
-        }
     }
 }
 

@@ -22,6 +22,10 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 40 * 1024;
 /// Default read budget (16 MiB): how much of a response is read, for `select` and a cut of
 /// whole items before the shown budget applies, and for a binary download returned whole.
 pub const DEFAULT_MAX_READ_BYTES: usize = 16 * 1024 * 1024;
+
+/// The most `--max-read-bytes` may be (1 GiB), and the unit of the caps of the flags that
+/// derive from it.
+pub const MAX_READ_BYTES_CAP: u64 = 1 << 30;
 /// Default connect timeout.
 pub(crate) const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default total timeout (connect, send, and reading the whole response).

@@ -42,7 +42,9 @@ pub(crate) use body::choose_media;
 pub use budget::{CallBudget, DEFAULT_MAX_BYTES_IN_FLIGHT, DEFAULT_MAX_CALL_BYTES, InFlight, Over};
 pub(crate) use build::media_essence;
 pub use build::{CallArgs, PreparedRequest, server_origins, server_url, server_urls};
-pub use config::{ConfigError, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_READ_BYTES, UpstreamConfig};
+pub use config::{
+    ConfigError, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_READ_BYTES, MAX_READ_BYTES_CAP, UpstreamConfig,
+};
 pub use credentials::CallCredentials;
 pub(crate) use encode::scalar;
 pub use fit::{Cut, Fitted, fit};

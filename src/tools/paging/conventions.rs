@@ -6,7 +6,9 @@
 
 use serde_json::Value;
 
-use super::{Continuation, Next, Seen, link};
+use super::link;
+use super::next::{Continuation, Next, Seen, declares};
+use crate::spec::{Operation, ParamIn};
 
 /// Where a response shows its next page, and how it maps to the next query.
 #[derive(Debug, Clone, Copy)]
@@ -255,7 +257,7 @@ impl Shows<'_> {
             }),
             Shows::HasMore { flag, param, key } => {
                 // Slack's `has_more` beside its own cursor is not Stripe's.
-                if !super::declares(seen.op, param) {
+                if !declares(seen.op, param) {
                     return None;
                 }
                 let more = seen.body.pointer(flag)?.as_bool()?;
@@ -282,7 +284,7 @@ impl Shows<'_> {
                 last,
                 by_total,
             } => {
-                let param = param.iter().find(|n| super::declares(seen.op, n))?;
+                let param = param.iter().find(|n| declares(seen.op, n))?;
                 let number =
                     |ptrs: &[&str]| ptrs.iter().find_map(|p| as_u64(seen.body.pointer(p)?));
                 let (body_at, total, last) = (
@@ -320,7 +322,7 @@ impl Shows<'_> {
                 })
             }
             Shows::Increment { param, flag } => {
-                if !super::declares(seen.op, param) {
+                if !declares(seen.op, param) {
                     return Some(Next::Unmapped(Continuation::new(
                         "the operation's pagination extension",
                         param,
@@ -339,7 +341,7 @@ impl Shows<'_> {
                     .sent
                     .get(param)
                     .and_then(as_u64)
-                    .or_else(|| super::default_of(seen.op, param))
+                    .or_else(|| default_of(seen.op, param))
                     .unwrap_or(1);
                 let mut q = seen.sent.clone();
                 q.insert(param.into(), Value::from(current.checked_add(1)?));
@@ -351,7 +353,7 @@ impl Shows<'_> {
 
 /// A cursor `value` found at `at`, as the first of `params` the operation declares.
 fn token(seen: &Seen, at: &str, value: &str, params: &[&str]) -> Next {
-    let Some(param) = params.iter().find(|n| super::declares(seen.op, n)) else {
+    let Some(param) = params.iter().find(|n| declares(seen.op, n)) else {
         return Next::Unmapped(Continuation::new(
             at,
             value,
@@ -393,6 +395,15 @@ pub(super) fn as_u64(v: &Value) -> Option<u64> {
 pub(super) const OFFSETS: [&str; 5] = ["offset", "startAt", "start", "skip", "$skip"];
 
 /// Keep the table's names unique: the tests and results name rows by them.
+/// The `default` of the operation's query parameter `name`, as a count.
+pub(super) fn default_of(op: &Operation, name: &str) -> Option<u64> {
+    op.parameters
+        .iter()
+        .find(|p| p.location == ParamIn::Query && p.name == name)
+        .and_then(|p| p.schema.get("default"))
+        .and_then(as_u64)
+}
+
 #[cfg(test)]
 pub(super) fn names() -> Vec<&'static str> {
     TABLE.iter().map(|c| c.name).collect()

@@ -6,8 +6,8 @@
 
 use serde_json::Value;
 
-use super::Seen;
 use super::conventions::Shows;
+use super::next::{Next, Seen, declares};
 
 /// What an operation's pagination extension says, owned.
 #[derive(Debug, Clone)]
@@ -35,11 +35,11 @@ enum Kind {
 impl Declared {
     /// What the response says of the next page by the extension; a response without the
     /// marker the extension names has no next page.
-    pub(super) fn read(&self, seen: &Seen) -> super::Next {
+    pub(super) fn read(&self, seen: &Seen) -> Next {
         let at: Vec<&str> = self.at.iter().map(String::as_str).collect();
         let param = [self.param.as_str()];
         let shows = match self.kind {
-            Kind::Single => return super::Next::End,
+            Kind::Single => return Next::End,
             Kind::Offset => return offset_by_items(seen, &self.param, self.flag.as_deref()),
             Kind::NextUrl => Shows::NextUrl(&at),
             Kind::Token => Shows::Token {
@@ -51,13 +51,13 @@ impl Declared {
                 flag: self.flag.as_deref(),
             },
         };
-        shows.read(seen).unwrap_or(super::Next::End)
+        shows.read(seen).unwrap_or(Next::End)
     }
 }
 
 /// An offset counted up by the items returned while pages hold items (and `flag`, if any, is
 /// true): the extensions name no total.
-fn offset_by_items(seen: &Seen, param: &str, flag: Option<&str>) -> super::Next {
+fn offset_by_items(seen: &Seen, param: &str, flag: Option<&str>) -> Next {
     let more = match flag {
         Some(f) => seen
             .body
@@ -67,8 +67,8 @@ fn offset_by_items(seen: &Seen, param: &str, flag: Option<&str>) -> super::Next 
         None => true,
     };
     let returned = seen.items().map_or(0, |a| a.len() as u64);
-    if !more || returned == 0 || !super::declares(seen.op, param) {
-        return super::Next::End;
+    if !more || returned == 0 || !declares(seen.op, param) {
+        return Next::End;
     }
     let offset = seen
         .sent
@@ -76,11 +76,11 @@ fn offset_by_items(seen: &Seen, param: &str, flag: Option<&str>) -> super::Next 
         .and_then(super::conventions::as_u64)
         .unwrap_or(0);
     let Some(next) = offset.checked_add(returned) else {
-        return super::Next::End;
+        return Next::End;
     };
     let mut q = seen.sent.clone();
     q.insert(param.into(), Value::from(next));
-    super::Next::Query(q)
+    Next::Query(q)
 }
 
 /// The operation's pagination extension, if it has one this server can read; `Err` says why

@@ -7,7 +7,7 @@
 use serde_json::{Map, Value};
 use url::Url;
 
-use super::{Continuation, Next};
+use super::next::{Continuation, Next, declares};
 use crate::spec::Operation;
 
 /// The target of the `rel="next"` link of a `Link` header value (several joined by `, `),
@@ -95,7 +95,7 @@ pub(super) fn from_url(op: &Operation, request: &Url, at: &str, target: &str) ->
         if k.contains(crate::upstream::REDACTED) || v.contains(crate::upstream::REDACTED) {
             continue;
         }
-        if !super::declares(op, &k) {
+        if !declares(op, &k) {
             return unmapped(format!(
                 "its query parameter `{k}` is not one the operation declares"
             ));

@@ -7,69 +7,22 @@
 //! server (`skipItems`). A next page the response shows but the operation cannot ask for is
 //! [`Next::Unmapped`], never the end. Pure: no I/O.
 
-use schemars::JsonSchema;
-use serde::Serialize;
 use serde_json::{Map, Value};
 use url::Url;
 
 mod conventions;
 mod extensions;
 mod link;
+mod next;
 
-use crate::spec::{Operation, ParamIn};
+#[cfg(test)]
+use crate::spec::ParamIn;
+#[cfg(test)]
+use next::MAX_SHOWN;
+pub use next::{Continuation, Next};
+use next::{Seen, declares};
 
-/// The longest continuation value a result shows.
-const MAX_SHOWN: usize = 512;
-
-/// What a response says of the page after it.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Next {
-    /// The query of the next page.
-    Query(Map<String, Value>),
-    /// No page after this one.
-    End,
-    /// A next page this server cannot ask for.
-    Unmapped(Continuation),
-}
-
-/// A next page the response shows and the operation's arguments cannot express.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
-pub struct Continuation {
-    /// Where the response shows it: `header link`, or the JSON pointer of a body field.
-    pub at: String,
-    /// Its value, scrubbed of credentials, at most 512 characters.
-    pub value: String,
-    /// Why it cannot be followed with api_execute.
-    pub why: String,
-}
-
-impl Continuation {
-    pub(crate) fn new(at: &str, value: &str, why: String) -> Continuation {
-        // Text the API sent, shown to a model: control and direction characters escaped.
-        let mut value = crate::printable::escape(value).into_owned();
-        if value.len() > MAX_SHOWN {
-            let mut end = MAX_SHOWN;
-            while !value.is_char_boundary(end) {
-                end -= 1;
-            }
-            value.truncate(end);
-            value.push('…');
-        }
-        Continuation {
-            at: crate::printable::escape(at).into_owned(),
-            value,
-            why: crate::printable::escape(&why).into_owned(),
-        }
-    }
-
-    /// The sentence a result or a `pages` stop says.
-    pub(crate) fn says(&self) -> String {
-        format!(
-            "the API shows a next page that api_execute cannot ask for: {} = {:?} ({})",
-            self.at, self.value, self.why
-        )
-    }
-}
+use crate::spec::Operation;
 
 /// How a page is started at one of its items (after a cut).
 #[derive(Debug, Clone, PartialEq)]
@@ -92,24 +45,6 @@ pub struct Paging {
     pub by: &'static str,
     pub next: Next,
     pub resume: Resume,
-}
-
-/// One response as the mapper sees it.
-#[derive(Clone, Copy)]
-pub(super) struct Seen<'a> {
-    op: &'a Operation,
-    request: &'a Url,
-    sent: &'a Map<String, Value>,
-    headers: &'a Map<String, Value>,
-    body: &'a Value,
-    list: Option<&'a str>,
-}
-
-impl Seen<'_> {
-    /// The page's items, when the body holds a list.
-    fn items(&self) -> Option<&Vec<Value>> {
-        self.body.pointer(self.list?)?.as_array()
-    }
 }
 
 /// The pointer of the list a page holds however small it is (a short last page, `limit: 3`):
@@ -375,22 +310,6 @@ pub fn resume(
         _ => {}
     }
     (q, skipped.saturating_add(index))
-}
-
-/// Whether the operation declares the query parameter `name`.
-fn declares(op: &Operation, name: &str) -> bool {
-    op.parameters
-        .iter()
-        .any(|p| p.location == ParamIn::Query && p.name == name)
-}
-
-/// The `default` of the operation's query parameter `name`, as a count.
-fn default_of(op: &Operation, name: &str) -> Option<u64> {
-    op.parameters
-        .iter()
-        .find(|p| p.location == ParamIn::Query && p.name == name)
-        .and_then(|p| p.schema.get("default"))
-        .and_then(conventions::as_u64)
 }
 
 #[cfg(test)]

@@ -1,11 +1,11 @@
 //! Reloading the APIs without a restart. A [`Reloader`] loads every document beside the
-//! running ones (`EngineArgs::load_apis`: the config file read again, an unchanged document
+//! running ones (`Loader::load`: the config file read again, an unchanged document
 //! kept, a broken one leaving its previous version serving with the error beside it), builds
 //! the index, and swaps the new set in at once: a call in flight finishes on the version it
 //! started with, the next one sees the new. Reloads run one at a time. The triggers: `SIGHUP`,
 //! `POST /admin/v1/reload` (at most one a second), a change on disk of the config file or a
 //! spec file (debounced: the file must hold still for a second), and for a URL spec its
-//! `poll` interval.
+//! `poll` interval. What the admin route answers for a [`ReloadError`] is `http`'s to say.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -14,9 +14,9 @@ use std::time::{Duration, Instant, SystemTime};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::args::EngineArgs;
-use crate::auth::{KeyPrincipal, PermissionRules};
-use crate::tools::Engine;
+use super::Served;
+use super::load::{LoadError, Loader};
+use crate::auth::{Auth, KeyPrincipal};
 use crate::types::Code;
 
 /// How often files are looked at, and how long a changed file must hold still.
@@ -26,12 +26,13 @@ const NO_POLL_RECHECK: Duration = Duration::from_secs(30);
 /// The fewest seconds between two reloads asked through the admin route.
 const ADMIN_INTERVAL: Duration = Duration::from_secs(1);
 
-/// Reloads the APIs of one engine.
+/// Reloads the APIs one server serves.
 pub struct Reloader {
-    engine: Arc<Engine>,
-    args: Arc<EngineArgs>,
-    /// `--permissions FILE`'s rules, added to every API's own after each load.
-    extra_rules: PermissionRules,
+    served: Arc<Served>,
+    loader: Loader,
+    /// The database side (production, or dev with a database): reloads are audited, and the
+    /// names served recorded.
+    auth: Option<Auth>,
     running: tokio::sync::Mutex<()>,
     last_admin: Mutex<Option<Instant>>,
 }
@@ -46,15 +47,11 @@ pub enum ReloadError {
 }
 
 impl Reloader {
-    pub fn new(
-        engine: Arc<Engine>,
-        args: Arc<EngineArgs>,
-        extra_rules: PermissionRules,
-    ) -> Arc<Reloader> {
+    pub fn new(served: Arc<Served>, loader: Loader, auth: Option<Auth>) -> Arc<Reloader> {
         Arc::new(Reloader {
-            engine,
-            args,
-            extra_rules,
+            served,
+            loader,
+            auth,
             running: tokio::sync::Mutex::new(()),
             last_admin: Mutex::new(None),
         })
@@ -69,9 +66,9 @@ impl Reloader {
         key: Option<&KeyPrincipal>,
     ) -> Result<Value, ReloadError> {
         let outcome = self.load_and_swap(trigger).await;
-        if let Some(auth) = &self.engine.auth {
+        if let Some(auth) = &self.auth {
             if outcome.is_ok() {
-                auth.record_served_apis(&self.engine.apis().names()).await;
+                auth.record_served_apis(&self.served.get().names()).await;
             }
             let (target, refused) = match &outcome {
                 Ok(report) => (changed(report), None),
@@ -84,12 +81,9 @@ impl Reloader {
 
     async fn load_and_swap(&self, trigger: &str) -> Result<Value, ReloadError> {
         let _one = self.running.lock().await;
-        let current = self.engine.apis();
-        match self.args.load_apis(Some(&current)).await {
-            Ok(mut apis) => {
-                for api in &mut apis.list {
-                    api.rules = api.rules.and(&self.extra_rules);
-                }
+        let current = self.served.get();
+        match self.loader.load(Some(&current)).await {
+            Ok(apis) => {
                 let report: Vec<Value> = apis
                     .list
                     .iter()
@@ -113,7 +107,7 @@ impl Reloader {
                     .collect();
                 tracing::info!(trigger, apis = %serde_json::to_string(&report).unwrap_or_default(), ?removed, "APIs reloaded");
                 metrics::counter!("apigate_reloads_total", "outcome" => "ok").increment(1);
-                self.engine.replace_apis(apis);
+                self.served.replace(apis);
                 let answer = json!({"apis": report, "removed": removed});
                 // Loading parsed whole documents: give what it freed back (see `heap`), and
                 // the previous version's memory once no call holds it.
@@ -122,32 +116,25 @@ impl Reloader {
                 Ok(answer)
             }
             Err(e) => {
-                let error = crate::error_chain(e.as_ref());
+                let error = crate::error_chain(&e);
                 tracing::warn!(trigger, error = %error, "the APIs did not reload; the running version keeps serving");
                 metrics::counter!("apigate_reloads_total", "outcome" => "failed").increment(1);
                 let mut kept = (*current).clone();
-                let dirs = [self
-                    .args
-                    .config
-                    .as_deref()
-                    .and_then(std::path::Path::parent)];
+                let dirs = [self.loader.config_path().and_then(std::path::Path::parent)];
                 // Anyone may read /health: a config error shows the file's name, the line
                 // and a category, never the text (a broken line may hold a secret), a
                 // variable's name or a secret file's path. The log and the admin route have
                 // the whole message.
-                let public = match e
-                    .chain()
-                    .find_map(|c| c.downcast_ref::<crate::apis::config::ConfigFileError>())
-                {
-                    Some(config) => config.public(),
-                    None => error.clone(),
+                let public = match &e {
+                    LoadError::Config(config) => config.public(),
+                    _ => error.clone(),
                 };
                 let shown =
-                    crate::apis::public_error(&format!("the last reload failed: {public}"), &dirs);
+                    super::public_error(&format!("the last reload failed: {public}"), &dirs);
                 for api in &mut kept.list {
                     api.loaded.error = Some(shown.clone());
                 }
-                self.engine.replace_apis(kept);
+                self.served.replace(kept);
                 drop(current);
                 crate::heap::release_freed();
                 Err(ReloadError::Failed(error))
@@ -170,7 +157,7 @@ impl Reloader {
             too_soon
         };
         if too_soon {
-            if let Some(auth) = &self.engine.auth {
+            if let Some(auth) = &self.auth {
                 auth.record_reload(key, "admin", None, Some(Code::RateLimited))
                     .await;
             }
@@ -210,8 +197,13 @@ impl Reloader {
 
     /// The files a change of which reloads: the config file and every spec that is a file.
     fn files(&self) -> Vec<PathBuf> {
-        let mut files: Vec<PathBuf> = self.args.config.iter().cloned().collect();
-        if let Ok(configs) = self.args.configs() {
+        let mut files: Vec<PathBuf> = self
+            .loader
+            .config_path()
+            .map(PathBuf::from)
+            .into_iter()
+            .collect();
+        if let Ok(configs) = self.loader.configs() {
             files.extend(
                 configs
                     .iter()
@@ -260,13 +252,13 @@ impl Reloader {
     /// Reloads every shortest `poll` interval of the URL specs (read again each round: a
     /// reload may change it); a URL that answers 304 to its ETag costs no download.
     async fn poll_urls(&self, stop: CancellationToken) {
-        if self.args.config.is_none() {
+        if self.loader.config_path().is_none() {
             // `--spec URL` has no `poll`.
             return;
         }
         loop {
             let every = self
-                .args
+                .loader
                 .configs()
                 .ok()
                 .into_iter()
@@ -314,30 +306,5 @@ async fn tick(stop: &CancellationToken, every: Duration) -> bool {
     tokio::select! {
         () = stop.cancelled() => false,
         () = tokio::time::sleep(every) => true,
-    }
-}
-
-impl Reloader {
-    /// The admin route's hook: 200 with what changed; 429 within a second of the last; 422
-    /// when the APIs did not reload (the running version serves on).
-    pub fn hook(self: &Arc<Reloader>) -> crate::http::ReloadHook {
-        let me = self.clone();
-        Arc::new(move |key: Option<KeyPrincipal>| {
-            let me = me.clone();
-            Box::pin(async move {
-                use axum::http::StatusCode;
-                match me.reload_now(key.as_ref()).await {
-                    Ok(report) => (StatusCode::OK, report),
-                    Err(e @ ReloadError::TooSoon) => (
-                        StatusCode::TOO_MANY_REQUESTS,
-                        json!({"error": e.to_string(), "code": Code::RateLimited, "retryAfterMs": 1000}),
-                    ),
-                    Err(e) => (
-                        StatusCode::UNPROCESSABLE_ENTITY,
-                        json!({"error": e.to_string(), "code": Code::ReloadFailed}),
-                    ),
-                }
-            })
-        })
     }
 }
