@@ -278,22 +278,7 @@ fn plan(
     } = args;
     // Before anything is sent: a bad page count costs no request (a bad `select` was
     // refused with the arguments).
-    for (name, n) in [("pages", pages), ("skipItems", skip_items)] {
-        if let Some(n) = n
-            && op.method != Method::Get
-        {
-            return Err(ToolError::invalid(
-                format!(
-                    "`{name}` works on the pages of a list, with GET only; {} is {}",
-                    op.id, op.method
-                ),
-                vec![Violation {
-                    pointer: format!("/{name}"),
-                    message: format!("GET only, and {} is {} ({name}: {n})", op.id, op.method),
-                }],
-            ));
-        }
-    }
+    paging_on_get(op, pages, skip_items)?;
     let media = media_choices(op, call.content_type.as_deref(), call.accept.as_deref());
     if !media.is_empty() {
         return Err(ToolError::invalid(
@@ -302,67 +287,12 @@ fn plan(
             media,
         ));
     }
-    // A concrete path fills pathParams; a value given both ways must agree.
-    let mut conflicts = Vec::new();
-    for (name, value) in found.resolved.path_values {
-        match call.path_params.get(&name) {
-            None => {
-                call.path_params.insert(name, Value::String(value));
-            }
-            // The same text the request would carry: 42 and "42" agree.
-            Some(given) if scalar(given) == value => {}
-            Some(given) => conflicts.push(Violation {
-                pointer: format!("/pathParams/{name}"),
-                message: format!(
-                    "pathParams.{name} is {given} but the path {} says {value:?}",
-                    target.path.as_deref().unwrap_or_default()
-                ),
-            }),
-        }
-    }
-    if !conflicts.is_empty() {
-        return Err(ToolError::invalid(
-            "the concrete path and pathParams disagree; give the value one way, or the same \
-             value both ways",
-            conflicts,
-        ));
-    }
-    let forbidden: Vec<Violation> = call
-        .headers
-        .keys()
-        .filter(|h| !headers::agent_may_set(h))
-        .map(|h| Violation {
-            pointer: format!("/headers/{h}"),
-            message: "not allowed: credentials and connection headers are added by the server"
-                .into(),
-        })
-        .collect();
-    if !forbidden.is_empty() {
-        return Err(ToolError::invalid(
-            format!(
-                "{} cannot be set by the agent: credentials and connection headers are added \
-                 by the server",
-                forbidden
-                    .iter()
-                    .map(|v| v.pointer.trim_start_matches("/headers/").to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            forbidden,
-        ));
-    }
-    // Header names are case-insensitive: use the declared spelling.
-    call.headers = std::mem::take(&mut call.headers)
-        .into_iter()
-        .map(|(k, v)| {
-            let declared = op
-                .parameters
-                .iter()
-                .find(|p| p.location == ParamIn::Header && p.name.eq_ignore_ascii_case(&k))
-                .map(|p| p.name.clone());
-            (declared.unwrap_or(k), v)
-        })
-        .collect();
+    fill_path_params(
+        &mut call,
+        found.resolved.path_values,
+        target.path.as_deref(),
+    )?;
+    agent_headers(op, &mut call)?;
     credential_args(apis, api, principal, op, &mut call)?;
     // Bytes (`{"base64": …}`, `{"file": …}`) leave the body here; it keeps a placeholder.
     let binary = super::upload::extract(
@@ -410,6 +340,107 @@ fn plan(
         pages: pages.unwrap_or(1).max(1),
         skip_items: skip_items.unwrap_or(0),
     })
+}
+
+/// `pages` and `skipItems` page through a list: GET only.
+fn paging_on_get(
+    op: &Operation,
+    pages: Option<usize>,
+    skip_items: Option<usize>,
+) -> Result<(), ToolError> {
+    for (name, n) in [("pages", pages), ("skipItems", skip_items)] {
+        if let Some(n) = n
+            && op.method != Method::Get
+        {
+            return Err(ToolError::invalid(
+                format!(
+                    "`{name}` works on the pages of a list, with GET only; {} is {}",
+                    op.id, op.method
+                ),
+                vec![Violation {
+                    pointer: format!("/{name}"),
+                    message: format!("GET only, and {} is {} ({name}: {n})", op.id, op.method),
+                }],
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A concrete path (`path`) fills pathParams with its `values`; a value given both ways must
+/// agree.
+fn fill_path_params(
+    call: &mut CallArgs,
+    values: Vec<(String, String)>,
+    path: Option<&str>,
+) -> Result<(), ToolError> {
+    let mut conflicts = Vec::new();
+    for (name, value) in values {
+        match call.path_params.get(&name) {
+            None => {
+                call.path_params.insert(name, Value::String(value));
+            }
+            // The same text the request would carry: 42 and "42" agree.
+            Some(given) if scalar(given) == value => {}
+            Some(given) => conflicts.push(Violation {
+                pointer: format!("/pathParams/{name}"),
+                message: format!(
+                    "pathParams.{name} is {given} but the path {} says {value:?}",
+                    path.unwrap_or_default()
+                ),
+            }),
+        }
+    }
+    if !conflicts.is_empty() {
+        return Err(ToolError::invalid(
+            "the concrete path and pathParams disagree; give the value one way, or the same \
+             value both ways",
+            conflicts,
+        ));
+    }
+    Ok(())
+}
+
+/// The headers the agent set: none the server adds (credentials, connection headers), each
+/// named as the operation declares it (header names are case-insensitive).
+fn agent_headers(op: &Operation, call: &mut CallArgs) -> Result<(), ToolError> {
+    let forbidden: Vec<Violation> = call
+        .headers
+        .keys()
+        .filter(|h| !headers::agent_may_set(h))
+        .map(|h| Violation {
+            pointer: format!("/headers/{h}"),
+            message: "not allowed: credentials and connection headers are added by the server"
+                .into(),
+        })
+        .collect();
+    if !forbidden.is_empty() {
+        return Err(ToolError::invalid(
+            format!(
+                "{} cannot be set by the agent: credentials and connection headers are added \
+                 by the server",
+                forbidden
+                    .iter()
+                    .map(|v| v.pointer.trim_start_matches("/headers/").to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            forbidden,
+        ));
+    }
+    // Header names are case-insensitive: use the declared spelling.
+    call.headers = std::mem::take(&mut call.headers)
+        .into_iter()
+        .map(|(k, v)| {
+            let declared = op
+                .parameters
+                .iter()
+                .find(|p| p.location == ParamIn::Header && p.name.eq_ignore_ascii_case(&k))
+                .map(|p| p.name.clone());
+            (declared.unwrap_or(k), v)
+        })
+        .collect();
+    Ok(())
 }
 
 /// The operation's credential parameters (`credentials::credential_params`) in `call`: the
