@@ -171,11 +171,10 @@ pub fn evaluate(
     options: &Options,
 ) -> anyhow::Result<Report> {
     let pooled = options.pooled;
-    let mut tuning = options.tuning;
-    if options.ranker == Ranker::Dense {
-        tuning.dense_weight = 1.0;
-        tuning.pooled_dense_weight = 1.0;
-    }
+    let tuning = match options.ranker {
+        Ranker::Dense => options.tuning.with_dense_weight(1.0),
+        _ => options.tuning,
+    };
     let position: HashMap<&str, usize> = files
         .iter()
         .enumerate()

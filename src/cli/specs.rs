@@ -237,8 +237,7 @@ pub async fn eval(args: EvalArgs) -> anyhow::Result<ExitCode> {
     options.ranker = args.ranking.ranker();
     options.tuning = args.ranking.tuning();
     if let Some(w) = args.dense_weight {
-        options.tuning.dense_weight = w;
-        options.tuning.pooled_dense_weight = w;
+        options.tuning = options.tuning.with_dense_weight(w);
     }
     options.tuning = options.tuning.with_settings(&args.set).context("--set")?;
     if options.ranker != crate::index::Ranker::Lexical {

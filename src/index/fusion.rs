@@ -25,8 +25,7 @@ impl Index {
         keep: &dyn Fn(&DocMeta) -> bool,
         confidence: f32,
     ) -> Vec<(usize, f32)> {
-        let pooled = self.docs.last().is_some_and(|d| d.spec > 0);
-        let w = if pooled {
+        let w = if self.is_pooled() {
             self.tuning.pooled_dense_weight
         } else {
             self.tuning.dense_weight
@@ -66,7 +65,7 @@ impl Index {
     pub(super) fn apply_spec_affinity(&self, scored: &mut [(usize, f32)]) {
         let k = self.tuning.affinity_top.max(1);
         let Some(last) = self.docs.last() else { return };
-        if self.tuning.spec_affinity <= 0.0 || last.spec == 0 {
+        if self.tuning.spec_affinity <= 0.0 || !self.is_pooled() {
             return;
         }
         let mut per_spec: Vec<Vec<f32>> = vec![Vec::new(); last.spec + 1];

@@ -267,6 +267,12 @@ impl Index {
     }
 
     /// Number of indexed operations.
+    /// Whether the index holds more than one spec's operations (its documents are in spec
+    /// order, so the last names the highest spec).
+    pub fn is_pooled(&self) -> bool {
+        self.docs.last().is_some_and(|d| d.spec > 0)
+    }
+
     pub fn len(&self) -> usize {
         self.docs.len()
     }

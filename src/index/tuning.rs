@@ -91,6 +91,16 @@ impl Default for Tuning {
 }
 
 impl Tuning {
+    /// These knobs with the dense weight `w` for one spec and for pooled ones alike
+    /// (`--dense-weight`; `1.0`: meaning only).
+    pub fn with_dense_weight(self, w: f32) -> Tuning {
+        Tuning {
+            dense_weight: w,
+            pooled_dense_weight: w,
+            ..self
+        }
+    }
+
     /// The defaults of the hybrid ranker with the built-in static model (`static-api`): its
     /// cosines sit on another scale than the encoder's, and a sweep of the knobs
     /// (BENCHMARKS.md, "The fusion's knobs for the static model") found more concept coverage

@@ -1,11 +1,10 @@
 //! [`AuthMode`]: which credentials open the server (`--auth`, `[oauth] auth`).
 
 /// Which credentials open the server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum AuthMode {
     /// Server keys only (`x-api-key`), as without OAuth.
-    #[default]
     Keys,
     /// Bearer tokens only.
     #[value(name = "oauth")]
