@@ -3,8 +3,9 @@
 //! stored for the call's API only) and the signed identity assertion; and where they came
 //! from, for the audit row (never a value). Also which of an operation's parameters are
 //! credentials a configured one stands for ([`credential_params`]: the agent neither gives
-//! them nor is asked for them), and what the operator configures when none is
-//! ([`missing_credential`]).
+//! them nor is asked for them), what the operator configures when none is
+//! ([`missing_credential`]), and how a call's arguments are checked against both
+//! ([`credential_args`]).
 
 use serde_json::Value;
 
@@ -13,10 +14,10 @@ use crate::apis::{Api, Apis};
 use crate::auth::Principal;
 use crate::auth::identity::Identity;
 use crate::auth::session_upstream::CallApi;
-use crate::spec::{CredentialParam, KeyIn, Operation, ParamIn, Parameter, SchemeKind};
+use crate::spec::{CredentialParam, KeyIn, Operation, ParamIn, Parameter, SchemeKind, Violation};
 use crate::types::Code;
 use crate::types::CredentialSource;
-use crate::upstream::{CallCredentials, PreparedRequest};
+use crate::upstream::{CallArgs, CallCredentials, PreparedRequest};
 
 /// Which API a call to `api` (one of `apis`) is, as stored credentials name it.
 pub(super) fn call_api<'a>(apis: &Apis, api: &'a Api) -> CallApi<'a> {
@@ -289,4 +290,69 @@ pub(super) fn supplied_view(used: &[CredentialParamUse<'_>]) -> Option<Value> {
         .map(|c| serde_json::json!({"in": c.param.location.as_str(), "name": c.param.name}))
         .collect();
     (!shown.is_empty()).then_some(Value::Array(shown))
+}
+
+/// The operation's credential parameters (`credentials::credential_params`) in `call`: the
+/// agent's value for one a configured credential stands for is refused (it would replace
+/// the configured credential, or go beside it), a required one neither given nor supplied is
+/// an error that says what the operator configures, and the builder learns which are
+/// supplied (`CallArgs::supplied`).
+pub(super) fn credential_args(
+    apis: &Apis,
+    api: &crate::apis::Api,
+    principal: &Principal,
+    op: &Operation,
+    call: &mut CallArgs,
+) -> Result<(), ToolError> {
+    let used = credential_params(apis, api, principal, op);
+    let given = |call: &CallArgs, p: &crate::spec::Parameter| match p.location {
+        ParamIn::Header => call.headers.keys().any(|k| k.eq_ignore_ascii_case(&p.name)),
+        ParamIn::Query => call.query.contains_key(&p.name),
+        _ => false,
+    };
+    let refused: Vec<Violation> = used
+        .iter()
+        .filter(|c| c.supplied && given(call, c.param))
+        .map(|c| Violation {
+            pointer: format!(
+                "/{}/{}",
+                crate::spec::section(c.param.location),
+                crate::spec::escape_pointer(&c.param.name)
+            ),
+            message: "a credential: the server sends the operator's configured credential \
+                      instead; leave it out"
+                .into(),
+        })
+        .collect();
+    if !refused.is_empty() {
+        return Err(ToolError::invalid(
+            format!(
+                "{} cannot be set by the agent: {} gets its credential from the server's \
+                 configured credentials, which nothing the agent sends replaces; leave {} out",
+                refused
+                    .iter()
+                    .map(|v| v.pointer.trim_start_matches('/').replacen('/', ".", 1))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                op.id,
+                if refused.len() == 1 { "it" } else { "them" },
+            ),
+            refused,
+        ));
+    }
+    for c in &used {
+        if c.param.required
+            && !c.supplied
+            && !given(call, c.param)
+            && let Some(e) = missing_credential(api, op, c)
+        {
+            return Err(e);
+        }
+    }
+    call.supplied = used
+        .iter()
+        .filter(|c| c.supplied)
+        .map(|c| (c.param.location, c.param.name.clone()))
+        .collect();
+    Ok(())
 }

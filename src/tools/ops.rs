@@ -293,7 +293,7 @@ fn plan(
         target.path.as_deref(),
     )?;
     agent_headers(op, &mut call)?;
-    credential_args(apis, api, principal, op, &mut call)?;
+    super::credentials::credential_args(apis, api, principal, op, &mut call)?;
     // Bytes (`{"base64": …}`, `{"file": …}`) leave the body here; it keeps a placeholder.
     let binary = super::upload::extract(
         uploads,
@@ -439,71 +439,6 @@ fn agent_headers(op: &Operation, call: &mut CallArgs) -> Result<(), ToolError> {
                 .map(|p| p.name.clone());
             (declared.unwrap_or(k), v)
         })
-        .collect();
-    Ok(())
-}
-
-/// The operation's credential parameters (`credentials::credential_params`) in `call`: the
-/// agent's value for one a configured credential stands for is refused (it would replace
-/// the configured credential, or go beside it), a required one neither given nor supplied is
-/// an error that says what the operator configures, and the builder learns which are
-/// supplied (`CallArgs::supplied`).
-fn credential_args(
-    apis: &Apis,
-    api: &crate::apis::Api,
-    principal: &Principal,
-    op: &Operation,
-    call: &mut CallArgs,
-) -> Result<(), ToolError> {
-    let used = super::credentials::credential_params(apis, api, principal, op);
-    let given = |call: &CallArgs, p: &crate::spec::Parameter| match p.location {
-        ParamIn::Header => call.headers.keys().any(|k| k.eq_ignore_ascii_case(&p.name)),
-        ParamIn::Query => call.query.contains_key(&p.name),
-        _ => false,
-    };
-    let refused: Vec<Violation> = used
-        .iter()
-        .filter(|c| c.supplied && given(call, c.param))
-        .map(|c| Violation {
-            pointer: format!(
-                "/{}/{}",
-                crate::spec::section(c.param.location),
-                crate::spec::escape_pointer(&c.param.name)
-            ),
-            message: "a credential: the server sends the operator's configured credential \
-                      instead; leave it out"
-                .into(),
-        })
-        .collect();
-    if !refused.is_empty() {
-        return Err(ToolError::invalid(
-            format!(
-                "{} cannot be set by the agent: {} gets its credential from the server's \
-                 configured credentials, which nothing the agent sends replaces; leave {} out",
-                refused
-                    .iter()
-                    .map(|v| v.pointer.trim_start_matches('/').replacen('/', ".", 1))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                op.id,
-                if refused.len() == 1 { "it" } else { "them" },
-            ),
-            refused,
-        ));
-    }
-    for c in &used {
-        if c.param.required
-            && !c.supplied
-            && !given(call, c.param)
-            && let Some(e) = super::credentials::missing_credential(api, op, c)
-        {
-            return Err(e);
-        }
-    }
-    call.supplied = used
-        .iter()
-        .filter(|c| c.supplied)
-        .map(|c| (c.param.location, c.param.name.clone()))
         .collect();
     Ok(())
 }
