@@ -39,7 +39,7 @@ pub struct Engine {
     /// The APIs served, with their index: read once per call (a reload swaps them, and a
     /// call in flight finishes on the version it started with).
     served: Arc<Served>,
-    /// Pipeline passes running now (`pipeline::Pass`): a shutdown waits for the cancelled ones to
+    /// Pipeline passes running now (`pass::Pass`): a shutdown waits for the cancelled ones to
     /// have queued their audit rows ([`Engine::passes_ended`]).
     pub(super) passes: std::sync::atomic::AtomicUsize,
     pub monitor: Option<Monitor>,
@@ -168,13 +168,13 @@ impl Engine {
     }
 
     /// Serves `apis` from the next call on; calls in flight finish on the APIs they started
-    /// with. The memory of which operations each set of grants may see starts over.
+    /// with (what each set of grants may see is remembered per version of the APIs).
     pub fn replace_apis(&self, apis: Apis) {
         self.served.replace(apis);
     }
 
-    /// Wakes on each [`Engine::replace_apis`] (sessions send `notifications/tools/list_changed`
-    /// when the tool list changed with it).
+    /// Wakes on each replacement of the APIs, by [`Engine::replace_apis`] or a reload
+    /// (sessions send `notifications/tools/list_changed` when the tool list changed with it).
     pub(crate) fn watch_apis(&self) -> tokio::sync::watch::Receiver<()> {
         self.served.watch()
     }

@@ -2,7 +2,7 @@
 //! applied to the body (2xx only), the body fitted to the response budget (`upstream::fit`:
 //! whole items of a list, else a valid JSON prefix), and what the agent needs to go on: the
 //! `cut`, one `note` sentence, the `next` call's arguments and, with `pages`, how many were
-//! fetched and why it stopped. Pure: the pages were fetched by the pipeline (`tools/mod.rs`).
+//! fetched and why it stopped. Pure: the pages were fetched by the pipeline (`pipeline.rs`).
 
 use serde_json::{Map, Value};
 
