@@ -266,13 +266,13 @@ impl Index {
         }
     }
 
-    /// Number of indexed operations.
     /// Whether the index holds more than one spec's operations (its documents are in spec
     /// order, so the last names the highest spec).
     pub fn is_pooled(&self) -> bool {
         self.docs.last().is_some_and(|d| d.spec > 0)
     }
 
+    /// Number of indexed operations.
     pub fn len(&self) -> usize {
         self.docs.len()
     }
