@@ -97,7 +97,7 @@ impl RankingArgs {
     /// the lexical ranker.
     pub fn embedder(&self) -> anyhow::Result<Option<Arc<Embedder>>> {
         let ranking = self.ranking();
-        let Some(files) = self.model_files()? else {
+        let Some(files) = ranking.model_files()? else {
             return Ok(None);
         };
         let started = Instant::now();

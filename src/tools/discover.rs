@@ -46,14 +46,18 @@ pub(super) async fn discover(
         }));
     }
     let vector = query_vector(apis, &d.query).await;
-    let (hits, total) = apis.index.search_total(&Query {
-        text: d.query.trim(),
-        method: d.method,
-        tag: d.tag.as_deref(),
-        limit: d.limit(),
-        allowed: Some(&allowed),
-        vector: vector.as_deref(),
-    });
+    // The caller's search, or (to say what permissions hid) the same over every operation.
+    let search = |allowed: &(dyn Fn(usize, usize) -> bool + Sync)| {
+        apis.index.search_total(&Query {
+            text: d.query.trim(),
+            method: d.method,
+            tag: d.tag.as_deref(),
+            limit: d.limit(),
+            allowed: Some(allowed),
+            vector: vector.as_deref(),
+        })
+    };
+    let (hits, total) = search(&allowed);
     let shown = if d.limit.is_some() {
         hits.len()
     } else {
@@ -88,14 +92,7 @@ pub(super) async fn discover(
     // Nothing found: say whether permissions hid operations that match.
     let hidden = if results.is_empty() {
         let in_scope = |api: usize, _: usize| only.is_none_or(|o| o == api);
-        let (all_hits, all_total) = apis.index.search_total(&Query {
-            text: d.query.trim(),
-            method: d.method,
-            tag: d.tag.as_deref(),
-            limit: d.limit(),
-            allowed: Some(&in_scope),
-            vector: vector.as_deref(),
-        });
+        let (all_hits, all_total) = search(&in_scope);
         let unseen: Vec<OpRef> = all_hits
             .iter()
             .map(|h| OpRef {
