@@ -115,10 +115,10 @@ impl Refusal {
 /// The file as written.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct File {
+struct Written {
     #[serde(default)]
     api: Vec<ApiConfig>,
-    /// `serve`'s sign-in settings ([`ServerConfig::sign_in`]), read at start-up only.
+    /// `serve`'s sign-in settings ([`ConfigFile::sign_in`]), read at start-up only.
     #[serde(default)]
     oauth: Option<SignInFile>,
 }
@@ -149,15 +149,15 @@ pub struct SignInFile {
 /// What one config file says: the APIs to serve, and who may sign in (`[oauth]`, which
 /// `serve` reads at start-up only: a reload does not change it).
 #[derive(Debug)]
-pub struct ServerConfig {
+pub struct ConfigFile {
     pub apis: Vec<ApiConfig>,
     pub sign_in: Option<SignInFile>,
 }
 
-impl ServerConfig {
+impl ConfigFile {
     /// Reads and checks `path`, resolving every secret reference. A file holding credential
     /// settings is refused when others may read it.
-    pub fn read(path: &Path) -> Result<ServerConfig, ConfigFileError> {
+    pub fn read(path: &Path) -> Result<ConfigFile, ConfigFileError> {
         let shown = path.display().to_string();
         let (text, meta) = read_config(path)?;
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
@@ -172,18 +172,18 @@ impl ServerConfig {
         if has_credentials && let Some(mode) = readable_by_others(&meta) {
             return Err(ConfigFileError::Readable { path: shown, mode });
         }
-        Ok(ServerConfig { apis, sign_in })
+        Ok(ConfigFile { apis, sign_in })
     }
 }
 
-/// The APIs of the config file at `path` ([`ServerConfig::read`]).
+/// The APIs of the config file at `path` ([`ConfigFile::read`]).
 pub fn load(path: &Path) -> Result<Vec<ApiConfig>, ConfigFileError> {
-    ServerConfig::read(path).map(|c| c.apis)
+    ConfigFile::read(path).map(|c| c.apis)
 }
 
-/// The `[oauth]` table of the config file at `path`, if it has one ([`ServerConfig::read`]).
+/// The `[oauth]` table of the config file at `path`, if it has one ([`ConfigFile::read`]).
 pub fn sign_in(path: &Path) -> Result<Option<SignInFile>, ConfigFileError> {
-    ServerConfig::read(path).map(|c| c.sign_in)
+    ConfigFile::read(path).map(|c| c.sign_in)
 }
 
 /// The config file's text and metadata, at most [`MAX_CONFIG_BYTES`].
@@ -195,7 +195,7 @@ fn read_config(path: &Path) -> Result<(String, std::fs::Metadata), ConfigFileErr
 }
 
 /// The text as TOML of the file's shape (every key known); `path` for the message.
-fn parse_file(text: &str, path: &str) -> Result<File, ConfigFileError> {
+fn parse_file(text: &str, path: &str) -> Result<Written, ConfigFileError> {
     toml::from_str(text).map_err(|e: toml::de::Error| {
         let at = e.span().map_or(0, |s| s.start.min(text.len()));
         let before = text.get(..at).unwrap_or_default();
@@ -349,7 +349,7 @@ pub fn parse(text: &str, path: &str, dir: &Path) -> Result<Vec<ApiConfig>, Confi
 }
 
 /// The file's `[[api]]` tables checked, their secret references resolved.
-fn checked(file: File, path: &str, dir: &Path) -> Result<Vec<ApiConfig>, ConfigFileError> {
+fn checked(file: Written, path: &str, dir: &Path) -> Result<Vec<ApiConfig>, ConfigFileError> {
     if file.api.is_empty() {
         return Err(ConfigFileError::Syntax {
             path: path.to_string(),

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::config::{ApiConfig, ConfigFileError};
+use super::config::{ApiConfig, ConfigFile, ConfigFileError};
 use super::{Api, Apis, Loaded};
 use crate::auth::{PermissionRules, RuleError};
 use crate::index::Index;
@@ -113,22 +113,39 @@ impl Loader {
         }
     }
 
-    /// The APIs to serve: the config file's (read again each time), or the one of `--spec`.
-    pub fn configs(&self) -> Result<Vec<ApiConfig>, ConfigFileError> {
+    /// What the source says now: the config file, read again each time (its APIs and its
+    /// `[oauth]`), or the one API of `--spec`.
+    pub fn read(&self) -> Result<ConfigFile, ConfigFileError> {
         match &self.source {
-            Source::File(path) => Ok(super::config::ServerConfig::read(path)?.apis),
-            Source::Flags { api, .. } => Ok(vec![(**api).clone()]),
+            Source::File(path) => ConfigFile::read(path),
+            Source::Flags { api, .. } => Ok(ConfigFile {
+                apis: vec![(**api).clone()],
+                sign_in: None,
+            }),
         }
     }
 
-    /// Loads the APIs: each document, its upstream client and rules, and one index over them
+    /// The APIs to serve, as [`Loader::read`] finds them now.
+    pub fn configs(&self) -> Result<Vec<ApiConfig>, ConfigFileError> {
+        Ok(self.read()?.apis)
+    }
+
+    /// [`Loader::load_from`] the APIs the source names now.
+    pub async fn load(&self, previous: Option<&Apis>) -> Result<Apis, LoadError> {
+        self.load_from(self.configs()?, previous).await
+    }
+
+    /// Loads the APIs `configs` names: each document, its upstream client and rules, and one index over them
     /// all (started on the ranker the flags ask for). With the `previous` APIs (a reload), a
     /// document whose bytes did not change keeps its loaded version, one that does not load
     /// keeps the previous version with the error beside it, and the index is built again only
     /// when a document changed. Fails when the config does not load, or a new API's document
     /// does not.
-    pub async fn load(&self, previous: Option<&Apis>) -> Result<Apis, LoadError> {
-        let configs = self.configs()?;
+    pub async fn load_from(
+        &self,
+        configs: Vec<ApiConfig>,
+        previous: Option<&Apis>,
+    ) -> Result<Apis, LoadError> {
         let mut list = Vec::with_capacity(configs.len());
         for c in &configs {
             let old = previous.and_then(|p| Some(&p.list[p.position(&c.name)?]));

@@ -170,7 +170,9 @@ fn points_at(url: &str, listen: SocketAddr) -> bool {
 }
 
 pub(crate) async fn run_dev(args: DevArgs) -> anyhow::Result<ExitCode> {
-    let (mut engine, loader) = args.engine.start(args.access.rules()?).await?;
+    let super::load::Started {
+        mut engine, loader, ..
+    } = args.engine.start(args.access.rules()?).await?;
     if let Some(dir) = &args.download_dir {
         use crate::tools::binary_out::{DownloadDir, download_dir};
         let path = download_dir(dir)?;
@@ -244,7 +246,7 @@ pub(crate) async fn run_dev(args: DevArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub(crate) async fn run_stdio(args: StdioArgs) -> anyhow::Result<ExitCode> {
-    let (engine, loader) = args.engine.start(Default::default()).await?;
+    let super::load::Started { engine, loader, .. } = args.engine.start(Default::default()).await?;
     let engine = Arc::new(engine);
     // A reload on SIGHUP or a changed file; stdio has no admin route.
     let stop = CancellationToken::new();

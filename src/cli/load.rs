@@ -2,7 +2,7 @@
 //! `apis::load::Loader` of the flags and the environment, which a reload uses again) and the
 //! engine over the APIs it loads, with its monitor gate and limits.
 
-use crate::apis::config::ApiConfig;
+use crate::apis::config::{ApiConfig, SignInFile};
 use crate::apis::load::{Loader, Source, UpstreamDefaults};
 use crate::auth::PermissionRules;
 use crate::tools::Engine;
@@ -56,13 +56,15 @@ impl EngineArgs {
 
     /// Loads the APIs, builds the index, the upstream clients and the monitor gate.
     pub async fn build(&self) -> anyhow::Result<Engine> {
-        Ok(self.start(PermissionRules::default()).await?.0)
+        Ok(self.start(PermissionRules::default()).await?.engine)
     }
 
-    /// [`EngineArgs::build`] with `extra_rules` for every API, and the loader a reload uses.
-    pub async fn start(&self, extra_rules: PermissionRules) -> anyhow::Result<(Engine, Loader)> {
+    /// [`EngineArgs::build`] with `extra_rules` for every API; also the loader a reload uses
+    /// and the sign-in settings of the same read of the config file.
+    pub async fn start(&self, extra_rules: PermissionRules) -> anyhow::Result<Started> {
         let loader = self.loader(extra_rules)?;
-        let apis = loader.load(None).await?;
+        let file = loader.read()?;
+        let apis = loader.load_from(file.apis, None).await?;
         let title = match apis.list.as_slice() {
             [one] => Some(one.spec.title.clone()).filter(|t| !t.is_empty()),
             _ => None,
@@ -86,6 +88,19 @@ impl EngineArgs {
         // Most of what loading the document took is free now (the spec keeps only what its
         // operations reach): give it back.
         crate::heap::release_freed();
-        Ok((engine, loader))
+        Ok(Started {
+            engine,
+            loader,
+            sign_in: file.sign_in,
+        })
     }
+}
+
+/// What [`EngineArgs::start`] built.
+pub struct Started {
+    pub engine: Engine,
+    pub loader: Loader,
+    /// The config file's `[oauth]` table, read with its APIs (`serve` signs people in with it;
+    /// a reload does not change it).
+    pub sign_in: Option<SignInFile>,
 }

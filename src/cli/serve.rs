@@ -52,7 +52,11 @@ calls to that API, and go to no other.";
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let auth = args.access.auth(&args.database_url).await?;
-    let (mut engine, loader) = args.engine.start(args.access.rules()?).await?;
+    let super::load::Started {
+        mut engine,
+        loader,
+        sign_in: sign_in_file,
+    } = args.engine.start(args.access.rules()?).await?;
     warn_if_no_key_can_connect(&auth, &engine.apis().names()).await;
     engine.access = Access::Sessions;
     engine.auth = Some(auth.clone());
@@ -69,11 +73,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     engine.identity = args.identity.build(&format!("http://{addr}"))?;
     // `[oauth]` of the config file, under the flags (read at start-up; a reload does not
     // change who may sign in).
-    let sign_in = match &args.engine.config {
-        Some(path) => match crate::apis::config::ServerConfig::read(path)?.sign_in {
-            Some(file) => args.oauth.clone().over(file),
-            None => args.oauth.clone(),
-        },
+    let sign_in = match sign_in_file {
+        Some(file) => args.oauth.clone().over(file),
         None => args.oauth.clone(),
     };
     let oauth = sign_in.gate(addr).await?;
