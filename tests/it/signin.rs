@@ -15,7 +15,7 @@ use base64::Engine as _;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 
 use crate::db::TestDb;
 use crate::support::*;
@@ -66,30 +66,34 @@ impl Idp {
         let (node, script) = installed().await;
         let dir = tempfile::tempdir().unwrap();
         let keys_file = dir.path().join("keys.json");
-        let port = free_port();
+        // Port 0: the provider listens where the system says, and names it in its issuer.
         let mut child = tokio::process::Command::new(node)
             .arg(script)
-            .env("PORT", port.to_string())
+            .env("PORT", "0")
             .env("RESOURCE", resource)
             .env("KEYS_OUT", &keys_file)
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
             .expect("node starts");
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        tokio::time::timeout(Duration::from_secs(60), async {
+        let mut errors = child.stderr.take().unwrap();
+        let (mut lines, mut errors) = tokio::time::timeout(Duration::from_secs(60), async move {
             while let Some(line) = lines.next_line().await.unwrap() {
                 if line.contains("listening at") {
-                    return;
+                    return (lines, errors);
                 }
             }
-            panic!("oidc-provider exited before it listened");
+            let mut why = String::new();
+            let _ = errors.read_to_string(&mut why).await;
+            panic!("oidc-provider exited before it listened:\n{why}");
         })
         .await
         .expect("oidc-provider listens within 60 s");
         // Keep reading what it prints: a closed pipe would end it at its next notice.
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        tokio::spawn(async move { tokio::io::copy(&mut errors, &mut tokio::io::sink()).await });
         let keys: Value = serde_json::from_slice(&std::fs::read(&keys_file).unwrap()).unwrap();
         Idp {
             issuer: keys["issuer"].as_str().unwrap().to_string(),

@@ -7,15 +7,23 @@
 //
 //   PORT=4100 RESOURCE=http://127.0.0.1:PORT/mcp KEYS_OUT=keys.json node provider.mjs
 //
-// It writes KEYS_OUT before it listens: the issuer, its private signing keys (DER, so a test
-// can sign tokens the provider would never issue: expired, for another audience) and one key
-// it does not publish.
+// PORT=0 (or none) listens on a port the system picks, so that no other process can take it
+// between a test's choice and the listen; the issuer (with the port) is in KEYS_OUT and in the
+// line `oidc-provider listening at ISSUER`. KEYS_OUT is written before that line: the issuer,
+// its private signing keys (DER, so a test can sign tokens the provider would never issue:
+// expired, for another audience) and one key it does not publish.
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 
 import Provider, { errors } from 'oidc-provider';
 
-const port = Number(process.env.PORT);
+const server = createServer();
+await new Promise((resolve, reject) => {
+  server.once('error', reject);
+  server.listen(Number(process.env.PORT ?? 0), '127.0.0.1', resolve);
+});
+const { port } = server.address();
 const resource = process.env.RESOURCE;
 // A second protected resource: a token for it must not open apigate.
 const other = process.env.OTHER_RESOURCE ?? 'http://127.0.0.1:9/other-api';
@@ -101,6 +109,5 @@ provider.use(async (ctx, next) => {
 });
 provider.on('server_error', (ctx, err) => console.error('server_error', err));
 
-provider.listen(port, '127.0.0.1', () => {
-  console.log(`oidc-provider listening at ${issuer}`);
-});
+server.on('request', provider.callback());
+console.log(`oidc-provider listening at ${issuer}`);
