@@ -382,13 +382,30 @@ pub fn header_text(headers: &HeaderMap, name: &str) -> String {
         .to_string()
 }
 
-/// A port of 127.0.0.1 that nothing listens on (one just freed): to start a server on, or to
-/// be refused by.
+/// A port of 127.0.0.1 that nothing listens on: to start a server on, or to be refused by.
+///
+/// Chosen below Linux's ephemeral range (32768 and up), where `bind(0)` and every outgoing
+/// connection get their ports: a port freed by `bind(0)` could be handed to another socket
+/// before the server this test starts binds it. Here each call takes the next port after a
+/// start that differs per process, so two calls do not return the same port either.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port on 127.0.0.1")
+    const LOW: u32 = 20_000;
+    const SPAN: u32 = 12_000;
+    static NEXT: std::sync::OnceLock<std::sync::atomic::AtomicU32> = std::sync::OnceLock::new();
+    let next = NEXT.get_or_init(|| {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or_default();
+        std::sync::atomic::AtomicU32::new(std::process::id().wrapping_mul(7919) ^ nanos)
+    });
+    for _ in 0..SPAN {
+        let port = (LOW + next.fetch_add(1, Ordering::Relaxed) % SPAN) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port of 127.0.0.1 in {LOW}..{}", LOW + SPAN)
 }
 
 /// Serves `app` on a fresh port of 127.0.0.1 in the background; returns the address.
