@@ -279,12 +279,10 @@ impl Loader {
                         embedded,
                         "ranker: hybrid (the previous version's vectors reused)"
                     ),
-                    Some(Err(e)) => {
-                        tracing::warn!(error = %e, "reusing the previous vectors failed; embedding again");
-                        self.ranking.start(&index)?;
-                        report_embedding(&index);
-                    }
-                    None => {
+                    not_carried => {
+                        if let Some(Err(e)) = not_carried {
+                            tracing::warn!(error = %e, "reusing the previous vectors failed; embedding again");
+                        }
                         self.ranking.start(&index)?;
                         report_embedding(&index);
                     }

@@ -377,8 +377,9 @@ pub fn schema(args: Map<String, Value>) -> Result<SchemaArgs, ToolError> {
     parse(Tool::Schema, args)
 }
 
-/// Parses `api_execute`'s arguments and compiles `select` (its input schema bounds it, so
-/// nothing longer than [`MAX_SELECT_BYTES`] reaches the compiler).
+/// Parses `api_execute`'s arguments and compiles `select` (its input schema bounds it to
+/// [`MAX_SELECT_BYTES`] characters, so at most four times as many bytes reach the compiler;
+/// `InputLimits::check_execute` then holds it to [`MAX_SELECT_BYTES`] bytes).
 pub fn execute(args: Map<String, Value>) -> Result<ExecuteArgs, ToolError> {
     let mut args = checked(Tool::Execute, args)?;
     let select = match args.remove("select") {

@@ -1,6 +1,8 @@
 //! What each tool does once the pipeline lets it run: parsing the typed arguments and
 //! resolving the operation they name (once, in [`parse`]), checking its permission and
-//! validating and building the request (in [`prepare`]), and the three tool bodies ([`run`]).
+//! validating and building the request (in [`prepare`]), and the results complete at once
+//! ([`done`]: discovery and a schema, whose bodies are `discover.rs` and `schema.rs`, and a
+//! dry run).
 //! Production, tests and the fuzz target all go through these functions.
 
 use serde_json::{Map, Value};

@@ -93,7 +93,7 @@ impl Engine {
         let mut pages = vec![*first];
         let mut stopped = None;
         while pages.len() < asked {
-            let args = match follow(apis, &pages, &budget, room.filter(|r| filled > *r)) {
+            let args = match follow(apis, &pages, &budget, room.is_some_and(|r| filled > r)) {
                 Ok(args) => args,
                 Err(why) => {
                     stopped = Some(why);
@@ -510,16 +510,16 @@ fn listed_bytes(page: &page::Page) -> usize {
 }
 
 /// The typed arguments of the page after the last of `pages`, or why there is none to fetch:
-/// the items fetched already fill the response (`full`, its room), the budget cut the last
-/// page, the API refused it, or it shows no next page this server can ask for.
+/// the items fetched already fill the response (`full`), the budget cut the last page, the
+/// API refused it, or it shows no next page this server can ask for.
 fn follow(
     apis: &Apis,
     pages: &[page::Page],
     budget: &crate::upstream::CallBudget,
-    full: Option<usize>,
+    full: bool,
 ) -> Result<super::args::ExecuteArgs, String> {
     let n = pages.len();
-    if full.is_some() {
+    if full {
         return Err(format!(
             "the items of the {n} pages fetched already fill the response \
              (--max-response-bytes): `next` goes on from the first item not shown"
